@@ -1,0 +1,42 @@
+"""mha_kit: multi-head attention in NumPy, and the counting behind every number in the book.
+
+>>> import mha_kit as mk
+>>> cfg = mk.PRESETS["llama-3-70b"]
+>>> mk.format_bytes(mk.kv_cache_bytes_per_token(cfg))
+'320 KiB'
+"""
+from .attention import (
+    causal_mask,
+    grouped_attention,
+    mean_pool_kv_heads,
+    merge_heads,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    softmax,
+    split_heads,
+    value_output_matrices,
+)
+from .cache import KVCache, cached_attention, decode_attention
+from .config import PRESETS, AttentionConfig, LatentAttentionConfig, get_preset
+from .counting import (
+    arithmetic_intensity,
+    attention_macs,
+    cache_reduction,
+    kv_bytes_read,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    kv_elements_per_token,
+    max_context_tokens,
+    projection_macs,
+    projection_params,
+    projection_params_by_matrix,
+    score_count,
+    sequence_attention_macs,
+)
+from .latent import LatentCache, LatentWeights, init_latent_weights, latent_attention, latent_cached_attention, rope
+from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
+from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
+
+__version__ = "0.1.0"
+
+__all__ = [name for name in dir() if not name.startswith("_")]

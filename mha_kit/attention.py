@@ -1,0 +1,272 @@
+"""Softmax, masks, scaled dot-product attention and the MHA / GQA / MQA forward pass.
+
+Shapes use the project's letters: ``n`` queries, ``s`` keys, ``d`` model width, ``h`` query
+heads, ``h_kv`` key-value heads, ``g = h // h_kv``, ``d_h`` head size.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .config import check_positive_int
+
+
+def softmax(x, axis=-1):
+    """Numerically stable softmax along ``axis``.
+
+    The row maximum is subtracted before ``exp`` so large scores cannot overflow, and ``-inf``
+    entries (masked scores) become exact zeros.
+
+    A row whose every entry is ``-inf`` has no distribution to return: instead of the NaNs that
+    ``exp(-inf - -inf)`` would give, this raises ``ValueError``. (Causal masks never produce such
+    rows; padding masks can, and the caller must decide what a fully masked query means.)
+    NaN and ``+inf`` inputs raise too.
+
+    Parameters
+    ----------
+    x : array_like, any shape
+    axis : int
+
+    Returns
+    -------
+    ndarray, same shape as ``x``, non-negative, summing to one along ``axis``.
+
+    Book: chapter "From first principles", step 2.
+    """
+    x = np.asarray(x, dtype=np.result_type(x, np.float32))
+    row_max = np.max(x, axis=axis, keepdims=True)
+    if np.isnan(row_max).any() or np.isposinf(row_max).any():
+        raise ValueError("softmax input contains NaN or +inf")
+    if np.isneginf(row_max).any():
+        raise ValueError(
+            f"softmax: a row along axis {axis} is entirely -inf (every key masked); "
+            "it has no distribution - check the mask"
+        )
+    e = np.exp(x - row_max)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def causal_mask(n_queries, n_keys=None):
+    """Boolean mask, ``True`` where query ``i`` may attend to key ``j``.
+
+    With ``n_keys > n_queries`` the queries are the *last* ``n_queries`` positions (decoding
+    with a cache of earlier tokens), so row ``i`` may see keys ``0 .. n_keys - n_queries + i``::
+
+        causal_mask(2, 4) ->  [[T, T, T, F],
+                               [T, T, T, T]]
+
+    Returns
+    -------
+    ndarray of bool, shape (n_queries, n_keys)
+
+    Book: chapter "Trade-offs", section on masking.
+    """
+    n = check_positive_int("n_queries", n_queries)
+    s = n if n_keys is None else check_positive_int("n_keys", n_keys)
+    if s < n:
+        raise ValueError(f"n_keys ({s}) must be at least n_queries ({n}): the queries are the last positions")
+    # key j is visible to query i when j <= i + (s - n)
+    return np.arange(s)[None, :] <= np.arange(n)[:, None] + (s - n)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    """``softmax(q k^T / sqrt(d_h)) v``, with masked scores set to ``-inf`` *before* softmax.
+
+    Parameters
+    ----------
+    q : ndarray, shape (..., n, d_h)
+    k : ndarray, shape (..., s, d_h)
+    v : ndarray, shape (..., s, d_v)
+    mask : ndarray of bool, broadcastable to (..., n, s), optional
+        ``True`` where attention is allowed.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+    weights : ndarray, shape (..., n, s), rows summing to one
+
+    Book: chapter "From first principles", step 2.
+    """
+    q, k, v = (np.asarray(a) for a in (q, k, v))
+    _check_qkv(q, k, v)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (..., n, d_h) @ (..., d_h, s) -> (..., n, s)
+    if mask is not None:
+        scores = np.where(_check_mask(mask, scores.shape), scores, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ v, weights  # (..., n, s) @ (..., s, d_v) -> (..., n, d_v)
+
+
+def _check_qkv(q, k, v):
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise ValueError(f"q, k, v need at least 2 dimensions (tokens, features), got {q.shape}, {k.shape}, {v.shape}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share the head size: q {q.shape}, k {k.shape}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must hold the same number of keys: k {k.shape}, v {v.shape}")
+
+
+def _check_mask(mask, scores_shape):
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    try:
+        np.broadcast_shapes(mask.shape, scores_shape)
+    except ValueError:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to scores {scores_shape}") from None
+    return mask
+
+
+def split_heads(x, num_heads):
+    """``(..., n, h * d_h) -> (..., h, n, d_h)``: cut the width into ``num_heads`` slices.
+
+    Book: chapter "From first principles", step 3.
+    """
+    x = np.asarray(x)
+    h = check_positive_int("num_heads", num_heads)
+    if x.shape[-1] % h:
+        raise ValueError(f"width ({x.shape[-1]}) must be divisible by num_heads ({h})")
+    x = x.reshape(*x.shape[:-1], h, x.shape[-1] // h)  # (..., n, h, d_h)
+    return np.swapaxes(x, -2, -3)  # (..., h, n, d_h)
+
+
+def merge_heads(x):
+    """``(..., h, n, d_h) -> (..., n, h * d_h)``: glue the heads side by side (step 5)."""
+    x = np.swapaxes(np.asarray(x), -2, -3)  # (..., n, h, d_h)
+    return x.reshape(*x.shape[:-2], -1)
+
+
+def grouped_attention(q, k, v, mask=None):
+    """Attention of ``h`` query heads over ``h_kv`` shared key-value heads, without copying K, V.
+
+    Query head ``i`` reads key-value head ``i // g`` with ``g = h // h_kv`` (the layout of
+    Hugging Face's ``repeat_kv`` and PyTorch's ``enable_gqa``). For ``h=4, h_kv=2`` the heads
+    read ``[K0, K0, K1, K1]``. Instead of repeating K and V ``g`` times, the ``g`` queries of a
+    group are stacked into one ``(g * n, d_h)`` block and multiplied by their shared keys once.
+
+    Parameters
+    ----------
+    q : ndarray, shape (..., h, n, d_h)
+    k : ndarray, shape (..., h_kv, s, d_h)
+    v : ndarray, shape (..., h_kv, s, d_v)
+    mask : ndarray of bool, shape (n, s), optional
+
+    Returns
+    -------
+    out : ndarray, shape (..., h, n, d_v)
+    weights : ndarray, shape (..., h, n, s)
+    """
+    h, n, h_kv = q.shape[-3], q.shape[-2], k.shape[-3]
+    if v.shape[-3] != h_kv:
+        raise ValueError(f"k and v must have the same number of heads, got {h_kv} and {v.shape[-3]}")
+    if h % h_kv:
+        raise ValueError(f"num_heads ({h}) must be divisible by num_kv_heads ({h_kv})")
+    g = h // h_kv
+    q_grouped = q.reshape(*q.shape[:-3], h_kv, g * n, q.shape[-1])  # (..., h_kv, g*n, d_h)
+    if mask is not None:
+        mask = np.tile(_check_mask(mask, (n, k.shape[-2])), (g, 1))  # (g*n, s), same rows per head
+    out, weights = scaled_dot_product_attention(q_grouped, k, v, mask)  # (..., h_kv, g*n, ·)
+    return (out.reshape(*q.shape[:-1], v.shape[-1]),  # (..., h, n, d_v)
+            weights.reshape(*q.shape[:-1], k.shape[-2]))  # (..., h, n, s)
+
+
+def _head_dims(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """Validate the weights of an attention layer; return ``(h, h_kv, d_h)``."""
+    d = x.shape[-1]
+    h = check_positive_int("num_heads", num_heads)
+    h_kv = h if num_kv_heads is None else check_positive_int("num_kv_heads", num_kv_heads)
+    if h % h_kv:
+        raise ValueError(f"num_heads ({h}) must be divisible by num_kv_heads ({h_kv})")
+    if w_q.ndim != 2 or w_q.shape[0] != d or w_q.shape[1] % h:
+        raise ValueError(f"expected w_q of shape ({d}, num_heads * head_dim) with num_heads={h}, got {w_q.shape}")
+    d_h = w_q.shape[1] // h
+    for name, w in (("w_k", w_k), ("w_v", w_v)):
+        if w.shape != (d, h_kv * d_h):
+            raise ValueError(f"expected {name} of shape ({d}, {h_kv * d_h}) = (d, num_kv_heads * head_dim), got {w.shape}")
+    if w_o.ndim != 2 or w_o.shape[0] != h * d_h:
+        raise ValueError(f"expected w_o of shape ({h * d_h}, d_out) = (num_heads * head_dim, d_out), got {w_o.shape}")
+    return h, h_kv, d_h
+
+
+def _as_tokens(x, name="x"):
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"expected {name} of shape (n, d) (optionally with leading batch axes), got {x.shape}")
+    return x
+
+
+def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads=None, causal=False):
+    """Multi-head attention; grouped-query with ``num_kv_heads < num_heads``, multi-query with 1.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d) or (..., n, d)
+    w_q : ndarray, shape (d, h * d_h)
+    w_k, w_v : ndarray, shape (d, h_kv * d_h)
+    w_o : ndarray, shape (h * d_h, d)
+    num_heads : int
+    num_kv_heads : int, optional
+        ``None`` means ``num_heads`` (MHA). Query head ``i`` reads KV head ``i // (h // h_kv)``.
+    causal : bool
+        Let token ``i`` see only tokens ``0..i``.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d)
+    weights : ndarray, shape (..., h, n, n)
+
+    Book: chapter "From first principles", steps 1-5.
+    """
+    x = _as_tokens(x)
+    w_q, w_k, w_v, w_o = (np.asarray(w) for w in (w_q, w_k, w_v, w_o))
+    h, h_kv, _ = _head_dims(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads)
+    q = split_heads(x @ w_q, h)  # (..., n, d) @ (d, h*d_h) -> (..., h, n, d_h)
+    k = split_heads(x @ w_k, h_kv)  # (..., h_kv, n, d_h)
+    v = split_heads(x @ w_v, h_kv)  # (..., h_kv, n, d_h)
+    mask = causal_mask(x.shape[-2]) if causal else None
+    heads, weights = grouped_attention(q, k, v, mask)  # (..., h, n, d_h), (..., h, n, n)
+    return merge_heads(heads) @ w_o, weights  # (..., n, h*d_h) @ (h*d_h, d) -> (..., n, d)
+
+
+def value_output_matrices(w_v, w_o, num_heads, num_kv_heads=None):
+    """Per-head products ``W_V[head] @ W_O[head]``, each ``(d, d_out)``.
+
+    Head ``i`` contributes ``weights_i @ x @ W_V[i // g] @ W_O[i]`` to the output, so the value
+    slice and the output block can be multiplied once: ``W_O`` adds no new kind of operation.
+
+    Returns
+    -------
+    ndarray, shape (h, d, d_out)
+    """
+    w_v, w_o = np.asarray(w_v), np.asarray(w_o)
+    h = check_positive_int("num_heads", num_heads)
+    h_kv = h if num_kv_heads is None else check_positive_int("num_kv_heads", num_kv_heads)
+    if h % h_kv or w_v.shape[1] % h_kv or w_o.shape[0] != h * (w_v.shape[1] // h_kv):
+        raise ValueError(f"w_v {w_v.shape} and w_o {w_o.shape} do not fit num_heads={h}, num_kv_heads={h_kv}")
+    d_h = w_v.shape[1] // h_kv
+    wv_heads = w_v.reshape(w_v.shape[0], h_kv, d_h).transpose(1, 0, 2)  # (h_kv, d, d_h)
+    wo_heads = w_o.reshape(h, d_h, w_o.shape[1])  # (h, d_h, d_out)
+    return np.repeat(wv_heads, h // h_kv, axis=0) @ wo_heads  # (h, d, d_h) @ (h, d_h, d_out)
+
+
+def mean_pool_kv_heads(w, num_heads, num_kv_heads):
+    """Convert MHA key or value projection to GQA by mean-pooling heads (Ainslie et al. 2023).
+
+    Parameters
+    ----------
+    w : ndarray, shape (d, h * d_h)
+        ``w_k`` or ``w_v`` of a multi-head checkpoint.
+
+    Returns
+    -------
+    ndarray, shape (d, h_kv * d_h): KV head ``j`` is the mean of heads ``j*g .. j*g + g - 1``.
+
+    Book: chapter "Trade-offs", section on GQA.
+    """
+    w = np.asarray(w)
+    h = check_positive_int("num_heads", num_heads)
+    h_kv = check_positive_int("num_kv_heads", num_kv_heads)
+    if h % h_kv:
+        raise ValueError(f"num_heads ({h}) must be divisible by num_kv_heads ({h_kv})")
+    if w.ndim != 2 or w.shape[1] % h:
+        raise ValueError(f"expected w of shape (d, num_heads * head_dim) with num_heads={h}, got {w.shape}")
+    d_h = w.shape[1] // h
+    return w.reshape(w.shape[0], h_kv, h // h_kv, d_h).mean(axis=2).reshape(w.shape[0], h_kv * d_h)

@@ -1,0 +1,76 @@
+"""Units: one table of dtype sizes, and formatting of bytes and large integers.
+
+KiB = 1,024 bytes (binary); KB = 1,000 bytes (decimal). Functions that return sizes return
+bytes as ``int``.
+"""
+from __future__ import annotations
+
+import numbers
+
+#: Bits per stored element for each dtype name.
+DTYPE_BITS = {
+    "fp32": 32, "float32": 32,
+    "bf16": 16, "bfloat16": 16, "fp16": 16, "float16": 16,
+    "fp8": 8, "int8": 8,
+    "int4": 4,
+}
+
+_BINARY = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_DECIMAL = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+
+
+def dtype_bits(dtype) -> int:
+    """Bits per element: a name from :data:`DTYPE_BITS` or a positive integer number of bits.
+
+    DeepSeek-V2 stores its cache at about 6 bits per element, so ``dtype_bits(6) == 6``.
+    """
+    if isinstance(dtype, str):
+        try:
+            return DTYPE_BITS[dtype.lower()]
+        except KeyError:
+            raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(DTYPE_BITS)} or a number of bits") from None
+    if isinstance(dtype, bool) or not isinstance(dtype, numbers.Integral) or dtype <= 0:
+        raise ValueError(f"dtype must be a name such as 'bf16' or a positive integer number of bits, got {dtype!r}")
+    return int(dtype)
+
+
+def elements_to_bytes(num_elements: int, dtype="bf16") -> int:
+    """Bytes needed for ``num_elements`` numbers of ``dtype``, rounded up to a whole byte."""
+    return -(-int(num_elements) * dtype_bits(dtype) // 8)
+
+
+def format_int(n) -> str:
+    """``1048576 -> '1,048,576'``: an exact integer with thousands separators."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise ValueError(f"format_int expects an integer, got {n!r}")
+    return f"{int(n):,}"
+
+
+def format_bytes(n, unit=None, precision=1) -> str:
+    """A byte count in a readable unit.
+
+    Parameters
+    ----------
+    n : int
+        Bytes.
+    unit : str, optional
+        One of ``B, KiB, MiB, GiB, TiB`` (powers of 1,024) or ``KB, MB, GB, TB`` (powers of
+        1,000). ``None`` picks the largest binary unit that keeps the number at least 1.
+    precision : int
+        Decimals, dropped when the value is a whole number: ``327680 -> '320 KiB'``.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Real) or n < 0:
+        raise ValueError(f"format_bytes expects a non-negative number of bytes, got {n!r}")
+    if unit is None:
+        unit = next(u for u, size in reversed(_BINARY.items()) if n >= size or u == "B")
+    size = {**_BINARY, **_DECIMAL}.get(unit)
+    if size is None:
+        raise ValueError(f"unknown unit {unit!r}; use one of {list(_BINARY)} or {list(_DECIMAL)[1:]}")
+    value = n / size
+    text = f"{value:,.0f}" if value == int(value) else f"{value:,.{precision}f}"
+    return f"{text} {unit}"
+
+
+def format_percent(fraction, precision=1) -> str:
+    """``0.8224 -> '82.2%'``."""
+    return f"{100 * fraction:.{precision}f}%"
