@@ -5,10 +5,7 @@ call shows it once. ``matplotlib`` is imported here only, so ``import mha_kit`` 
 """
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 # One palette for the attention variants, used by every figure.
 VARIANT_COLORS = {"mha": "#4C72B0", "gqa": "#55A868", "mqa": "#C44E52", "mla": "#8172B2"}
