@@ -6,6 +6,7 @@ call shows it once. ``matplotlib`` is imported here only, so ``import mha_kit`` 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 
 # One palette for the attention variants, used by every figure.
 VARIANT_COLORS = {"mha": "#4C72B0", "gqa": "#55A868", "mqa": "#C44E52", "mla": "#8172B2"}
@@ -61,6 +62,7 @@ def decode_cost_bars(cfg, context_len, kv_head_counts=None, dtype="bf16"):
     bars = ax_bytes.bar(labels, [b / 2**20 for b in reads], color=colors)
     ax_bytes.bar_label(bars, labels=[format_bytes(b) for b in reads], fontsize=8)
     ax_bytes.set_yscale("log")
+    ax_bytes.set_ylim(bottom=min(reads) / 2**20 / 4)  # room under the smallest bar
     ax_bytes.set(ylabel=f"KV bytes read per token per layer\n(MiB, {dtype}, log scale)", title="Key-value bytes read")
     fig.suptitle(f"{cfg.name or 'attention layer'}: one decoded token, s = {format_int(context_len)}")
     return fig
@@ -105,4 +107,277 @@ def cache_vs_context(configs, contexts, dtype="bf16", batch_size=1):
            ylabel=f"KV cache, batch {batch_size} (GiB, {dtype}, log scale)")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
+    return fig
+
+
+# --- Heads and the five steps (chapters "From first principles" and "A replayable step-through") ---
+
+_WEIGHT_CMAP = "Blues"  # attention weights, 0 to 1
+_VALUE_CMAP = "RdBu_r"  # signed activations, white at 0
+_MAX_CELLS = 16  # the step-through writes every number in its cell; wider matrices are unreadable
+
+
+def _check_head_weights(weights, tokens):
+    """Validate ``weights`` of shape (h, n, s) and ``tokens``; return both, tokens defaulted."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 3 or 0 in weights.shape:
+        raise ValueError(f"expected weights of shape (h, n, s) = (heads, queries, keys), got {weights.shape}")
+    if (weights < 0).any() or not np.allclose(weights.sum(axis=-1), 1.0):
+        raise ValueError("expected attention weights: non-negative, each row (one query) summing to one")
+    n, s = weights.shape[1:]
+    tokens = [f"token {i + 1}" for i in range(s)] if tokens is None else [str(t) for t in tokens]
+    if len(tokens) != s or n > s:
+        raise ValueError(f"expected {s} token labels for {n} queries over {s} keys, got {len(tokens)}")
+    return weights, tokens
+
+
+def _annotate_cells(ax, m, image, fontsize=8):
+    """Write each finite entry of ``m`` (rows, cols) in its cell, white on dark colours."""
+    for (i, j), value in np.ndenumerate(m):
+        if np.isfinite(value):
+            red, green, blue, _ = image.cmap(image.norm(value))
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=fontsize,
+                    color="white" if dark else "black")
+
+
+def head_weights_heatmaps(weights, tokens=None):
+    """One heatmap of attention weights per head: the heads weigh the same tokens differently.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (h, n, s)
+        Softmax weights of each head, rows summing to one (``multi_head_attention``'s second
+        output). Query ``i`` is row ``i``; keys are the last ``s`` tokens, queries the last ``n``.
+    tokens : sequence of str, length s, optional
+        Token labels; default ``token 1``, ``token 2``, ...
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``h`` heatmap panels and one colorbar.
+
+    Book: chapter "From first principles", step 3.
+    """
+    weights, tokens = _check_head_weights(weights, tokens)
+    h, n, s = weights.shape
+    fig, axes = plt.subplots(1, h, figsize=(0.6 + 2.6 * h, 2.9), dpi=100, layout="constrained",
+                             squeeze=False, sharey=True)
+    for head, ax in enumerate(axes[0]):
+        image = ax.imshow(weights[head], cmap=_WEIGHT_CMAP, vmin=0.0, vmax=1.0)
+        _annotate_cells(ax, weights[head], image)
+        ax.set_xticks(range(s), tokens, fontsize=8)
+        ax.set_yticks(range(n), tokens[s - n:], fontsize=8)
+        ax.set(title=f"head {head}", xlabel="key token (attended to)")
+    axes[0, 0].set_ylabel("query token (attending)")
+    fig.colorbar(image, ax=axes[0].tolist(), label="attention weight\n(share of the row, 0 to 1)", shrink=0.9)
+    return fig
+
+
+def _check_step_input(x, weights, cfg):
+    """Validate the step-through's example; return ``x`` and the four weights as arrays."""
+    from .config import AttentionConfig
+
+    if not isinstance(cfg, AttentionConfig) or cfg.num_kv_heads != cfg.num_heads:
+        raise ValueError(f"the step-through draws multi-head attention: expected an AttentionConfig "
+                         f"with num_kv_heads == num_heads, got {cfg!r}")
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 2 or x.shape[1] != cfg.d_model:
+        raise ValueError(f"expected x of shape (n, {cfg.d_model}) = (tokens, d_model), got {x.shape}")
+    if x.shape[0] > _MAX_CELLS // 2 or cfg.d_model > _MAX_CELLS:
+        raise ValueError(f"the step-through writes every number: use at most {_MAX_CELLS // 2} tokens "
+                         f"and d_model <= {_MAX_CELLS}, got x of shape {x.shape}")
+    weights = tuple(np.asarray(w) for w in weights)
+    width = cfg.num_heads * cfg.head_dim  # h * d_h
+    expected = ((cfg.d_model, width),) * 3 + ((width, cfg.d_model),)
+    if tuple(w.shape for w in weights) != expected:
+        raise ValueError(f"expected w_q, w_k, w_v, w_o of shapes {expected} for {cfg!r}, "
+                         f"got {tuple(w.shape for w in weights)}")
+    return x, weights
+
+
+def _toy_steps(x, weights, cfg):
+    """Every number the five steps show, computed once from the example (see ``step_titles``)."""
+    from .attention import merge_heads, multi_head_attention, split_heads
+    from .config import AttentionConfig
+    from .counting import projection_params_by_matrix
+
+    x, (w_q, w_k, w_v, w_o) = _check_step_input(x, weights, cfg)
+    h = cfg.num_heads
+    out, attn = multi_head_attention(x, w_q, w_k, w_v, w_o, h)  # (n, d), (h, n, n)
+    concat = merge_heads(attn @ split_heads(x @ w_v, h))  # (h, n, n) @ (h, n, d_h) -> (n, h*d_h)
+    single = AttentionConfig(d_model=cfg.d_model, num_heads=1)
+    params = {1: projection_params_by_matrix(single), h: projection_params_by_matrix(cfg)}
+    return dict(cfg=cfg, x=x, q=x @ w_q, k=x @ w_k, v=x @ w_v, attn=attn, concat=concat, out=out, params=params)
+
+
+def _step_texts(steps):
+    """``(short name, numbers)`` of each step; a frame's title is both on two lines."""
+    cfg, (n, d), attn = steps["cfg"], steps["x"].shape, steps["attn"]
+    h, d_h = cfg.num_heads, cfg.head_dim
+    first = ", ".join(f"{p:.3f}" for p in attn[0, 0])
+    params = sum(steps["params"][h].values())
+    return [
+        ("Q, K, V", f"x {(n, d)} @ W_Q, W_K, W_V {(d, h * d_h)} -> Q, K, V {(n, h * d_h)}, {h} heads of {d_h}"),
+        ("One head", f"head 0: softmax(Q K^T / sqrt({d_h})) V; token 1 weights {first}, sum 1"),
+        ("h heads", f"{h} heads of d/h = {d}/{h} = {d_h}, each weighing the tokens its own way"),
+        ("Parameters", f"W_Q, W_K, W_V, W_O: {params} parameters for h = 1 and for h = {h}"),
+        ("Join", f"concat {steps['concat'].shape} @ W_O {(h * d_h, d)} -> output {steps['out'].shape}, "
+                 f"the input's shape"),
+    ]
+
+
+def step_titles(x, weights, cfg):
+    """The five frame titles of ``step_through_animation``, for a text description.
+
+    Returns
+    -------
+    list of str, length 5: ``"Step k of 5: name — numbers"``.
+    """
+    texts = _step_texts(_toy_steps(x, weights, cfg))
+    return [f"Step {k} of 5: {name} — {numbers}" for k, (name, numbers) in enumerate(texts, start=1)]
+
+
+def _side_by_side(mats):
+    """Matrices of shape (n, w_i) side by side with one NaN column between them.
+
+    Returns the image (n, sum w_i + gaps) and the column where each matrix starts.
+    """
+    parts, starts, col = [], [], 0
+    for i, m in enumerate(mats):
+        if i:
+            parts.append(np.full((m.shape[0], 1), np.nan))  # NaN draws as blank
+            col += 1
+        parts.append(m)
+        starts.append(col)
+        col += m.shape[1]
+    return np.hstack(parts), starts
+
+
+def _draw_matrices(ax, mats, names, splits, signed):
+    """Heatmap of matrices side by side, every number written in; dashed lines split heads.
+
+    ``splits[i]`` is the head size ``d_h`` of matrix ``i`` (``None``: no head lines).
+    """
+    image, starts = _side_by_side(mats)
+    vmax = np.nanmax(np.abs(image)) if signed else 1.0
+    shown = ax.imshow(image, cmap=_VALUE_CMAP if signed else _WEIGHT_CMAP,
+                      vmin=-vmax if signed else 0.0, vmax=vmax, aspect="auto")
+    _annotate_cells(ax, image, shown, fontsize=7)
+    for start, m, d_h in zip(starts, mats, splits):
+        for col in range(d_h or m.shape[1], m.shape[1], d_h or 1):
+            ax.axvline(start + col - 0.5, color="0.2", linestyle="--", linewidth=1)
+    ax.set_xticks([s + (m.shape[1] - 1) / 2 for s, m in zip(starts, mats)], names, fontsize=8)
+    ax.set_yticks(range(image.shape[0]), [f"token {i + 1}" for i in range(image.shape[0])], fontsize=8)
+
+
+def _draw_qkv(ax, steps):
+    h = steps["cfg"].num_heads
+    mats = [steps["q"], steps["k"], steps["v"]]
+    _draw_matrices(ax, mats, [f"{r} {m.shape}" for r, m in zip("QKV", mats)], [m.shape[1] // h for m in mats], True)
+    ax.set(xlabel="feature of Q, K, V (dashed lines: one big matrix cut into heads)", ylabel="token")
+
+
+def _draw_one_head(ax, steps):
+    w = steps["attn"][0]  # (n, s)
+    s = w.shape[1]
+    _draw_matrices(ax, [w, w.sum(axis=1, keepdims=True)], [f"head 0: keys 1-{s}", "row sum"], [None, None], False)
+    ax.set(xlabel="key token (weight on each), then the sum of the row", ylabel="query token")
+
+
+def _draw_heads(ax, steps):
+    attn = steps["attn"]  # (h, n, s)
+    _draw_matrices(ax, list(attn), [f"head {i}: keys 1-{attn.shape[2]}" for i in range(len(attn))],
+                   [None] * len(attn), False)
+    ax.set(xlabel="key token, per head (weight on each)", ylabel="query token")
+
+
+def _draw_params(ax, steps):
+    from matplotlib.ticker import MaxNLocator
+
+    params = steps["params"]  # {h: {"q": count, "k": ..., "v": ..., "o": ...}}
+    width = 0.8 / len(params)
+    for i, (h, counts) in enumerate(params.items()):
+        where = np.arange(len(counts)) + (i - (len(params) - 1) / 2) * width
+        bars = ax.bar(where, list(counts.values()), width, label=f"h = {h}",
+                      color=VARIANT_COLORS["mha"] if i else "0.65")
+        ax.bar_label(bars, fontsize=7)
+    ax.set_xticks(range(len(counts)), [f"W_{name.upper()}" for name in counts], fontsize=8)
+    ax.set(xlabel="projection matrix", ylabel="parameters (count)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.margins(y=0.35)  # room for the bar labels and the legend
+    ax.legend(fontsize=7, loc="upper center", ncols=len(params))
+
+
+def _draw_join(ax, steps):
+    concat, out = steps["concat"], steps["out"]
+    _draw_matrices(ax, [concat, out], [f"concat {concat.shape}", f"output {out.shape}"],
+                   [steps["cfg"].head_dim, None], True)
+    ax.set(xlabel="feature (dashed line: head boundary)", ylabel="token")
+
+
+_STEP_DRAWERS = (_draw_qkv, _draw_one_head, _draw_heads, _draw_params, _draw_join)
+
+
+def _draw_step(ax, steps, k, wrap=70):
+    """Draw step ``k`` (0-based) of the five on a cleared ``ax``, titled with its numbers."""
+    import textwrap
+
+    ax.clear()
+    _STEP_DRAWERS[k](ax, steps)
+    name, numbers = _step_texts(steps)[k]
+    ax.set_title(f"Step {k + 1} of 5: {name}\n" + textwrap.fill(numbers, wrap), fontsize=9, loc="left")
+
+
+def step_through_animation(x, weights, cfg, interval_ms=2500, dpi=72):
+    """The five steps of multi-head attention on one example, one frame each.
+
+    Frames: 1 Q, K, V; 2 one head's weights; 3 all heads' weights; 4 parameters for
+    ``h = 1`` and ``h``; 5 the concatenation and the output. Render it with
+    ``anim.to_jshtml(default_mode="once")`` for a widget with play, step and replay buttons.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+        Token vectors, at most 8 tokens and ``d <= 16`` (every number is written in its cell).
+    weights : AttentionWeights
+        ``w_q, w_k, w_v, w_o`` of a multi-head layer of shape ``cfg``.
+    cfg : AttentionConfig
+        With ``num_kv_heads == num_heads``.
+    interval_ms : int
+        Milliseconds per frame when playing.
+    dpi : int
+        Resolution of the frames (the HTML embeds one PNG per frame).
+
+    Returns
+    -------
+    matplotlib.animation.FuncAnimation
+        Five frames; its figure is not registered with pyplot.
+
+    Book: chapter "A replayable step-through diagram".
+    """
+    from matplotlib.animation import FuncAnimation
+    from matplotlib.figure import Figure
+
+    steps = _toy_steps(x, weights, cfg)
+    # Outside pyplot, so a notebook shows the widget alone, not also a still of the first frame.
+    fig = Figure(figsize=(6.4, 3.6), dpi=dpi, layout="constrained")
+    ax = fig.add_subplot()
+    return FuncAnimation(fig, lambda k: _draw_step(ax, steps, k), frames=5, interval=interval_ms, repeat=False)
+
+
+def step_through_panels(x, weights, cfg):
+    """The five frames of ``step_through_animation`` as one still figure (for print).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Five panels: step 1 (the widest matrices) across two thirds of the top row, then 2 to 5.
+
+    Book: chapter "A replayable step-through diagram".
+    """
+    steps = _toy_steps(x, weights, cfg)
+    fig, axes = plt.subplot_mosaic([[1, 1, 2], [3, 4, 5]], figsize=(14.0, 6.6), dpi=100, layout="constrained")
+    for k in range(5):
+        _draw_step(axes[k + 1], steps, k, wrap=110 if k == 0 else 55)
     return fig
