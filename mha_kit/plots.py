@@ -208,7 +208,8 @@ def _toy_steps(x, weights, cfg):
     concat = merge_heads(attn @ split_heads(x @ w_v, h))  # (h, n, n) @ (h, n, d_h) -> (n, h*d_h)
     single = AttentionConfig(d_model=cfg.d_model, num_heads=1)
     params = {1: projection_params_by_matrix(single), h: projection_params_by_matrix(cfg)}
-    return dict(cfg=cfg, x=x, q=x @ w_q, k=x @ w_k, v=x @ w_v, attn=attn, concat=concat, out=out, params=params)
+    return dict(cfg=cfg, x=x, q=x @ w_q, k=x @ w_k, v=x @ w_v, attn=attn, concat=concat, out=out,
+                params=params)
 
 
 def _step_texts(steps):
@@ -218,7 +219,8 @@ def _step_texts(steps):
     first = ", ".join(f"{p:.3f}" for p in attn[0, 0])
     params = sum(steps["params"][h].values())
     return [
-        ("Q, K, V", f"x {(n, d)} @ W_Q, W_K, W_V {(d, h * d_h)} -> Q, K, V {(n, h * d_h)}, {h} heads of {d_h}"),
+        ("Q, K, V", f"x {(n, d)} @ W_Q, W_K, W_V {(d, h * d_h)} -> Q, K, V {(n, h * d_h)}, "
+                    f"{h} heads of {d_h}"),
         ("One head", f"head 0: softmax(Q K^T / sqrt({d_h})) V; token 1 weights {first}, sum 1"),
         ("h heads", f"{h} heads of d/h = {d}/{h} = {d_h}, each weighing the tokens its own way"),
         ("Parameters", f"W_Q, W_K, W_V, W_O: {params} parameters for h = 1 and for h = {h}"),
@@ -274,21 +276,23 @@ def _draw_matrices(ax, mats, names, splits, signed):
 def _draw_qkv(ax, steps):
     h = steps["cfg"].num_heads
     mats = [steps["q"], steps["k"], steps["v"]]
-    _draw_matrices(ax, mats, [f"{r} {m.shape}" for r, m in zip("QKV", mats)], [m.shape[1] // h for m in mats], True)
+    names = [f"{role} {m.shape}" for role, m in zip("QKV", mats)]
+    _draw_matrices(ax, mats, names, [m.shape[1] // h for m in mats], signed=True)
     ax.set(xlabel="feature of Q, K, V (dashed lines: one big matrix cut into heads)", ylabel="token")
 
 
 def _draw_one_head(ax, steps):
     w = steps["attn"][0]  # (n, s)
     s = w.shape[1]
-    _draw_matrices(ax, [w, w.sum(axis=1, keepdims=True)], [f"head 0: keys 1-{s}", "row sum"], [None, None], False)
+    sums = w.sum(axis=1, keepdims=True)  # (n, 1), each 1
+    _draw_matrices(ax, [w, sums], [f"head 0: keys 1-{s}", "row sum"], [None, None], signed=False)
     ax.set(xlabel="key token (weight on each), then the sum of the row", ylabel="query token")
 
 
 def _draw_heads(ax, steps):
     attn = steps["attn"]  # (h, n, s)
     _draw_matrices(ax, list(attn), [f"head {i}: keys 1-{attn.shape[2]}" for i in range(len(attn))],
-                   [None] * len(attn), False)
+                   [None] * len(attn), signed=False)
     ax.set(xlabel="key token, per head (weight on each)", ylabel="query token")
 
 
@@ -312,7 +316,7 @@ def _draw_params(ax, steps):
 def _draw_join(ax, steps):
     concat, out = steps["concat"], steps["out"]
     _draw_matrices(ax, [concat, out], [f"concat {concat.shape}", f"output {out.shape}"],
-                   [steps["cfg"].head_dim, None], True)
+                   [steps["cfg"].head_dim, None], signed=True)
     ax.set(xlabel="feature (dashed line: head boundary)", ylabel="token")
 
 
@@ -363,7 +367,8 @@ def step_through_animation(x, weights, cfg, interval_ms=2500, dpi=72):
     # Outside pyplot, so a notebook shows the widget alone, not also a still of the first frame.
     fig = Figure(figsize=(6.4, 3.6), dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
-    return FuncAnimation(fig, lambda k: _draw_step(ax, steps, k), frames=5, interval=interval_ms, repeat=False)
+    return FuncAnimation(fig, lambda k: _draw_step(ax, steps, k), frames=5, interval=interval_ms,
+                         repeat=False)
 
 
 def step_through_panels(x, weights, cfg):
