@@ -32,7 +32,8 @@ def softmax(x, axis=-1):
 
     Book: chapter "From first principles", step 2.
     """
-    x = np.asarray(x, dtype=np.result_type(x, np.float32))
+    x = np.asarray(x)
+    x = x.astype(np.result_type(x.dtype, np.float32), copy=False)  # ints -> float64, float32 stays
     row_max = np.max(x, axis=axis, keepdims=True)
     if np.isnan(row_max).any() or np.isposinf(row_max).any():
         raise ValueError("softmax input contains NaN or +inf")
@@ -162,7 +163,8 @@ def grouped_attention(q, k, v, mask=None):
     g = h // h_kv
     q_grouped = q.reshape(*q.shape[:-3], h_kv, g * n, q.shape[-1])  # (..., h_kv, g*n, d_h)
     if mask is not None:
-        mask = np.tile(_check_mask(mask, (n, k.shape[-2])), (g, 1))  # (g*n, s), same rows per head
+        mask = np.broadcast_to(_check_mask(mask, (n, k.shape[-2])), (n, k.shape[-2]))  # e.g. (1, s) -> (n, s)
+        mask = np.tile(mask, (g, 1))  # (g*n, s), same rows for each head of a group
     out, weights = scaled_dot_product_attention(q_grouped, k, v, mask)  # (..., h_kv, g*n, ·)
     return (out.reshape(*q.shape[:-1], v.shape[-1]),  # (..., h, n, d_v)
             weights.reshape(*q.shape[:-1], k.shape[-2]))  # (..., h, n, s)
