@@ -71,13 +71,13 @@ def attention_macs(cfg, context_len, num_queries=1, form="absorbed") -> int:
     cfg = _check_config(cfg)
     s = check_positive_int("context_len", context_len)
     n = check_positive_int("num_queries", num_queries)
+    if form not in ("absorbed", "naive"):  # checked for every config, so a typo never passes silently
+        raise ValueError(f"form must be 'absorbed' or 'naive', got {form!r}")
     if isinstance(cfg, AttentionConfig):
         return 2 * cfg.num_heads * n * s * cfg.head_dim
     if form == "absorbed":
         return cfg.num_heads * n * s * (2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim)
-    if form == "naive":
-        return cfg.num_heads * n * s * (cfg.qk_head_dim + cfg.v_head_dim)
-    raise ValueError(f"form must be 'absorbed' or 'naive', got {form!r}")
+    return cfg.num_heads * n * s * (cfg.qk_head_dim + cfg.v_head_dim)
 
 
 def sequence_attention_macs(cfg, n) -> int:

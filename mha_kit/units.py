@@ -59,7 +59,7 @@ def format_bytes(n, unit=None, precision=1) -> str:
     precision : int
         Decimals, dropped when the value is a whole number: ``327680 -> '320 KiB'``.
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Real) or n < 0:
+    if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 <= n < float("inf"):
         raise ValueError(f"format_bytes expects a non-negative number of bytes, got {n!r}")
     if unit is None:
         unit = next(u for u, size in reversed(_BINARY.items()) if n >= size or u == "B")
