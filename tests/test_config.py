@@ -1,0 +1,214 @@
+"""Tests for mha_kit.config: validation of AttentionConfig / LatentAttentionConfig and presets."""
+from dataclasses import FrozenInstanceError
+
+import numpy as np
+import pytest
+
+import mha_kit as mk
+from mha_kit.config import check_positive_int
+
+
+# ---------------------------------------------------------------------------------------------
+# AttentionConfig: derived fields
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "d, h, h_kv, d_h, g, variant",
+    [
+        (512, 8, None, 64, 1, "mha"),  # Transformer base: h_kv defaults to h
+        (512, 8, 8, 64, 1, "mha"),  # h_kv == h given explicitly
+        (8192, 64, 8, 128, 8, "gqa"),  # Llama 3 70B: 8 query heads per KV head
+        (8192, 64, 1, 128, 64, "mqa"),  # one KV head for all 64 query heads
+        (4, 2, 1, 2, 2, "mqa"),  # toy shape, MQA
+        (6, 6, 3, 1, 2, "gqa"),  # head size 1
+        (7, 1, None, 7, 1, "mha"),  # a single head is MHA, not MQA (h_kv == h wins)
+    ],
+)
+def test_derived_fields(d, h, h_kv, d_h, g, variant):
+    cfg = mk.AttentionConfig(d, h, h_kv)
+    assert cfg.num_kv_heads == (h if h_kv is None else h_kv)
+    assert cfg.head_dim == d_h
+    assert cfg.group_size == g
+    assert cfg.variant == variant
+
+
+def test_head_dim_given_explicitly_need_not_divide_d_model():
+    # Gemma 2 9B: 3584 / 16 = 224, but the model uses heads of 256.
+    cfg = mk.AttentionConfig(3584, 16, 8, head_dim=256)
+    assert cfg.head_dim == 256
+    assert 3584 % 16 == 0 and 3584 // 16 != 256
+
+
+def test_numpy_integers_are_stored_as_python_int():
+    cfg = mk.AttentionConfig(np.int64(512), np.int32(8), np.int16(2), np.uint8(64), np.int64(6))
+    for value in (cfg.d_model, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.num_layers):
+        assert type(value) is int
+    assert (cfg.d_model, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.num_layers) == (512, 8, 2, 64, 6)
+
+
+def test_source_does_not_take_part_in_equality():
+    assert mk.AttentionConfig(512, 8, source="a") == mk.AttentionConfig(512, 8, source="b")
+    assert mk.AttentionConfig(512, 8, name="a") != mk.AttentionConfig(512, 8, name="b")
+
+
+def test_config_is_frozen_and_hashable():
+    cfg = mk.AttentionConfig(512, 8)
+    with pytest.raises(FrozenInstanceError):
+        cfg.num_heads = 4
+    latent = mk.PRESETS["deepseek-v2"]
+    with pytest.raises(FrozenInstanceError):
+        latent.kv_lora_rank = 1
+    assert len({cfg, mk.AttentionConfig(512, 8, 8, 64)}) == 1  # same shape, same hash
+
+
+# ---------------------------------------------------------------------------------------------
+# AttentionConfig: every ValueError path
+# ---------------------------------------------------------------------------------------------
+
+def test_num_heads_not_divisible_by_num_kv_heads():
+    with pytest.raises(ValueError, match=r"^num_heads \(64\) must be divisible by num_kv_heads \(6\)$"):
+        mk.AttentionConfig(384, 64, 6)
+
+
+@pytest.mark.parametrize(
+    "d, h",
+    [
+        (10, 3),  # 10 / 3 is not whole
+        (512, 7),  # odd head count
+        (3584, 15),  # close to a real width
+    ],
+)
+def test_d_model_not_divisible_without_head_dim(d, h):
+    with pytest.raises(ValueError, match=rf"d_model \({d}\) must be divisible by num_heads \({h}\) when head_dim is not given"):
+        mk.AttentionConfig(d, h)
+
+
+@pytest.mark.parametrize("field", ["d_model", "num_heads", "num_kv_heads", "head_dim", "num_layers"])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (0, r"must be a positive integer, got 0$"),  # zero
+        (-8, r"must be a positive integer, got -8$"),  # negative
+        (True, r"must be a positive integer, got True \(bool\)"),  # bool is an int subclass, still refused
+        (8.0, r"must be a positive integer, got 8\.0 \(float\)"),  # a float that slipped in from `/`
+        ("8", r"must be a positive integer, got '8' \(str\)"),  # a string
+        (np.float64(8), r"must be a positive integer, got .*8\.0.* \(float64\)"),  # numpy float
+        (np.bool_(True), r"must be a positive integer, got .*True.* \(bool\)"),  # numpy bool
+    ],
+)
+def test_bad_integer_fields(field, bad, message):
+    kwargs = dict(d_model=512, num_heads=8, num_kv_heads=8, head_dim=64, num_layers=2)
+    kwargs[field] = bad
+    with pytest.raises(ValueError, match=rf"^{field} {message}"):
+        mk.AttentionConfig(**kwargs)
+
+
+def test_check_positive_int_returns_int():
+    assert type(check_positive_int("x", np.int64(3))) is int
+    assert check_positive_int("x", 1) == 1
+    with pytest.raises(ValueError, match=r"^x must be a positive integer, got None \(NoneType\)$"):
+        check_positive_int("x", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# with_kv_heads
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "h_kv, expected_kv, variant, label",
+    [
+        (None, 64, "mha", "llama-3-70b (h_kv=64)"),  # back to full multi-head
+        (64, 64, "mha", "llama-3-70b (h_kv=64)"),  # the same, given explicitly
+        (8, 8, "gqa", "llama-3-70b (h_kv=8)"),  # the model as published
+        (1, 1, "mqa", "llama-3-70b (h_kv=1)"),  # multi-query variant
+    ],
+)
+def test_with_kv_heads(h_kv, expected_kv, variant, label):
+    base = mk.PRESETS["llama-3-70b"]
+    other = base.with_kv_heads(h_kv)
+    assert other.num_kv_heads == expected_kv
+    assert other.variant == variant
+    assert other.name == label
+    # everything else is kept
+    assert (other.d_model, other.num_heads, other.head_dim, other.num_layers) == (8192, 64, 128, 80)
+    assert other.source == base.source
+    assert base.num_kv_heads == 8  # the original is untouched
+
+
+def test_with_kv_heads_without_name_and_validation():
+    assert mk.AttentionConfig(16, 4).with_kv_heads(2).name is None
+    with pytest.raises(ValueError, match=r"num_heads \(64\) must be divisible by num_kv_heads \(6\)"):
+        mk.PRESETS["llama-3-70b"].with_kv_heads(6)
+    with pytest.raises(ValueError, match=r"^num_kv_heads must be a positive integer, got 0$"):
+        mk.PRESETS["llama-3-70b"].with_kv_heads(0)
+
+
+def test_with_kv_heads_keeps_explicit_head_dim():
+    # Gemma's head size is not d / h; switching to MQA must not recompute it.
+    assert mk.PRESETS["gemma-2-9b"].with_kv_heads(1).head_dim == 256
+
+
+# ---------------------------------------------------------------------------------------------
+# LatentAttentionConfig
+# ---------------------------------------------------------------------------------------------
+
+def _latent(**changes):
+    kwargs = dict(d_model=64, num_heads=4, kv_lora_rank=16, qk_rope_head_dim=4, qk_nope_head_dim=8,
+                  v_head_dim=6, q_lora_rank=12, num_layers=3)
+    kwargs.update(changes)
+    return mk.LatentAttentionConfig(**kwargs)
+
+
+def test_latent_derived_fields():
+    cfg = _latent()
+    assert cfg.variant == "mla"
+    assert cfg.cache_elements_per_layer == 16 + 4
+    assert cfg.qk_head_dim == 8 + 4
+    assert _latent(q_lora_rank=None).q_lora_rank is None
+    assert type(_latent(q_lora_rank=np.int64(12)).q_lora_rank) is int
+
+
+@pytest.mark.parametrize("rope", [1, 3, 63])  # odd widths cannot be split into rotated pairs
+def test_latent_odd_rope_dim(rope):
+    with pytest.raises(ValueError, match=rf"^qk_rope_head_dim \({rope}\) must be even: rotary embedding turns pairs$"):
+        _latent(qk_rope_head_dim=rope)
+
+
+@pytest.mark.parametrize(
+    "field", ["d_model", "num_heads", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+              "num_layers", "q_lora_rank"]
+)
+@pytest.mark.parametrize("bad", [0, -2, 2.0, False])  # zero, negative, float, bool
+def test_latent_bad_integer_fields(field, bad):
+    with pytest.raises(ValueError, match=rf"^{field} must be a positive integer, got {bad!r}"):
+        _latent(**{field: bad})
+
+
+# ---------------------------------------------------------------------------------------------
+# Presets
+# ---------------------------------------------------------------------------------------------
+
+EXPECTED_PRESET_NAMES = [
+    "transformer-base", "gpt2", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mistral-7b", "falcon-7b",
+    "falcon-40b", "deepseek-67b", "qwen2.5-7b", "gemma-2-9b", "deepseek-v2", "deepseek-v2-lite",
+]
+
+
+def test_preset_names():
+    assert list(mk.PRESETS) == EXPECTED_PRESET_NAMES
+
+
+@pytest.mark.parametrize("name", EXPECTED_PRESET_NAMES)
+def test_preset_name_matches_key_and_get_preset(name):
+    assert mk.PRESETS[name].name == name
+    assert mk.get_preset(name) is mk.PRESETS[name]
+
+
+def test_presets_are_read_only():
+    with pytest.raises(TypeError):
+        mk.PRESETS["mine"] = mk.AttentionConfig(4, 2)
+
+
+def test_get_preset_unknown_name():
+    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, gpt2, .*deepseek-v2-lite$"):
+        mk.get_preset("llama-4")
