@@ -323,7 +323,7 @@ def _draw_join(ax, steps):
 _STEP_DRAWERS = (_draw_qkv, _draw_one_head, _draw_heads, _draw_params, _draw_join)
 
 
-def _draw_step(ax, steps, k, wrap=70):
+def _draw_step(ax, steps, k, wrap=85):
     """Draw step ``k`` (0-based) of the five on a cleared ``ax``, titled with its numbers."""
     import textwrap
 
@@ -333,7 +333,7 @@ def _draw_step(ax, steps, k, wrap=70):
     ax.set_title(f"Step {k + 1} of 5: {name}\n" + textwrap.fill(numbers, wrap), fontsize=9, loc="left")
 
 
-def step_through_animation(x, weights, cfg, interval_ms=2500, dpi=72):
+def step_through_animation(x, weights, cfg, interval_ms=2500, dpi=90):
     """The five steps of multi-head attention on one example, one frame each.
 
     Frames: 1 Q, K, V; 2 one head's weights; 3 all heads' weights; 4 parameters for
