@@ -1,0 +1,13 @@
+"""Helpers for the nbgrader exercises of the multi-head attention course.
+
+* :mod:`mha_course.expect` - assertion helpers used by the exercises' test cells; each failure
+  says in one line what is wrong ("expected bytes as an int, got float").
+* :mod:`mha_course.check` - ``python -m mha_course.check NOTEBOOK``: run the visible tests of one
+  notebook and exit non-zero if any fails.
+* :mod:`mha_course.selfgrade` - ``python -m mha_course.selfgrade NOTEBOOK``: grade a notebook
+  against the hidden tests too, in a throw-away nbgrader course, and print a score per question.
+* :mod:`mha_course.feedback` - an nbconvert preprocessor that cuts tracebacks in feedback down to
+  their last line, so no hidden-test source reaches the learner.
+
+Book: chapters "Exercises" and "Instructor's guide".
+"""

@@ -1,0 +1,66 @@
+"""Run nbgrader on a course directory through its Python API, in one process.
+
+The command line starts a new Python (and upgrades the gradebook) for every step; the API does the
+steps one after another in the same process, which keeps the self-grader and the tests fast.
+
+>>> api = course_api("/path/to/course")                      # doctest: +SKIP
+>>> api.generate_assignment("01_shapes")["success"]          # doctest: +SKIP
+True
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+#: The assignments, in the order the book teaches them (folder names under solutions/).
+ASSIGNMENTS = (
+    "01_shapes",
+    "02_params_compute",
+    "03_kv_cache",
+    "04_implement_attention",
+    "05_decoding",
+    "06_spot_the_bug",
+)
+
+#: The repository root: the nbgrader course that this package belongs to.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _put_venv_on_path():
+    """nbgrader runs ``alembic`` as a command: make the running Python's scripts findable."""
+    scripts = str(Path(sys.executable).parent)
+    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
+
+
+def course_config(root, **overrides):
+    """The repository's ``nbgrader_config.py`` with ``CourseDirectory.root = root``.
+
+    ``overrides`` are ``{"Section.name": value}`` pairs, e.g. ``{"Exchange.root": "/tmp/x"}``.
+    """
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO_ROOT)).load_config()
+    config.CourseDirectory.root = str(Path(root).resolve())
+    for key, value in overrides.items():
+        section, name = key.rsplit(".", 1)
+        config[section][name] = value
+    return config
+
+
+def course_api(root, **overrides):
+    """An ``nbgrader.apps.NbGraderAPI`` for the course at ``root`` (see :func:`course_config`)."""
+    _put_venv_on_path()
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = course_config(root, **overrides)
+    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def run_step(result, what):
+    """Raise ``RuntimeError`` with nbgrader's log when an API step did not succeed."""
+    if not result.get("success"):
+        raise RuntimeError(f"nbgrader {what} failed:\n{result.get('log', '')}\n{result.get('error', '')}")
+    return result

@@ -1,0 +1,190 @@
+"""Assertion helpers for the exercises' test cells.
+
+Each helper raises ``AssertionError`` with a one-line message that names the quantity and says
+*what* is wrong: the type, the shape, or by how much the number is off, with a hint for the
+classic mistakes (``2x too large: did you count K and V twice?``).
+
+>>> expect_int(327680, 327680, "cache bytes per token")
+>>> expect_int(327680.0, 327680, "cache bytes per token")
+Traceback (most recent call last):
+...
+AssertionError: expected cache bytes per token as an int, got float (327680.0): use // or int(...)
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+
+def _fail(message):
+    raise AssertionError(message)
+
+
+def _ratio_text(got, expected):
+    """``'2x too large'`` or ``'8x too small'`` when ``got / expected`` is a simple ratio."""
+    if expected == 0 or got == 0:
+        return None
+    ratio = Fraction(got, expected)
+    if ratio.denominator == 1:
+        return f"{ratio.numerator}x too large"
+    if ratio.numerator == 1:
+        return f"{ratio.denominator}x too small"
+    return None
+
+
+def expect_int(got, expected, what, hints=None, wrong=None):
+    """Check that ``got`` is a plain ``int`` equal to ``expected``.
+
+    Parameters
+    ----------
+    got : object
+        The learner's answer.
+    expected : int
+        The reference (from ``mha_kit``).
+    what : str
+        Name of the quantity, used in the message ("cache bytes per token").
+    hints : dict, optional
+        ``{ratio: hint}`` for classic mistakes, ``ratio = got / expected`` as an int (too large)
+        or a ``Fraction`` / float below one (too small): ``{2: "did you count K and V twice?"}``.
+    wrong : dict, optional
+        ``{value: hint}``: exact results of classic mistakes, checked before the ratios
+        (``{mha_count: "GQA counted as MHA: K and V have h_kv heads"}``).
+    """
+    if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+        if isinstance(got, float):
+            _fail(f"expected {what} as an int, got float ({got!r}): use // or int(...)")
+        _fail(f"expected {what} as an int, got {type(got).__module__}.{type(got).__name__} ({got!r})"
+              + (": wrap it in int(...)" if isinstance(got, numbers.Integral) else ""))
+    if type(got) is not int:
+        _fail(f"expected {what} as a plain Python int, got {type(got).__module__}.{type(got).__name__}: "
+              "wrap it in int(...)")
+    if got == expected:
+        return
+    message = f"{what}: expected {expected:,}, got {got:,}"
+    if wrong and got in wrong:
+        _fail(f"{message}: {wrong[got]}")
+    ratio = _ratio_text(got, expected)
+    if ratio:
+        message += f" ({ratio}"
+        hint = _lookup_hint(hints, Fraction(got, expected))
+        message += f": {hint})" if hint else ")"
+    _fail(message)
+
+
+def _lookup_hint(hints, ratio):
+    for key, hint in (hints or {}).items():
+        if Fraction(key).limit_denominator(1000) == ratio:
+            return hint
+    return None
+
+
+def expect_float(got, expected, what, hints=None, rtol=1e-9):
+    """Check a real-valued answer (a ratio, FLOPs per byte) with ``math.isclose``.
+
+    ``hints`` maps ``got / expected`` (a number such as ``0.5``) to an explanation.
+    """
+    if isinstance(got, bool) or not isinstance(got, numbers.Real):
+        _fail(f"expected {what} as a number, got {type(got).__name__} ({got!r})")
+    got = float(got)
+    if math.isclose(got, expected, rel_tol=rtol):
+        return
+    message = f"{what}: expected {expected:.6g}, got {got:.6g}"
+    for ratio, hint in (hints or {}).items():
+        if math.isclose(got, ratio * expected, rel_tol=rtol):
+            message += f" ({hint})"
+            break
+    _fail(message)
+
+
+def expect_shape(got, expected, what):
+    """Check that ``got`` is a tuple of ints equal to ``expected`` (say when axes are swapped)."""
+    if not isinstance(got, tuple):
+        _fail(f"expected the shape of {what} as a tuple, got {type(got).__name__} ({got!r})")
+    if any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in got):
+        _fail(f"shape of {what} must hold ints, got {got!r}")
+    got = tuple(int(a) for a in got)
+    if got == tuple(expected):
+        return
+    if len(got) != len(expected):
+        _fail(f"shape of {what}: expected {len(expected)} axes {tuple(expected)}, got {len(got)} axes {got}")
+    if sorted(got) == sorted(expected):
+        _fail(f"shape of {what}: expected {tuple(expected)}, got {got}: the right sizes in the wrong order")
+    _fail(f"shape of {what}: expected {tuple(expected)}, got {got}")
+
+
+def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
+    """Check an array against a reference with ``np.allclose``.
+
+    Parameters
+    ----------
+    got : array_like
+    expected : ndarray
+    what : str
+    wrong : dict, optional
+        ``{hint: array}``: results of classic mistakes. If ``got`` matches one of them the
+        message gives that hint ("looks like the mask was applied after softmax").
+    """
+    if not isinstance(got, np.ndarray):
+        _fail(f"expected {what} as a numpy array, got {type(got).__name__}")
+    expected = np.asarray(expected)
+    if got.shape != expected.shape:
+        _fail(f"shape of {what}: expected {expected.shape}, got {got.shape}")
+    if not np.all(np.isfinite(got)):
+        _fail(f"{what} contains NaN or inf: did exp() overflow, or is a row fully masked?")
+    if np.allclose(got, expected, atol=atol, rtol=rtol):
+        return
+    for hint, array in (wrong or {}).items():
+        if np.shape(array) == got.shape and np.allclose(got, array, atol=atol, rtol=rtol):
+            _fail(f"{what} does not match the reference: {hint}")
+    worst = float(np.max(np.abs(got - expected)))
+    _fail(f"{what} does not match the reference (largest difference {worst:.3g})")
+
+
+def expect_equal(got, expected, what):
+    """Check a small exact answer (a set, a bool array, a string) with a one-line message."""
+    if isinstance(expected, np.ndarray):
+        if not isinstance(got, np.ndarray):
+            _fail(f"expected {what} as a numpy array, got {type(got).__name__}")
+        if got.dtype != expected.dtype:
+            _fail(f"expected {what} of dtype {expected.dtype}, got {got.dtype}")
+        if got.shape != expected.shape:
+            _fail(f"shape of {what}: expected {expected.shape}, got {got.shape}")
+        if not np.array_equal(got, expected):
+            _fail(f"{what}: {int(np.sum(got != expected))} of {got.size} entries are wrong")
+        return
+    if type(got) is not type(expected):
+        _fail(f"expected {what} as a {type(expected).__name__}, got {type(got).__name__} ({got!r})")
+    if got != expected:
+        _fail(f"{what}: expected {expected!r}, got {got!r}")
+
+
+def forbid_copies(*names):
+    """Context manager: make ``numpy.<name>`` raise while active (``forbid_copies("repeat", "tile")``).
+
+    Used to check that grouped-query attention reads shared K and V without copying them.
+    """
+    return _Forbid(names)
+
+
+class _Forbid:
+    def __init__(self, names):
+        self.names = names
+        self.saved = {}
+
+    def __enter__(self):
+        for name in self.names:
+            self.saved[name] = getattr(np, name)
+
+            def refuse(*args, _name=name, **kwargs):
+                _fail(f"np.{_name} copies K or V once per query head: reshape the queries instead")
+
+            setattr(np, name, refuse)
+        return self
+
+    def __exit__(self, *exc):
+        for name, func in self.saved.items():
+            setattr(np, name, func)
+        return False
