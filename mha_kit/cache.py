@@ -59,6 +59,7 @@ class KVCache:
 
     def append(self, k, v):
         """Store the keys and values of ``t`` new tokens, each of shape ``(h_kv, t, d_h)``."""
+        k, v = np.asarray(k), np.asarray(v)  # lists too, like every other function here
         expected = (self.num_kv_heads, self.head_dim)
         for name, a in (("k", k), ("v", v)):
             if np.ndim(a) != 3 or (a.shape[0], a.shape[2]) != expected:

@@ -36,6 +36,8 @@ def dtype_bits(dtype) -> int:
 
 def elements_to_bytes(num_elements: int, dtype="bf16") -> int:
     """Bytes needed for ``num_elements`` numbers of ``dtype``, rounded up to a whole byte."""
+    if isinstance(num_elements, bool) or not isinstance(num_elements, numbers.Integral) or num_elements < 0:
+        raise ValueError(f"num_elements must be a non-negative integer, got {num_elements!r}")
     return -(-int(num_elements) * dtype_bits(dtype) // 8)
 
 
