@@ -409,6 +409,37 @@ def test_toy_example_shapes():
     np.testing.assert_array_equal(again[0], x)  # seeded: the book's numbers are reproducible
 
 
+@pytest.mark.parametrize(
+    "d, h, h_kv, d_h",
+    [
+        (4, 2, None, None),  # toy: 2 heads of 2
+        (12, 6, 2, None),  # GQA: K and V are 2 heads wide
+        (10, 4, 1, 3),  # MQA with an explicit head size, h * d_h != d
+    ],
+)
+def test_init_weights_shapes_seed_and_scale(d, h, h_kv, d_h):
+    cfg = mk.AttentionConfig(d, h, h_kv, d_h)
+    w_q, w_k, w_v, w_o = mk.init_weights(cfg, seed=3)
+    q_width, kv_width = h * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+    assert (w_q.shape, w_k.shape, w_v.shape, w_o.shape) == ((d, q_width), (d, kv_width), (d, kv_width), (q_width, d))
+    for a, b in zip((w_q, w_k, w_v, w_o), mk.init_weights(cfg, seed=3)):
+        np.testing.assert_array_equal(a, b)  # same seed, same weights
+    assert not np.array_equal(mk.init_weights(cfg, seed=4).w_q, w_q)
+    assert mk.init_weights(cfg, dtype=np.float32).w_o.dtype == np.float32
+
+
+def test_init_weights_variance_is_one_over_fan_in():
+    w_q, _, _, w_o = mk.init_weights(mk.AttentionConfig(256, 4), seed=0)
+    assert abs(w_q.var() * 256 - 1) < 0.05  # 65,536 draws: the sample variance is within a few %
+    assert abs(w_o.var() * 256 - 1) < 0.05
+
+
+@pytest.mark.parametrize("bad", [mk.PRESETS["deepseek-v2"], (4, 2), None])  # an MLA config, a tuple, nothing
+def test_init_weights_refuses_other_configs(bad):
+    with pytest.raises(ValueError, match=r"^expected an AttentionConfig, got "):
+        mk.init_weights(bad)
+
+
 # ---------------------------------------------------------------------------------------------
 # W_V W_O per head, and mean-pooling KV heads
 # ---------------------------------------------------------------------------------------------

@@ -45,6 +45,13 @@ def test_cache_nbytes_matches_counting(dtype, itemsize):
     assert cache.nbytes == mk.kv_bytes_read(cfg, 7, dtype=8 * itemsize)
 
 
+def test_cache_accepts_nested_lists():
+    cache = mk.KVCache(1, 2, max_len=2)
+    cache.append([[[1.0, 2.0]]], [[[3.0, 4.0]]])  # (h_kv, t, d_h) = (1, 1, 2) as lists
+    np.testing.assert_array_equal(cache.keys, [[[1.0, 2.0]]])
+    np.testing.assert_array_equal(cache.values, [[[3.0, 4.0]]])
+
+
 def test_cache_can_be_filled_exactly():
     cache = mk.KVCache(1, 2, max_len=3)
     cache.append(np.zeros((1, 3, 2)), np.zeros((1, 3, 2)))

@@ -73,6 +73,17 @@ def test_elements_to_bytes(elements, dtype, expected):
     assert type(mk.elements_to_bytes(elements, dtype)) is int
 
 
+@pytest.mark.parametrize("bad", [-1, 2.5, 2.0, True, "4", None])  # negative, floats, bool, str, None
+def test_elements_to_bytes_refuses_non_counts(bad):
+    with pytest.raises(ValueError, match=r"^num_elements must be a non-negative integer, got "):
+        mk.elements_to_bytes(bad)
+
+
+def test_elements_to_bytes_accepts_numpy_ints():
+    assert mk.elements_to_bytes(np.int64(3), "fp32") == 12
+    assert type(mk.elements_to_bytes(np.int64(3), "fp32")) is int
+
+
 @settings(max_examples=60, deadline=None)
 @given(elements=st.integers(0, 10**12), bits=st.integers(1, 64))
 def test_elements_to_bytes_is_ceiling(elements, bits):
