@@ -155,6 +155,9 @@ def grouped_attention(q, k, v, mask=None):
     out : ndarray, shape (..., h, n, d_v)
     weights : ndarray, shape (..., h, n, s)
     """
+    q, k, v = (np.asarray(a) for a in (q, k, v))
+    if q.ndim < 3 or k.ndim < 3 or v.ndim < 3:
+        raise ValueError(f"expected q (..., h, n, d_h) and k, v (..., h_kv, s, d_h), got {q.shape}, {k.shape}, {v.shape}")
     h, n, h_kv = q.shape[-3], q.shape[-2], k.shape[-3]
     if v.shape[-3] != h_kv:
         raise ValueError(f"k and v must have the same number of heads, got {h_kv} and {v.shape[-3]}")

@@ -127,5 +127,7 @@ def decode_attention(q, k_cache, v_cache):
     ndarray, shape (h, d_h)
     """
     q = np.asarray(q)
+    if q.ndim != 2:
+        raise ValueError(f"expected q of shape (h, d_h) for one new token, got {q.shape}")
     out, _ = grouped_attention(q[:, None, :], np.asarray(k_cache), np.asarray(v_cache))  # (h, 1, d_h)
     return out[:, 0, :]
