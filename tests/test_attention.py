@@ -547,6 +547,18 @@ def test_grouped_attention_errors():
         mk.grouped_attention(q, k, k, np.ones((3, 4), dtype=bool))
     with pytest.raises(ValueError, match=r"^mask must be boolean"):
         mk.grouped_attention(q, k, k, np.ones((3, 5)))
+    with pytest.raises(ValueError, match=r"^expected q \(\.\.\., h, n, d_h\) and k, v \(\.\.\., h_kv, s, d_h\), got \(3, 2\), \(2, 5, 2\), \(2, 5, 2\)$"):
+        mk.grouped_attention(q[0], k, k)  # a head axis is missing
+    with pytest.raises(ValueError, match=r"^expected q .* got \(4, 3, 2\), \(5, 2\), \(2, 5, 2\)$"):
+        mk.grouped_attention(q, k[0], k)
+
+
+def test_decode_attention_errors():
+    k = np.ones((2, 5, 2))
+    with pytest.raises(ValueError, match=r"^expected q of shape \(h, d_h\) for one new token, got \(2,\)$"):
+        mk.decode_attention(np.ones(2), k, k)
+    with pytest.raises(ValueError, match=r"^expected q of shape \(h, d_h\) for one new token, got \(4, 1, 2\)$"):
+        mk.decode_attention(np.ones((4, 1, 2)), k, k)
 
 
 # ---------------------------------------------------------------------------------------------
