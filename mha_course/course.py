@@ -32,6 +32,8 @@ def _put_venv_on_path():
     scripts = str(Path(sys.executable).parent)
     if scripts not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
+    # Python 3.11 kernels otherwise warn about frozen modules on stderr when the debugger loads.
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
 
 def course_config(root, **overrides):

@@ -1,0 +1,76 @@
+"""Autograde notebooks in a throw-away nbgrader course and return a score per test cell.
+
+Used by ``python -m mha_course.selfgrade`` and by the tests. As a command it reads a JSON spec and
+writes the scores as JSON, so that many submissions are graded by one Python process::
+
+    python -m mha_course.grading SPEC.json OUT.json
+
+where ``SPEC.json`` is ``{"01_shapes": {"alice": "path/to/01_shapes.ipynb", ...}, ...}`` and
+``OUT.json`` becomes ``{"01_shapes": {"alice": {"<grade_id>": [score, max_score], ...}}}``.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .course import REPO_ROOT, course_api, run_step
+
+
+def scores_of(api, assignment, student):
+    """``{grade_id: (score, max_score)}`` of the autograded test cells, in notebook order."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(api.coursedir.db_url) as gradebook:
+        notebook = gradebook.find_submission_notebook(assignment, assignment, student)
+        grades = [(g.cell.name, float(g.score), float(g.max_score)) for g in notebook.grades]
+    order = {name: i for i, name in enumerate(_grade_ids(api, assignment))}
+    return {name: (score, max_score) for name, score, max_score in sorted(grades, key=lambda g: order.get(g[0], 0))}
+
+
+def _grade_ids(api, assignment):
+    import nbformat
+
+    path = Path(api.coursedir.root) / api.coursedir.source_directory / assignment / f"{assignment}.ipynb"
+    cells = nbformat.read(path, as_version=4).cells
+    return [c.metadata["nbgrader"]["grade_id"] for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
+
+
+def grade(submissions, root=None, solutions=REPO_ROOT / "solutions"):
+    """Autograde ``{assignment: {student: notebook_path}}``; return ``{assignment: {student: scores}}``.
+
+    ``root`` is the course folder to use (a temporary one by default, deleted afterwards).
+    """
+    if root is None:
+        with tempfile.TemporaryDirectory(prefix="mha_grade_") as tmp:
+            return grade(submissions, tmp, solutions)
+    root = Path(root)
+    results = {}
+    api = course_api(root)
+    for assignment, students in submissions.items():
+        shutil.copytree(Path(solutions) / assignment, root / "solutions" / assignment, dirs_exist_ok=True)
+        run_step(api.generate_assignment(assignment, force=True), f"generate_assignment {assignment}")
+        results[assignment] = {}
+        for student, notebook in students.items():
+            target = root / "submitted" / student / assignment
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(notebook, target / f"{assignment}.ipynb")
+            run_step(api.autograde(assignment, student, force=True), f"autograde {assignment} for {student}")
+            results[assignment][student] = scores_of(api, assignment, student)
+    return results
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    spec = json.loads(Path(argv[0]).read_text())
+    Path(argv[1]).write_text(json.dumps(grade(spec), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

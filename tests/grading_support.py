@@ -1,0 +1,193 @@
+"""Shared machinery of the grading tests: build submissions, grade them in one subprocess.
+
+A *submission* starts from the released notebook (what a learner downloads) with every answer
+cell filled from the solutions, then changes some answers: ``None`` keeps the release's stub
+(an unanswered question); a ``(old, new)`` pair edits the solution's text (a plausible mistake).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def read(kind, assignment):
+    """The notebook of ``assignment`` in ``solutions`` or ``exercises``."""
+    return nbformat.read(ROOT / kind / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def _nbgrader(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def answer_ids(assignment):
+    """grade_ids of the answer (solution) cells, in order."""
+    return [_nbgrader(c)["grade_id"] for c in read("solutions", assignment).cells if _nbgrader(c).get("solution")]
+
+
+def test_points(assignment):
+    """``{test grade_id: points}`` in notebook order."""
+    cells = read("solutions", assignment).cells
+    return {_nbgrader(c)["grade_id"]: float(_nbgrader(c)["points"]) for c in cells if _nbgrader(c).get("grade")}
+
+
+def tests_of_answer(assignment):
+    """``{answer grade_id: [test grade_ids]}``: the test cells after an answer, up to the next answer."""
+    owner, result = None, {}
+    for cell in read("solutions", assignment).cells:
+        meta = _nbgrader(cell)
+        if meta.get("solution"):
+            owner = meta["grade_id"]
+            result[owner] = []
+        elif meta.get("grade"):
+            result[owner].append(meta["grade_id"])
+    return result
+
+
+def submission(assignment, changes):
+    """The release with every answer filled in from the solutions, then ``changes`` applied.
+
+    ``changes`` maps an answer's grade_id to ``None`` (leave the stub) or ``(old, new)`` (replace
+    the text ``old`` of the solution by ``new``; ``old`` must occur in it).
+    """
+    solutions = {_nbgrader(c)["grade_id"]: c.source for c in read("solutions", assignment).cells
+                 if _nbgrader(c).get("solution")}
+    nb = read("exercises", assignment)
+    for cell in nb.cells:
+        grade_id = _nbgrader(cell).get("grade_id")
+        if grade_id not in solutions:
+            continue
+        change = changes.get(grade_id, ())
+        if change is None:
+            continue  # keep the stub
+        cell.source = solutions[grade_id]
+        if change:
+            old, new = change
+            if old not in cell.source:
+                raise ValueError(f"{old!r} does not occur in the solution of {grade_id}")
+            cell.source = cell.source.replace(old, new)
+    return nb
+
+
+def grade_all(specs, workdir):
+    """Grade ``{assignment: {student: notebook}}`` with ``python -m mha_course.grading`` in one subprocess.
+
+    Returns ``{assignment: {student: {test grade_id: score}}}``.
+    """
+    workdir = Path(workdir)
+    spec = {}
+    for assignment, students in specs.items():
+        spec[assignment] = {}
+        for student, nb in students.items():
+            path = workdir / "in" / student / f"{assignment}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, path)
+            spec[assignment][student] = str(path)
+    (workdir / "spec.json").write_text(json.dumps(spec))
+    env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mha_course.grading", str(workdir / "spec.json"), str(workdir / "out.json")],
+                          capture_output=True, text=True, cwd=workdir, env=env, timeout=900)
+    if proc.returncode:
+        raise RuntimeError(f"grading failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    out = json.loads((workdir / "out.json").read_text())
+    return {a: {s: {gid: score for gid, (score, _) in grades.items()} for s, grades in students.items()}
+            for a, students in out.items()}
+
+
+def expected_scores(assignment, lost):
+    """Full marks on every test cell except those in ``lost``, which score zero."""
+    return {gid: 0.0 if gid in lost else points for gid, points in test_points(assignment).items()}
+
+
+# Plausible wrong answers, per assignment: (name, answer grade_id, old text, new text, test cells
+# that must score zero). Every other test cell must keep full marks.
+WRONG_ANSWERS = {
+    "01_shapes": [
+        ("head_dim_float_division", "head_dim_answer", "d_model // num_heads", "d_model / num_heads",
+         {"head_dim_transformer_base"}),
+        ("scores_per_head_size", "head_shapes_answer", '"scores": (batch, num_heads, n, n)',
+         '"scores": (batch, num_heads, n, d_model // num_heads)', {"head_shapes_scores_concat_output"}),
+        ("split_by_plain_reshape", "split_heads_answer",
+         "x = x.reshape(b, n, num_heads, d // num_heads)  # (b, n, h, d_h)\n    return x.transpose(0, 2, 1, 3)",
+         "return x.reshape(b, num_heads, n, d // num_heads)", {"split_heads_matches_mha_kit"}),
+    ],
+    "02_params_compute": [
+        # the visible test is MHA, so only the GQA cell (hidden cases included) loses its points
+        ("gqa_counted_as_mha", "projection_params_answer", "2 * d_model * num_kv_heads * head_dim",
+         "2 * d_model * num_heads * head_dim", {"params_gqa_llama3_70b"}),
+        ("macs_scores_only", "attention_macs_answer", "return scores + value_mix", "return scores",
+         {"attention_macs_sequence_and_decode"}),
+        ("macs_counted_as_flops", "attention_macs_answer", "return scores + value_mix",
+         "return 2 * (scores + value_mix)", {"attention_macs_sequence_and_decode"}),
+        ("every_count_changes", "changes_with_h_answer", '{"score_count"}',
+         '{"projection_params", "attention_macs", "score_count"}', {"changes_with_h_set"}),
+    ],
+    "03_kv_cache": [
+        ("bits_not_bytes", "kv_bytes_read_answer", "return -(-elements * bits // 8)", "return elements * bits",
+         {"kv_bytes_read_llama3_70b_8k"}),
+        ("gqa_counted_as_mha", "cache_bytes_per_token_answer", "2 * cfg.num_kv_heads", "2 * cfg.num_heads",
+         {"cache_per_token_llama3_8b"}),
+        ("mla_without_rotary_key", "mla_cache_answer", "(cfg.kv_lora_rank + cfg.qk_rope_head_dim)",
+         "cfg.kv_lora_rank", {"mla_cache_deepseek_v2"}),
+        ("max_context_as_float", "max_context_answer", "memory_bytes * 8 // bits_per_token",
+         "memory_bytes * 8 / bits_per_token", {"max_context_llama3_8b_16gib"}),
+    ],
+    "04_implement_attention": [
+        ("softmax_without_max", "softmax_answer", "np.exp(x - np.max(x, axis=axis, keepdims=True))", "np.exp(x)",
+         {"softmax_large_scores_stable"}),
+        ("forgot_scale", "attention_answer", "scores = q @ k.T / np.sqrt(q.shape[-1])", "scores = q @ k.T",
+         {"attention_unmasked", "attention_causal"}),
+        ("mask_after_softmax", "attention_answer",
+         "        scores = np.where(mask, scores, -np.inf)  # before softmax: masked keys get weight 0\n"
+         "    return mk.softmax(scores) @ v",
+         "        return (mk.softmax(scores) * mask) @ v\n    return mk.softmax(scores) @ v",
+         {"attention_causal"}),
+        ("gqa_copies_kv", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
+         "k, v = np.repeat(k, h // h_kv, axis=0), np.repeat(v, h // h_kv, axis=0)\n"
+         "    h_kv = h\n    q_grouped = q", {"gqa_without_copies"}),
+        ("gqa_modulo_head", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
+         "q_grouped = q.reshape(h // h_kv, h_kv, n, d_h).transpose(1, 0, 2, 3).reshape(h_kv, -1, d_h)",
+         {"gqa_matches_mha_kit", "gqa_without_copies"}),
+    ],
+    "05_decoding": [
+        ("forgot_scale", "decode_step_answer", "mk.decode_attention(q, cache.keys",
+         "mk.decode_attention(q * np.sqrt(d_h), cache.keys", {"decode_matches_causal_pass"}),
+        ("macs_scores_only", "decode_macs_answer", "return 2 * num_heads", "return num_heads",
+         {"decode_macs_llama3_70b"}),
+        ("intensity_in_macs", "flops_per_byte_answer", "flops_per_key = 2 * 2 * num_heads",
+         "flops_per_key = 2 * num_heads", {"flops_per_byte_gqa"}),
+    ],
+    "06_spot_the_bug": [
+        ("mask_still_after_softmax", "fixed_causal_attention_answer",
+         "scores = np.where(mk.causal_mask(len(q)), scores, -np.inf)  # mask the scores, before softmax\n"
+         "    return mk.softmax(scores) @ v",
+         "weights = np.where(mk.causal_mask(len(q)), mk.softmax(scores), 0.0)\n    return weights @ v",
+         {"bug_mask_after_softmax"}),
+        ("scale_removed", "fixed_attention_answer", "q @ k.T / np.sqrt(q.shape[-1])", "q @ k.T",
+         {"bug_wrong_scale"}),
+        # passes the visible h=4, h_kv=2 case (g == h_kv there); the hidden h=8, h_kv=2 case fails
+        ("kv_head_i_div_h_kv", "fixed_grouped_attention_answer", "j = i // g", "j = i // h_kv",
+         {"bug_wrong_kv_head"}),
+        ("cache_bytes_as_float", "fixed_cache_bytes_answer", "* bits // 8", "* bits / 8",
+         {"bug_cache_without_v"}),
+    ],
+}
+
+
+def build_specs(assignments):
+    """Every submission the grading tests need, ``{assignment: {student: notebook}}``."""
+    specs = {}
+    for assignment in assignments:
+        students = {"solution": submission(assignment, {}), "release": read("exercises", assignment)}
+        for answer in answer_ids(assignment):
+            students[f"no_{answer}"] = submission(assignment, {answer: None})
+        for name, answer, old, new, _ in WRONG_ANSWERS[assignment]:
+            students[f"wrong_{name}"] = submission(assignment, {answer: (old, new)})
+        specs[assignment] = students
+    return specs
