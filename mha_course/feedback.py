@@ -10,10 +10,14 @@ Configured in ``nbgrader_config.py`` as one of ``GenerateFeedback.preprocessors`
 from __future__ import annotations
 
 from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool
 
 
 class OneLineErrors(Preprocessor):
     """Replace every error output's traceback with ``"<ename>: <evalue>"``."""
+
+    # nbconvert preprocessors are off unless enabled; nbgrader's own are on by default, so is this
+    enabled = Bool(True).tag(config=True)
 
     def preprocess_cell(self, cell, resources, index):
         for output in cell.get("outputs", []):

@@ -1,0 +1,79 @@
+"""The learner's commands: ``mha_course.check`` (visible tests) and ``mha_course.selfgrade`` (all tests)."""
+import os
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+import grading_support as gs
+
+ASSIGNMENT = "01_shapes"  # the smallest notebook: the commands, not the exercises, are under test
+
+
+def run(module, *args, cwd):
+    env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def notebooks(tmp_path_factory):
+    """The release, a complete answer, and one with a float where an int belongs."""
+    folder = tmp_path_factory.mktemp("learner")
+    wrong = gs.WRONG_ANSWERS[ASSIGNMENT][0]  # head_dim with / instead of //
+    paths = {}
+    for name, nb in (("release", gs.read("exercises", ASSIGNMENT)), ("complete", gs.submission(ASSIGNMENT, {})),
+                     ("wrong", gs.submission(ASSIGNMENT, {wrong[1]: (wrong[2], wrong[3])}))):
+        paths[name] = folder / name / f"{ASSIGNMENT}.ipynb"
+        paths[name].parent.mkdir()
+        nbformat.write(nb, paths[name])
+    return paths
+
+
+def test_check_fails_on_the_untouched_release(notebooks, tmp_path):
+    proc = run("mha_course.check", notebooks["release"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.count("not answered yet") == len(gs.test_points(ASSIGNMENT))
+
+
+def test_check_passes_a_complete_answer(notebooks, tmp_path):
+    proc = run("mha_course.check", notebooks["complete"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all visible tests pass" in proc.stdout
+
+
+def test_check_says_what_is_wrong_in_one_line(notebooks, tmp_path):
+    proc = run("mha_course.check", notebooks["wrong"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "expected head size d_h as an int, got float (64.0)" in proc.stdout
+    assert proc.stdout.count("FAIL:") == 1
+
+
+def test_check_refuses_a_missing_notebook(tmp_path):
+    proc = run("mha_course.check", tmp_path / "nope.ipynb", cwd=tmp_path)
+    assert proc.returncode == 2
+
+
+def test_selfgrade_full_marks_exit_zero(notebooks, tmp_path):
+    proc = run("mha_course.selfgrade", notebooks["complete"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Total: 6 / 6" in proc.stdout
+
+
+def test_selfgrade_scores_each_question(notebooks, tmp_path):
+    proc = run("mha_course.selfgrade", notebooks["wrong"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "Q1 (head_dim): 0 / 1" in lines
+    assert "Q3 (split_heads): 2 / 2" in lines
+    assert "Total: 5 / 6" in lines
+    assert "HIDDEN" not in proc.stdout  # the hidden tests' code is never shown
+
+
+def test_selfgrade_needs_a_known_assignment(tmp_path):
+    other = tmp_path / "notes.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), other)
+    proc = run("mha_course.selfgrade", other, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "pass --assignment" in proc.stderr
