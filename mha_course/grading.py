@@ -3,13 +3,16 @@
 Used by ``python -m mha_course.selfgrade`` and by the tests. As a command it reads a JSON spec and
 writes the scores as JSON, so that many submissions are graded by one Python process::
 
-    python -m mha_course.grading SPEC.json OUT.json
+    python -m mha_course.grading SPEC.json OUT.json [Section.name=VALUE ...]
 
 where ``SPEC.json`` is ``{"01_shapes": {"alice": "path/to/01_shapes.ipynb", ...}, ...}`` and
 ``OUT.json`` becomes ``{"01_shapes": {"alice": {"<grade_id>": [score, max_score], ...}}}``.
+Trailing ``Section.name=VALUE`` pairs override the course's configuration (``Execute.timeout=5``;
+values are read as Python literals).
 """
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import sys
@@ -38,17 +41,18 @@ def _grade_ids(api, assignment):
     return [c.metadata["nbgrader"]["grade_id"] for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
 
 
-def grade(submissions, root=None, solutions=REPO_ROOT / "solutions"):
+def grade(submissions, root=None, solutions=REPO_ROOT / "solutions", overrides=None):
     """Autograde ``{assignment: {student: notebook_path}}``; return ``{assignment: {student: scores}}``.
 
-    ``root`` is the course folder to use (a temporary one by default, deleted afterwards).
+    ``root`` is the course folder to use (a temporary one by default, deleted afterwards);
+    ``overrides`` are passed to :func:`mha_course.course.course_config`.
     """
     if root is None:
         with tempfile.TemporaryDirectory(prefix="mha_grade_") as tmp:
-            return grade(submissions, tmp, solutions)
+            return grade(submissions, tmp, solutions, overrides)
     root = Path(root)
     results = {}
-    api = course_api(root)
+    api = course_api(root, **(overrides or {}))
     for assignment, students in submissions.items():
         shutil.copytree(Path(solutions) / assignment, root / "solutions" / assignment, dirs_exist_ok=True)
         run_step(api.generate_assignment(assignment, force=True), f"generate_assignment {assignment}")
@@ -64,11 +68,12 @@ def grade(submissions, root=None, solutions=REPO_ROOT / "solutions"):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
+    if len(argv) < 2 or not all("=" in arg for arg in argv[2:]):
         print(__doc__, file=sys.stderr)
         return 2
+    overrides = {key: ast.literal_eval(value) for key, value in (arg.split("=", 1) for arg in argv[2:])}
     spec = json.loads(Path(argv[0]).read_text())
-    Path(argv[1]).write_text(json.dumps(grade(spec), indent=1))
+    Path(argv[1]).write_text(json.dumps(grade(spec, overrides=overrides), indent=1))
     return 0
 
 

@@ -75,7 +75,7 @@ def submission(assignment, changes):
     return nb
 
 
-def grade_all(specs, workdir):
+def grade_all(specs, workdir, overrides=()):
     """Grade ``{assignment: {student: notebook}}`` with ``python -m mha_course.grading`` in one subprocess.
 
     Returns ``{assignment: {student: {test grade_id: score}}}``.
@@ -91,7 +91,8 @@ def grade_all(specs, workdir):
             spec[assignment][student] = str(path)
     (workdir / "spec.json").write_text(json.dumps(spec))
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mha_course.grading", str(workdir / "spec.json"), str(workdir / "out.json")],
+    proc = subprocess.run([sys.executable, "-m", "mha_course.grading", str(workdir / "spec.json"), str(workdir / "out.json"),
+                           *overrides],
                           capture_output=True, text=True, cwd=workdir, env=env, timeout=900)
     if proc.returncode:
         raise RuntimeError(f"grading failed ({proc.returncode}):\n{proc.stderr[-4000:]}")

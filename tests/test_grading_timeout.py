@@ -1,0 +1,25 @@
+"""An answer that never finishes is stopped by ``Execute.timeout`` and the batch goes on.
+
+The course sets ``Execute.timeout = 60``; this test lowers it to 5 seconds to stay fast.
+"""
+import grading_support as gs
+
+ASSIGNMENT = "01_shapes"
+
+
+def test_endless_cell_is_stopped_and_grading_goes_on(tmp_path):
+    endless = gs.submission(ASSIGNMENT, {})
+    (cell,) = [c for c in endless.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "head_dim_answer"]
+    cell.source = "while True:  # a learner's endless loop\n    pass\n" + cell.source
+    specs = {ASSIGNMENT: {"endless": endless, "after": gs.submission(ASSIGNMENT, {})}}
+    scores = gs.grade_all(specs, tmp_path, overrides=["Execute.timeout=5"])[ASSIGNMENT]
+    # the interrupted cell never defined head_dim: only its question is lost
+    assert scores["endless"] == gs.expected_scores(ASSIGNMENT, lost={"head_dim_transformer_base"})
+    assert scores["after"] == gs.expected_scores(ASSIGNMENT, lost=())
+
+
+def test_course_config_sets_the_safeguards():
+    text = (gs.ROOT / "nbgrader_config.py").read_text()
+    assert "c.Execute.timeout = 60" in text
+    assert '"nbgrader.preprocessors.ClearHiddenTests"' in text
+    assert '"mha_course.feedback.OneLineErrors"' in text
