@@ -8,6 +8,10 @@
   against the hidden tests too, in a throw-away nbgrader course, and print a score per question.
 * :mod:`mha_course.feedback` - an nbconvert preprocessor that cuts tracebacks in feedback down to
   their last line, so no hidden-test source reaches the learner.
+* :mod:`mha_course.release` - ``python -m mha_course.release``: regenerate ``exercises/`` from
+  ``solutions/`` with ``nbgrader generate_assignment``.
+* :mod:`mha_course.grading` and :mod:`mha_course.course` - autograde notebooks in a throw-away
+  course through nbgrader's Python API (used by the self-grader and the tests).
 
 Book: chapters "Exercises" and "Instructor's guide".
 """

@@ -14,13 +14,13 @@ import sys
 import warnings
 from pathlib import Path
 
-from .course import _put_venv_on_path
+from .course import prepare_environment
 from .report import explain, first_line, last_error_line
 
 
 def validate(notebook, timeout=60):
     """nbgrader's ``Validator.validate`` result for ``notebook`` (a dict; empty when all pass)."""
-    _put_venv_on_path()
+    prepare_environment()
     from nbgrader.validator import Validator
     from traitlets.config import Config
 

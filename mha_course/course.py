@@ -27,8 +27,12 @@ ASSIGNMENTS = (
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _put_venv_on_path():
-    """nbgrader runs ``alembic`` as a command: make the running Python's scripts findable."""
+def prepare_environment():
+    """Set up ``os.environ`` for nbgrader run from this Python.
+
+    nbgrader runs ``alembic`` as a command, so the scripts folder of the running Python (the
+    project's virtual environment) goes onto ``PATH``.
+    """
     scripts = str(Path(sys.executable).parent)
     if scripts not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
@@ -53,7 +57,7 @@ def course_config(root, **overrides):
 
 def course_api(root, **overrides):
     """An ``nbgrader.apps.NbGraderAPI`` for the course at ``root`` (see :func:`course_config`)."""
-    _put_venv_on_path()
+    prepare_environment()
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 

@@ -55,12 +55,12 @@ def selfgrade(notebook, assignment):
     """Autograde ``notebook`` as ``assignment``; return ``(questions, scores, errors, test docstrings)``."""
     from .grading import grade
 
+    import nbformat
+
     source = REPO_ROOT / "solutions" / assignment / f"{assignment}.ipynb"
     with tempfile.TemporaryDirectory(prefix="mha_selfgrade_") as tmp:
         scores = grade({assignment: {STUDENT: str(notebook)}}, root=tmp)[assignment][STUDENT]
         errors = _errors(Path(tmp) / "autograded" / STUDENT / assignment / f"{assignment}.ipynb")
-    import nbformat
-
     docs = {c.metadata["nbgrader"]["grade_id"]: first_line(c.source)
             for c in nbformat.read(source, as_version=4).cells if c.metadata.get("nbgrader", {}).get("grade")}
     return _questions(source), scores, errors, docs
@@ -68,6 +68,19 @@ def selfgrade(notebook, assignment):
 
 def _points(x):
     return f"{x:g}"
+
+
+def print_report(questions, scores, errors, docs):
+    """Print points per question and per test cell, with the reason of each loss; return the totals."""
+    for label, tests in questions:
+        print(f"{label}: {_points(sum(scores[t][0] for t in tests))} / {_points(sum(scores[t][1] for t in tests))}")
+        for test in tests:
+            score, max_score = scores[test]
+            reason = f"  <- {errors.get(test, docs.get(test, ''))}" if score < max_score else ""
+            print(f"    {test}: {_points(score)} / {_points(max_score)}{reason}")
+    total, maximum = (sum(s[i] for s in scores.values()) for i in (0, 1))
+    print(f"Total: {_points(total)} / {_points(maximum)}")
+    return total, maximum
 
 
 def main(argv=None):
@@ -85,19 +98,7 @@ def main(argv=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nbgrader's and SQLAlchemy's notices are not the learner's concern
         questions, scores, errors, docs = selfgrade(notebook, assignment)
-    total = sum(s for s, _ in scores.values())
-    maximum = sum(m for _, m in scores.values())
-    for label, tests in questions:
-        got = sum(scores[t][0] for t in tests)
-        top = sum(scores[t][1] for t in tests)
-        print(f"{label}: {_points(got)} / {_points(top)}")
-        for test in tests:
-            score, max_score = scores[test]
-            line = f"    {test}: {_points(score)} / {_points(max_score)}"
-            if score < max_score:
-                line += f"  <- {errors.get(test, docs.get(test, ''))}"
-            print(line)
-    print(f"Total: {_points(total)} / {_points(maximum)}")
+    total, maximum = print_report(questions, scores, errors, docs)
     return 0 if total == maximum else 1
 
 

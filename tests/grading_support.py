@@ -31,7 +31,7 @@ def answer_ids(assignment):
     return [_nbgrader(c)["grade_id"] for c in read("solutions", assignment).cells if _nbgrader(c).get("solution")]
 
 
-def test_points(assignment):
+def points_of_tests(assignment):
     """``{test grade_id: points}`` in notebook order."""
     cells = read("solutions", assignment).cells
     return {_nbgrader(c)["grade_id"]: float(_nbgrader(c)["points"]) for c in cells if _nbgrader(c).get("grade")}
@@ -103,7 +103,7 @@ def grade_all(specs, workdir, overrides=()):
 
 def expected_scores(assignment, lost):
     """Full marks on every test cell except those in ``lost``, which score zero."""
-    return {gid: 0.0 if gid in lost else points for gid, points in test_points(assignment).items()}
+    return {gid: 0.0 if gid in lost else points for gid, points in points_of_tests(assignment).items()}
 
 
 # Plausible wrong answers, per assignment: (name, answer grade_id, old text, new text, test cells

@@ -34,7 +34,7 @@ def notebooks(tmp_path_factory):
 def test_check_fails_on_the_untouched_release(notebooks, tmp_path):
     proc = run("mha_course.check", notebooks["release"], cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout.count("not answered yet") == len(gs.test_points(ASSIGNMENT))
+    assert proc.stdout.count("not answered yet") == len(gs.points_of_tests(ASSIGNMENT))
 
 
 def test_check_passes_a_complete_answer(notebooks, tmp_path):

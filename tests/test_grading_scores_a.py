@@ -25,7 +25,7 @@ def test_solution_scores_full_marks(scores, assignment):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_untouched_release_scores_zero(scores, assignment):
-    assert scores[assignment]["release"] == gs.expected_scores(assignment, lost=gs.test_points(assignment))
+    assert scores[assignment]["release"] == gs.expected_scores(assignment, lost=gs.points_of_tests(assignment))
 
 
 @pytest.mark.parametrize("assignment, answer", REMOVALS)
