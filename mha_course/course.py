@@ -23,8 +23,23 @@ ASSIGNMENTS = (
     "06_spot_the_bug",
 )
 
+
+
+def _find_course_root():
+    """The repository root: the folder holding ``nbgrader_config.py`` and ``solutions/``.
+
+    The package's parent folder when installed in editable mode (the normal case); otherwise the
+    current folder or the nearest folder above it that holds the course.
+    """
+    here = Path.cwd().resolve()
+    for folder in (Path(__file__).resolve().parent.parent, here, *here.parents):
+        if (folder / "nbgrader_config.py").is_file() and (folder / "solutions").is_dir():
+            return folder
+    return Path(__file__).resolve().parent.parent
+
+
 #: The repository root: the nbgrader course that this package belongs to.
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = _find_course_root()
 
 
 def prepare_environment():

@@ -1,0 +1,82 @@
+"""The assertion helpers of the exercises say what is wrong in one line."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mha_course.expect import expect_close, expect_equal, expect_float, expect_int, expect_shape, forbid_copies
+
+
+def fails_with(match, func, *args, **kwargs):
+    with pytest.raises(AssertionError, match=match) as info:
+        func(*args, **kwargs)
+    assert "\n" not in str(info.value)  # one line
+
+
+def test_expect_int_passes_exact_ints():
+    expect_int(327680, 327680, "bytes")
+
+
+@pytest.mark.parametrize("got, match", [
+    (327680.0, r"expected bytes as an int, got float \(327680.0\): use // or int"),
+    (np.int64(327680), r"expected bytes as a plain Python int, got numpy.int64"),
+    ("327680", r"expected bytes as an int, got builtins.str"),
+    (True, r"expected bytes as an int, got builtins.bool"),
+])
+def test_expect_int_names_the_wrong_type(got, match):
+    fails_with(match, expect_int, got, 327680, "bytes")
+
+
+@pytest.mark.parametrize("got, hints, match", [
+    (2 * 96, {2: "did you count K and V twice?"}, r"bytes: expected 96, got 192 \(2x too large: did you count K and V twice\?\)"),
+    (12, {Fraction(1, 8): "bytes, not bits"}, r"8x too small: bytes, not bits"),
+    (97, None, r"bytes: expected 96, got 97$"),
+    (3 * 96, {2: "unused"}, r"\(3x too large\)$"),
+])
+def test_expect_int_gives_the_ratio_and_its_hint(got, hints, match):
+    fails_with(match, expect_int, got, 96, "bytes", hints=hints)
+
+
+def test_expect_int_names_a_known_wrong_value():
+    fails_with(r"GQA counted as MHA", expect_int, 1000, 150, "params", wrong={1000: "GQA counted as MHA"})
+
+
+def test_expect_float_hint():
+    expect_float(16.0, 16, "intensity")
+    fails_with(r"expected 16, got 8 \(multiply-adds\)", expect_float, 8.0, 16.0, "intensity", hints={0.5: "multiply-adds"})
+    fails_with(r"as a number, got str", expect_float, "8", 16.0, "intensity")
+
+
+def test_expect_shape_messages():
+    expect_shape((2, 8, 10, 64), (2, 8, 10, 64), "Q")
+    fails_with(r"as a tuple, got list", expect_shape, [2, 8], (2, 8), "Q")
+    fails_with(r"the right sizes in the wrong order", expect_shape, (2, 10, 8, 64), (2, 8, 10, 64), "Q")
+    fails_with(r"expected 4 axes", expect_shape, (2, 8, 10), (2, 8, 10, 64), "Q")
+    fails_with(r"must hold ints", expect_shape, (2, 8.0), (2, 8), "Q")
+
+
+def test_expect_close_names_a_classic_mistake():
+    ref, unscaled = np.array([1.0, 2.0]), np.array([2.0, 4.0])
+    expect_close(ref + 1e-12, ref, "out")
+    fails_with(r"forgot the scale", expect_close, unscaled, ref, "out", wrong={"forgot the scale": unscaled})
+    fails_with(r"largest difference 0.5", expect_close, ref + 0.5, ref, "out")
+    fails_with(r"NaN or inf", expect_close, np.array([np.nan, 1.0]), ref, "out")
+    fails_with(r"shape of out", expect_close, np.zeros(3), ref, "out")
+    fails_with(r"as a numpy array, got list", expect_close, [1.0, 2.0], ref, "out")
+
+
+def test_expect_equal_for_masks_and_sets():
+    mask = np.tril(np.ones((3, 3), dtype=bool))
+    expect_equal(mask.copy(), mask, "mask")
+    fails_with(r"dtype bool, got float64", expect_equal, mask.astype(float), mask, "mask")
+    peeks = mask.copy()
+    peeks[0, 1] = True  # token 0 sees token 1
+    fails_with(r"mask: 1 of 9 entries are wrong", expect_equal, peeks, mask, "mask")
+    fails_with(r"as a set, got list", expect_equal, ["a"], {"a"}, "names")
+
+
+def test_forbid_copies_switches_numpy_functions_off_and_back_on():
+    repeat = np.repeat
+    with forbid_copies("repeat"):
+        fails_with(r"np.repeat copies K or V", np.repeat, np.ones(2), 2)
+    assert np.repeat is repeat
