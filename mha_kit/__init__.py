@@ -33,7 +33,16 @@ from .counting import (
     score_count,
     sequence_attention_macs,
 )
-from .latent import LatentCache, LatentWeights, init_latent_weights, latent_attention, latent_cached_attention, rope
+from .latent import (
+    LatentCache,
+    LatentWeights,
+    init_latent_weights,
+    latent_attention,
+    latent_cached_attention,
+    latent_decode_attention,
+    latent_decode_step,
+    rope,
+)
 from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 

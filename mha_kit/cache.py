@@ -6,6 +6,9 @@ token. Only the new token's query, key and value are computed per step.
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .attention import _as_tokens, _head_dims, causal_mask, grouped_attention, merge_heads, split_heads
@@ -112,22 +115,126 @@ def cached_attention(x_new, w_q, w_k, w_v, w_o, num_heads, cache, num_kv_heads=N
     return merge_heads(heads) @ w_o, weights
 
 
-def decode_attention(q, k_cache, v_cache):
+# --- The decode step, fast enough to measure (chapter "Measure it yourself") ---------------------
+#
+# Decoding one token reads the whole cache once and does little arithmetic per byte, so the
+# step is as fast as the cache can be streamed. Three things keep NumPy close to that limit:
+#   1. the g queries that share a KV head go into one product, so each key is read once:
+#      (g, d_h) @ (d_h, s) rather than g separate (1, d_h) @ (d_h, s);
+#   2. the cache is cut into blocks (one KV head, a slice of tokens) that the cores share;
+#      blocks of the same head are merged with a running softmax, as flash-decoding does;
+#   3. scores are exponentiated in place, in a block small enough to stay in a core's cache.
+
+_SCORES_PER_BLOCK = 1 << 17  # g * block_len scores: 512 KiB of float32, fits a core's L2 cache
+_PARALLEL_MIN = 1 << 16  # cache elements below which one thread is faster than several
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")  # first one set wins
+_POOLS = {}  # num_threads -> ThreadPoolExecutor, created on first use and reused
+
+
+def decode_attention(q, k_cache, v_cache, *, num_threads=None, block_len=None):
     """Attention of one new token's ``h`` query heads over a cache of ``s`` tokens.
 
-    No mask is needed: a new token may see every cached token, itself included.
+    No mask is needed: a new token may see every cached token, itself included. Equals
+    ``grouped_attention(q[:, None], k_cache, v_cache)[0][:, 0]`` (without the weights), computed
+    block by block over the cores; see the comment above for how.
 
     Parameters
     ----------
     q : ndarray, shape (h, d_h)
-    k_cache, v_cache : ndarray, shape (h_kv, s, d_h)
+    k_cache : ndarray, shape (h_kv, s, d_h)
+    v_cache : ndarray, shape (h_kv, s, d_v)
+    num_threads : int, optional
+        Threads sharing the blocks. Default: one for a small cache; for a large one, every core
+        if NumPy's BLAS runs one thread per call (``OPENBLAS_NUM_THREADS=1``, see
+        :func:`_default_threads`), else one, leaving the cores to BLAS.
+    block_len : int, optional
+        Cached tokens per block; default: as many as keep ``g * block_len`` scores in cache.
 
     Returns
     -------
-    ndarray, shape (h, d_h)
+    ndarray, shape (h, d_v)
+
+    Book: chapters "Worked example" and "Measure it yourself".
     """
-    q = np.asarray(q)
+    q, k, v = _check_decode(q, k_cache, v_cache)
+    (h, d_h), (h_kv, s, _) = q.shape, k.shape
+    g = h // h_kv
+    threads = num_threads or (_default_threads() if k.size >= _PARALLEL_MIN else 1)
+    block_len = block_len or _default_block_len(s, g, h_kv, threads)
+    dtype = np.result_type(q, k, v, np.float32)  # float32 stays float32, ints become float64
+    q_grouped = (q / np.sqrt(d_h)).astype(dtype, copy=False).reshape(h_kv, g, d_h)  # scaled once
+    blocks = [(j, a, min(a + block_len, s)) for j in range(h_kv) for a in range(0, s, block_len)]
+    parts = _map_blocks(lambda j, a, b: _block_attention(q_grouped[j], k[j, a:b], v[j, a:b]), blocks, threads)
+    return _merge_blocks(parts, h_kv).reshape(h, v.shape[-1])
+
+
+def _check_decode(q, k, v):
+    """Validate the decode inputs with the messages of :func:`mha_kit.grouped_attention`."""
+    q, k, v = (np.asarray(a) for a in (q, k, v))
     if q.ndim != 2:
         raise ValueError(f"expected q of shape (h, d_h) for one new token, got {q.shape}")
-    out, _ = grouped_attention(q[:, None, :], np.asarray(k_cache), np.asarray(v_cache))  # (h, 1, d_h)
-    return out[:, 0, :]
+    if k.ndim != 3 or v.ndim != 3 or q.shape[1] != k.shape[2] or k.shape[1] != v.shape[1]:
+        raise ValueError(f"expected k_cache (h_kv, s, d_h) and v_cache (h_kv, s, d_v) for q {q.shape}, "
+                         f"got {k.shape} and {v.shape}")
+    if k.shape[0] != v.shape[0]:
+        raise ValueError(f"k and v must have the same number of heads, got {k.shape[0]} and {v.shape[0]}")
+    if q.shape[0] % k.shape[0]:
+        raise ValueError(f"num_heads ({q.shape[0]}) must be divisible by num_kv_heads ({k.shape[0]})")
+    return q, k, v
+
+
+def _default_threads():
+    """Every core if BLAS is set to one thread per call, else 1.
+
+    BLAS libraries start their own threads inside each product; threads of ours on top of them
+    fight for the same cores (on a busy 2-core machine, ten times slower). The variables must be set before
+    NumPy is imported, as ``benchmarks/decode_benchmark.py`` does.
+    """
+    for name in _BLAS_THREAD_VARS:
+        if name in os.environ:
+            return (os.cpu_count() or 1) if os.environ[name].strip() == "1" else 1
+    return 1
+
+
+def _default_block_len(s, g, h_kv, threads):
+    """Tokens per block: scores fit in cache, and every thread gets at least one block."""
+    blocks_per_head = -(-threads // h_kv)  # MQA on 2 cores: 2 slices of the context
+    return max(1, min(_SCORES_PER_BLOCK // g, -(-s // blocks_per_head)))
+
+
+def _block_attention(q, k, v):
+    """One block: ``q`` (g, d_h), already scaled; ``k`` (b, d_h); ``v`` (b, d_v).
+
+    Returns the row maxima (g,), the row sums of ``exp(scores - max)`` (g,) and the
+    unnormalised output (g, d_v): what :func:`_merge_blocks` needs to combine blocks exactly.
+    """
+    scores = q @ k.T  # (g, d_h) @ (d_h, b) -> (g, b)
+    row_max = scores.max(axis=1, keepdims=True)  # (g, 1)
+    np.exp(np.subtract(scores, row_max, out=scores), out=scores)  # in place: no temporaries
+    return row_max[:, 0], scores.sum(axis=1), scores @ v  # (g, b) @ (b, d_v) -> (g, d_v)
+
+
+def _merge_blocks(parts, h_kv):
+    """Combine the blocks of each KV head (running-softmax rescaling) -> (h_kv, g, d_v).
+
+    Block i of a head holds ``o_i = sum_t exp(score_t - m_i) v_t`` and ``l_i``, the same sum
+    without ``v_t``. With ``m = max_i m_i``, the head's output is
+    ``sum_i exp(m_i - m) o_i / sum_i exp(m_i - m) l_i``: the softmax over all tokens.
+    """
+    row_max, row_sum, out = (np.stack(x).reshape(h_kv, -1, *x[0].shape) for x in zip(*parts))
+    rescale = np.exp(row_max - row_max.max(axis=1, keepdims=True))  # (h_kv, blocks, g)
+    total = (rescale * row_sum).sum(axis=1)  # (h_kv, g)
+    return (rescale[..., None] * out).sum(axis=1) / total[..., None]  # (h_kv, g, d_v)
+
+
+def _map_blocks(func, blocks, threads):
+    """``[func(*block) for block in blocks]``, the blocks dealt in contiguous runs to threads.
+
+    NumPy releases the GIL inside products and ufuncs, so Python threads use every core.
+    """
+    threads = max(1, min(threads, len(blocks)))
+    if threads == 1:
+        return [func(*block) for block in blocks]
+    runs = [blocks[i * len(blocks) // threads:(i + 1) * len(blocks) // threads] for i in range(threads)]
+    pool = _POOLS.get(threads) or _POOLS.setdefault(threads, ThreadPoolExecutor(threads, "mha_kit-decode"))
+    return [part for run in pool.map(lambda run: [func(*block) for block in run], runs) for part in run]

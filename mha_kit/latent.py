@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .attention import _as_tokens, causal_mask, grouped_attention, merge_heads, scaled_dot_product_attention, split_heads
+from .cache import decode_attention
 from .config import LatentAttentionConfig, check_positive_int
 
 
@@ -147,17 +148,30 @@ def _latents(x, w: LatentWeights, positions):
     return x @ w.w_dkv, rope(x @ w.w_kr, positions)
 
 
-def _absorbed(q_nope, q_rope, kv, cfg, w: LatentWeights, mask):
-    """Absorbed-form attention over cached ``kv = [c_KV, k_rope]`` of shape ``(1, s, d_c + d_rope)``."""
+def _absorb_query(q_nope, q_rope, cfg, w: LatentWeights):
+    """Queries of the absorbed form, ``[q_nope W_UK^T, q_rope]``: shape (h, n, d_c + d_rope).
+
+    Attention code scales scores by ``1/sqrt(d_c + d_rope)``, the width of these queries; MLA's
+    scale is ``1/sqrt(d_nope + d_rope)``, so the queries are pre-multiplied to make up the difference.
+    """
     h, d_c = cfg.num_heads, cfg.kv_lora_rank
     w_uk = w.w_uk.reshape(d_c, h, cfg.qk_nope_head_dim).transpose(1, 2, 0)  # (h, d_nope, d_c)
     q_latent = q_nope @ w_uk  # (h, n, d_nope) @ (h, d_nope, d_c) -> (h, n, d_c)
     q = np.concatenate([q_latent, q_rope], axis=-1)  # (h, n, d_c + d_rope)
-    # grouped_attention scales by 1/sqrt(d_c + d_rope); MLA's scale is 1/sqrt(d_nope + d_rope).
-    q = q * np.sqrt((d_c + cfg.qk_rope_head_dim) / cfg.qk_head_dim)
-    o_latent, weights = grouped_attention(q, kv, kv[..., :d_c], mask)  # MQA over latents: (h, n, d_c)
-    w_uv = w.w_uv.reshape(d_c, h, cfg.v_head_dim).transpose(1, 0, 2)  # (h, d_c, d_v)
-    return merge_heads(o_latent @ w_uv) @ w.w_o, weights  # (h, n, d_v) -> (n, h*d_v) -> (n, d)
+    return q * np.sqrt((d_c + cfg.qk_rope_head_dim) / cfg.qk_head_dim)
+
+
+def _up_project(o_latent, cfg, w: LatentWeights):
+    """``(h, n, d_c)`` latent outputs -> ``(n, d)``: per-head ``W_UV``, then ``W_O``."""
+    w_uv = w.w_uv.reshape(cfg.kv_lora_rank, cfg.num_heads, cfg.v_head_dim).transpose(1, 0, 2)  # (h, d_c, d_v)
+    return merge_heads(o_latent @ w_uv) @ w.w_o  # (h, n, d_v) -> (n, h*d_v) -> (n, d)
+
+
+def _absorbed(q_nope, q_rope, kv, cfg, w: LatentWeights, mask):
+    """Absorbed-form attention over cached ``kv = [c_KV, k_rope]`` of shape ``(1, s, d_c + d_rope)``."""
+    q = _absorb_query(q_nope, q_rope, cfg, w)  # (h, n, d_c + d_rope)
+    o_latent, weights = grouped_attention(q, kv, kv[..., :cfg.kv_lora_rank], mask)  # MQA over latents: (h, n, d_c)
+    return _up_project(o_latent, cfg, w), weights
 
 
 def _naive(q_nope, q_rope, c_kv, k_rope, cfg, w: LatentWeights, mask):
@@ -225,3 +239,54 @@ def latent_cached_attention(x_new, weights: LatentWeights, cfg: LatentAttentionC
     q_nope, q_rope = _queries(x_new, weights, cfg, positions)
     mask = causal_mask(x_new.shape[0], len(cache))
     return _absorbed(q_nope, q_rope, cache.keys, cfg, weights, mask)
+
+
+def latent_decode_attention(q, kv_cache, kv_lora_rank, *, num_threads=None, block_len=None):
+    """MLA's decode step over the cache, absorbed form: multi-query attention over latents.
+
+    The one shared key of each cached token is ``[c_KV, k_rope]`` and its value is ``c_KV``, a
+    view of the key's first ``d_c`` columns, so the cache is read once for both. This is
+    :func:`mha_kit.decode_attention` with ``h_kv = 1``, blocks of the context shared by the cores.
+
+    Parameters
+    ----------
+    q : ndarray, shape (h, d_c + d_rope)
+        Absorbed, pre-scaled queries of the new token (see :func:`latent_decode_step`).
+    kv_cache : ndarray, shape (1, s, d_c + d_rope)
+        :attr:`LatentCache.keys`.
+    kv_lora_rank : int
+        ``d_c``.
+    num_threads, block_len : int, optional
+        As for :func:`mha_kit.decode_attention`.
+
+    Returns
+    -------
+    ndarray, shape (h, d_c): the latent output of each head, before ``W_UV``.
+
+    Book: chapter "Measure it yourself".
+    """
+    kv = np.asarray(kv_cache)
+    d_c = check_positive_int("kv_lora_rank", kv_lora_rank)
+    if kv.ndim != 3 or kv.shape[0] != 1 or kv.shape[2] <= d_c:
+        raise ValueError(f"expected kv_cache of shape (1, s, {d_c} + d_rope), got {kv.shape}")
+    return decode_attention(q, kv, kv[..., :d_c], num_threads=num_threads, block_len=block_len)
+
+
+def latent_decode_step(x_new, weights: LatentWeights, cfg: LatentAttentionConfig, cache: LatentCache, **options):
+    """One decoded token through MLA with a :class:`LatentCache`, via :func:`latent_decode_attention`.
+
+    Equals ``latent_cached_attention(x_new, ...)[0]`` (without the weights), and so the last row
+    of ``latent_attention(all_tokens, ...)``. ``options`` go to :func:`latent_decode_attention`.
+
+    Returns
+    -------
+    ndarray, shape (1, d)
+    """
+    x_new = _as_tokens(x_new, "x_new")
+    if x_new.shape != (1, cfg.d_model):
+        raise ValueError(f"expected x_new of shape (1, {cfg.d_model}) for one new token, got {x_new.shape}")
+    positions = np.array([len(cache)])
+    cache.append(*_latents(x_new, weights, positions))
+    q = _absorb_query(*_queries(x_new, weights, cfg, positions), cfg, weights)  # (h, 1, d_c + d_rope)
+    o_latent = latent_decode_attention(q[:, 0], cache.keys, cfg.kv_lora_rank, **options)  # (h, d_c)
+    return _up_project(o_latent[:, None], cfg, weights)  # (h, 1, d_c) -> (1, d)
