@@ -46,7 +46,10 @@ def main(argv=None):
     for cell in results.get("failed", []):
         print(f"FAIL: {first_line(cell['source'])}\n      {explain(last_error_line(cell['raw_error']))}")
     if results:
-        print(f"{args.notebook}: some visible tests fail")
+        problems = [f"{len(results[key])} {what}" for key, what in (
+            ("failed", "failing test cell(s)"), ("changed", "edited test cell(s)"), ("type_changed", "cell(s) of another type"))
+            if results.get(key)]
+        print(f"{args.notebook}: {', '.join(problems)}")
         return 1
     print(f"{args.notebook}: all visible tests pass (hidden tests may still fail: python -m mha_course.selfgrade)")
     return 0
