@@ -60,10 +60,17 @@ def regenerated(tmp_path_factory):
     return into / "exercises"
 
 
+def _files(release, assignment):
+    """Files of one assignment's release, without what Jupyter and Python leave behind locally."""
+    local = {".ipynb_checkpoints", "__pycache__"}
+    return sorted(p.relative_to(release) for p in (release / assignment).rglob("*")
+                  if not local & set(p.relative_to(release).parts))
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_exercises_are_the_generated_release(regenerated, assignment):
-    committed = sorted(p.relative_to(gs.ROOT / "exercises") for p in (gs.ROOT / "exercises" / assignment).rglob("*"))
-    fresh = sorted(p.relative_to(regenerated) for p in (regenerated / assignment).rglob("*"))
+    committed = _files(gs.ROOT / "exercises", assignment)
+    fresh = _files(regenerated, assignment)
     assert committed == fresh
     name = f"{assignment}/{assignment}.ipynb"
     assert _comparable(nbformat.read(regenerated / name, as_version=4)) == \
