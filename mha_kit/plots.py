@@ -386,3 +386,47 @@ def step_through_panels(x, weights, cfg):
     for k in range(5):
         _draw_step(axes[k + 1], steps, k, wrap=110 if k == 0 else 55)
     return fig
+
+
+# --- Measured decode speed (chapter "Measure it yourself") ---
+
+def _variant_color(label):
+    """Colour of a benchmark label: ``"GQA-8"`` -> the GQA colour."""
+    return VARIANT_COLORS[label.split("-")[0].lower()]
+
+
+def decode_benchmark_lines(rows, bandwidth):
+    """Measured decode steps: time and achieved bandwidth against context, one line per variant.
+
+    Parameters
+    ----------
+    rows : iterable of mapping
+        Rows of ``benchmarks/decode_benchmark.py``'s CSV: ``variant``, ``context`` (tokens),
+        ``median_s`` (seconds) and ``kv_bytes`` (bytes read); strings are converted.
+    bandwidth : float
+        Measured copy bandwidth in bytes/s, drawn as the ceiling of the right panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: milliseconds per step (log-log). Right: KV-cache GB/s achieved (1 GB = 1e9 bytes).
+
+    Book: chapter "Measure it yourself".
+    """
+    series = {}
+    for r in rows:
+        series.setdefault(r["variant"], []).append((int(r["context"]), float(r["median_s"]), float(r["kv_bytes"])))
+    fig, (ax_time, ax_rate) = plt.subplots(1, 2, figsize=(9.6, 3.8), dpi=100, layout="constrained")
+    for label, points in series.items():
+        s, seconds, nbytes = np.array(sorted(points)).T
+        style = dict(color=_variant_color(label), marker="o", markersize=4, label=label)
+        ax_time.plot(s, seconds * 1e3, **style)
+        ax_rate.plot(s, nbytes / seconds / 1e9, **style)
+    ax_rate.axhline(bandwidth / 1e9, color="black", linestyle="--", linewidth=1,
+                    label=f"copy bandwidth {bandwidth / 1e9:.0f} GB/s")
+    ax_time.set(xscale="log", yscale="log", xlabel="context s (tokens)", ylabel="time per decode step (ms)",
+                title="One layer, one new token")
+    ax_rate.set(xscale="log", xlabel="context s (tokens)", ylabel="KV cache read (GB/s)", ylim=(0, None),
+                title="Achieved bandwidth")
+    ax_rate.legend(fontsize=8)
+    return fig
