@@ -24,7 +24,6 @@ ASSIGNMENTS = (
 )
 
 
-
 def _find_course_root():
     """The repository root: the folder holding ``nbgrader_config.py`` and ``solutions/``.
 
