@@ -1,0 +1,175 @@
+"""benchmarks/decode_benchmark.py in its quick mode, its bookkeeping, and mha_kit.roofline.
+
+No timing is asserted here: speed claims live in the benchmark's own summary line.
+"""
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display in tests
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+import mha_kit as mk  # noqa: E402
+from mha_kit import plots, roofline  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "decode_benchmark.py"
+VARIANTS = ["MHA", "GQA-8", "MQA", "MLA"]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """The script as a module; its BLAS settings are undone so other tests see the usual environment."""
+    saved = dict(os.environ)
+    spec = importlib.util.spec_from_file_location("decode_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    os.environ.clear()
+    os.environ.update(saved)
+    return module
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("decode_benchmark")
+    result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return result, out
+
+
+def test_quick_run_succeeds_quietly(quick_run):
+    result, _ = quick_run
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
+def test_quick_run_prints_a_table_with_every_variant(quick_run):
+    lines = quick_run[0].stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["context", "variant"])
+    assert set(lines[header + 1]) == {"-"}
+    rows = [line.split() for line in lines[header + 2: header + 10]]
+    assert [(r[0], r[1]) for r in rows] == [(c, v) for v in VARIANTS for c in ("256", "512")]
+    for r in rows:
+        assert r[6] == "ms" and r[-1].endswith("x") and r[-2].endswith("%")  # median, speed-up, roofline
+    assert any(line.startswith("copy bandwidth ") and "GFLOP/s" in line for line in lines)
+    assert any("OPENBLAS_NUM_THREADS" in line and "threads=" in line and "blas=" in line for line in lines)
+    assert any(line.startswith("targets: not checked") for line in lines)
+
+
+def test_quick_run_writes_csv_and_machine(quick_run, bench):
+    _, out = quick_run
+    with open(out / "decode_benchmark.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == list(bench.COLUMNS) and len(rows) == 8
+    cfg = roofline.benchmark_variants()["GQA-8"]
+    gqa = next(r for r in rows if r["variant"] == "GQA-8" and r["context"] == "512")
+    assert int(gqa["kv_bytes"]) == mk.kv_bytes_read(cfg, 512, "fp32") == 512 * 2 * 8 * 128 * 4
+    assert int(gqa["macs"]) == 2 * 64 * 512 * 128
+    machine = json.loads((out / "machine.json").read_text())
+    assert {"cpu", "cores", "threads", "numpy", "blas", "copy_bandwidth", "gemm_flop_rate"} <= set(machine)
+
+
+def row(variant, context, seconds, kv_bytes=1, macs=1, **extra):
+    return dict(variant=variant, context=context, median_s=seconds, kv_bytes=kv_bytes, macs=macs, **extra)
+
+
+def test_table_row_against_hand_formulas(bench):
+    cfg = roofline.benchmark_variants()["MHA"]
+    r = bench.table_row("MHA", cfg, 1024, 0.004, bandwidth=20e9, flop_rate=200e9)
+    kv_bytes = 1024 * 2 * 64 * 128 * 4  # 64 MiB of float32 keys and values
+    assert r["kv_bytes"] == kv_bytes and r["macs"] == 2 * 64 * 1024 * 128
+    assert r["gb_per_s"] == pytest.approx(kv_bytes / 0.004 / 1e9)
+    assert r["bound_s"] == pytest.approx(kv_bytes / 20e9)  # MHA: memory-bound
+    assert r["roofline_fraction"] == pytest.approx(kv_bytes / 20e9 / 0.004)
+    assert r["limited_by"] == "memory"
+
+
+def test_summary_lines_pass_and_fail(bench):
+    rows = [row(v, 32768, 1.0, roofline_fraction=f, speedup_vs_mha=x)
+            for v, f, x in [("MHA", 0.71, 1.0), ("GQA-8", 0.49, 4.2), ("MQA", 0.4, 9.0), ("MLA", 0.9, 2.0)]]
+    lines = bench.summary_lines(rows)
+    assert [line.split()[0] for line in lines] == ["PASS", "FAIL", "PASS", "PASS", "PASS"]
+    assert "4.2x faster" in lines[-1]
+    assert bench.summary_lines(rows[:0])[0].startswith("targets: not checked")
+
+
+def test_linear_fit_recovers_a_rate(bench):
+    rows = [row("MHA", s, 0.001 + s * 1000 / 25e9, kv_bytes=s * 1000) for s in (4096, 8192, 16384, 32768)]
+    rate, r2 = bench.linear_fit(rows, "MHA")
+    assert rate == pytest.approx(25e9) and r2 == pytest.approx(1.0)
+    assert bench.linear_fit(rows, "MQA") is None  # no points
+
+
+def test_run_times_counts_only_timed_runs(bench):
+    calls = []
+    times = bench.run_times(lambda: calls.append(1), repeats=3, warmup=2)
+    assert len(times) == 3 and len(calls) == 5 and min(times) >= 0
+
+
+# ---------------------------------------------------------------------------------------------
+# mha_kit.roofline
+# ---------------------------------------------------------------------------------------------
+
+def test_benchmark_variants_share_the_query_heads():
+    variants = roofline.benchmark_variants()
+    assert list(variants) == VARIANTS
+    assert [v.num_heads for v in variants.values()] == [64] * 4
+    assert [variants[k].num_kv_heads for k in ("MHA", "GQA-8", "MQA")] == [64, 8, 1]
+    mla = variants["MLA"]
+    assert (mla.kv_lora_rank, mla.qk_rope_head_dim) == (512, 64)  # DeepSeek-V2's latent
+
+
+def test_ridge_point_and_roofline_seconds():
+    assert roofline.ridge_point(20e9, 300e9) == pytest.approx(15.0)
+    assert roofline.roofline_seconds(40e9, 100e9, 20e9, 300e9) == pytest.approx(2.0)  # memory: 40/20
+    assert roofline.roofline_seconds(1e9, 600e9, 20e9, 300e9) == pytest.approx(2.0)  # compute: 600/300
+    with pytest.raises(ValueError, match=r"^bandwidth and flop_rate must be positive, got 0 and 1$"):
+        roofline.roofline_seconds(1, 1, 0, 1)
+
+
+@pytest.mark.parametrize("label, intensity", [
+    ("MHA", 0.5), ("GQA-8", 4.0), ("MQA", 32.0),  # float32: g / 2 FLOPs per byte
+    ("MLA", 64 * (2 * 512 + 64) * 2 / (576 * 4)),  # h * (2 d_c + d_rope) MACs per (d_c + d_rope) floats
+])
+def test_decode_intensity_and_which_limit(label, intensity):
+    cfg = roofline.benchmark_variants()[label]
+    s = 4096
+    flops, nbytes = roofline.decode_flops(cfg, s), mk.kv_bytes_read(cfg, s, "fp32")
+    assert flops / nbytes == pytest.approx(intensity)
+    assert roofline.limited_by(cfg, s, 20e9, 300e9, "fp32") == ("compute" if intensity > 15 else "memory")
+    assert roofline.decode_bound_seconds(cfg, s, 20e9, 300e9, "fp32") == pytest.approx(
+        max(nbytes / 20e9, flops / 300e9))
+
+
+def test_token_memory_seconds_llama_3_70b():
+    """80 layers x 8,192 tokens x 2 x 8 heads x 128 x 2 bytes, over 3.35 TB/s."""
+    cfg = mk.PRESETS["llama-3-70b"]
+    expected = 80 * 8192 * 2 * 8 * 128 * 2 / 3.35e12
+    assert roofline.token_memory_seconds(cfg, 8192, 3.35e12) == pytest.approx(expected)
+    assert expected == pytest.approx(0.000801, rel=1e-3)  # 2.5 GiB per token: 0.8 ms
+
+
+# ---------------------------------------------------------------------------------------------
+# plots.decode_benchmark_lines
+# ---------------------------------------------------------------------------------------------
+
+def test_decode_benchmark_lines_draws_one_line_per_variant_and_the_ceiling():
+    rows = [row(v, s, str(s * 1e-6 * (i + 1)), kv_bytes=str(s * 1000)) for i, v in enumerate(VARIANTS)
+            for s in (2048, 1024)]  # CSV strings, contexts out of order
+    fig = plots.decode_benchmark_lines(rows, bandwidth=20e9)
+    ax_time, ax_rate = fig.axes
+    assert [line.get_label() for line in ax_time.lines] == VARIANTS
+    assert list(ax_time.lines[0].get_xdata()) == [1024, 2048]
+    assert ax_time.lines[1].get_color() == plots.VARIANT_COLORS["gqa"]
+    assert ax_rate.lines[0].get_ydata() == pytest.approx([1.0, 1.0])  # 1000 bytes per microsecond: 1 GB/s
+    assert ax_rate.lines[-1].get_ydata()[0] == pytest.approx(20.0)  # the measured ceiling
+    assert ax_time.get_xscale() == ax_time.get_yscale() == "log"
+    plt.close(fig)

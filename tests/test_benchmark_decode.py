@@ -1,0 +1,145 @@
+"""The decode path the benchmark times: every block/thread layout equals the reference attention."""
+import numpy as np
+import pytest
+
+import mha_kit as mk
+from mha_kit import cache as cache_module
+
+TOL64 = dict(rtol=1e-10, atol=1e-12)
+TOL32 = dict(rtol=2e-5, atol=1e-6)
+
+LAYOUTS = [
+    dict(),  # defaults: one thread for a small cache, one block per KV head
+    dict(num_threads=1, block_len=3),  # blocks merged by the running softmax, no threads
+    dict(num_threads=2, block_len=4),  # blocks dealt to two threads
+    dict(num_threads=3, block_len=1),  # one token per block, more threads than some runs need
+    dict(num_threads=2),  # default block length on two threads: MQA splits the context in two
+]
+
+
+def reference(q, k, v):
+    """grouped_attention for one query token: (h, d_h) -> (h, d_v)."""
+    return mk.grouped_attention(q[:, None, :], k, v)[0][:, 0, :]
+
+
+@pytest.mark.parametrize("h, h_kv", [
+    (8, 8),  # MHA
+    (8, 2),  # GQA, g = 4
+    (8, 1),  # MQA: one KV head, so only the context can be split
+    (6, 3),  # g = 2, heads not a power of two
+])
+@pytest.mark.parametrize("s", [1, 7, 32])  # one token, a ragged last block, whole blocks
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_decode_attention_equals_grouped_attention(h, h_kv, s, layout):
+    rng = np.random.default_rng(h * 100 + h_kv * 10 + s)
+    q = rng.standard_normal((h, 4))
+    k, v = rng.standard_normal((h_kv, s, 4)), rng.standard_normal((h_kv, s, 5))  # d_v may differ from d_h
+    out = mk.decode_attention(q, k, v, **layout)
+    assert out.shape == (h, 5) and out.dtype == np.float64
+    np.testing.assert_allclose(out, reference(q, k, v), **TOL64)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_decode_attention_float32_stays_float32(layout):
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((16, 8), dtype=np.float32)
+    k, v = (rng.standard_normal((2, 40, 8), dtype=np.float32) for _ in "kv")
+    out = mk.decode_attention(q, k, v, **layout)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, reference(q.astype(float), k.astype(float), v.astype(float)), **TOL32)
+
+
+def test_running_softmax_survives_large_scores():
+    """Blocks whose maxima differ by hundreds: exp would overflow without the rescaling."""
+    q = np.full((2, 1), 30.0)
+    k = np.array([[[-20.0], [0.0], [20.0], [19.0]]])  # scores -600 .. 600 over 4 blocks
+    v = np.arange(4.0).reshape(1, 4, 1)
+    out = mk.decode_attention(q, k, v, num_threads=2, block_len=1)
+    np.testing.assert_allclose(out, reference(q, k, v), **TOL64)
+    assert np.isfinite(out).all()
+
+
+def test_cache_views_with_capacity_to_spare():
+    """The benchmark passes views k[:, :s] of a larger cache, as KVCache.keys does."""
+    rng = np.random.default_rng(3)
+    store = rng.standard_normal((2, 50, 4))
+    q = rng.standard_normal((4, 4))
+    out = mk.decode_attention(q, store[:, :20], store[:, :20], num_threads=2, block_len=6)
+    np.testing.assert_allclose(out, reference(q, store[:, :20].copy(), store[:, :20].copy()), **TOL64)
+
+
+def test_decode_attention_shape_errors():
+    q, k = np.ones((4, 2)), np.ones((2, 5, 2))
+    with pytest.raises(ValueError, match=r"^expected k_cache \(h_kv, s, d_h\) and v_cache \(h_kv, s, d_v\) for q \(4, 2\), got \(2, 5, 3\) and \(2, 5, 2\)$"):
+        mk.decode_attention(q, np.ones((2, 5, 3)), k)  # head sizes of q and k differ
+    with pytest.raises(ValueError, match=r"got \(2, 5, 2\) and \(2, 4, 2\)$"):
+        mk.decode_attention(q, k, np.ones((2, 4, 2)))  # k and v hold different numbers of tokens
+    with pytest.raises(ValueError, match=r"^k and v must have the same number of heads, got 2 and 1$"):
+        mk.decode_attention(q, k, np.ones((1, 5, 2)))
+    with pytest.raises(ValueError, match=r"^num_heads \(4\) must be divisible by num_kv_heads \(3\)$"):
+        mk.decode_attention(q, np.ones((3, 5, 2)), np.ones((3, 5, 2)))
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, 1),  # nothing set: BLAS threads itself, so ours stay out of its way
+    ({"OPENBLAS_NUM_THREADS": "1"}, "cores"),
+    ({"OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "1"}, 1),  # the first variable set wins
+    ({"MKL_NUM_THREADS": " 1 "}, "cores"),
+    ({"OMP_NUM_THREADS": "2"}, 1),
+])
+def test_default_threads_follow_the_blas_setting(monkeypatch, env, expected):
+    for name in cache_module._BLAS_THREAD_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(cache_module.os, "cpu_count", lambda: 6)
+    assert cache_module._default_threads() == (6 if expected == "cores" else expected)
+
+
+def test_default_block_len_gives_every_thread_a_block():
+    assert cache_module._default_block_len(s=32768, g=64, h_kv=1, threads=2) == 2048  # scores fit in L2
+    assert cache_module._default_block_len(s=1000, g=64, h_kv=1, threads=2) == 500  # two context slices
+    assert cache_module._default_block_len(s=1000, g=1, h_kv=64, threads=2) == 1000  # heads suffice
+    assert cache_module._default_block_len(s=1, g=64, h_kv=1, threads=4) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# MLA: latent_decode_attention and latent_decode_step
+# ---------------------------------------------------------------------------------------------
+
+MLA_SMALL = mk.LatentAttentionConfig(32, 4, 8, 4, 6, 5, None)  # d=32, h=4, d_c=8, d_rope=4
+MLA_QLORA = mk.LatentAttentionConfig(24, 3, 6, 2, 4, 4, 10)  # with query compression
+
+
+@pytest.mark.parametrize("cfg", [MLA_SMALL, MLA_QLORA])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_latent_decode_step_equals_last_row_of_latent_attention(cfg, layout):
+    weights = mk.init_latent_weights(cfg, seed=4)
+    x = np.random.default_rng(4).standard_normal((9, cfg.d_model))
+    full, _ = mk.latent_attention(x, weights, cfg, causal=True)
+    cache = mk.LatentCache(cfg.kv_lora_rank, cfg.qk_rope_head_dim, max_len=9)
+    mk.latent_cached_attention(x[:8], weights, cfg, cache)  # prefill 8 tokens
+    out = mk.latent_decode_step(x[8:], weights, cfg, cache, **layout)
+    assert out.shape == (1, cfg.d_model) and len(cache) == 9
+    np.testing.assert_allclose(out, full[8:], **TOL64)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_latent_decode_attention_is_mqa_over_the_latents(layout):
+    rng = np.random.default_rng(8)
+    kv = rng.standard_normal((1, 11, 8 + 4))  # (1, s, d_c + d_rope)
+    q = rng.standard_normal((4, 12))
+    out = mk.latent_decode_attention(q, kv, 8, **layout)
+    assert out.shape == (4, 8)
+    np.testing.assert_allclose(out, reference(q, kv, kv[..., :8]), **TOL64)
+
+
+def test_latent_decode_errors():
+    with pytest.raises(ValueError, match=r"^expected kv_cache of shape \(1, s, 8 \+ d_rope\), got \(2, 5, 12\)$"):
+        mk.latent_decode_attention(np.ones((4, 12)), np.ones((2, 5, 12)), 8)
+    with pytest.raises(ValueError, match=r"^expected kv_cache of shape \(1, s, 8 \+ d_rope\), got \(1, 5, 8\)$"):
+        mk.latent_decode_attention(np.ones((4, 8)), np.ones((1, 5, 8)), 8)  # no room for the rotary key
+    cache = mk.LatentCache(8, 4, max_len=4)
+    weights = mk.init_latent_weights(MLA_SMALL)
+    with pytest.raises(ValueError, match=r"^expected x_new of shape \(1, 32\) for one new token, got \(2, 32\)$"):
+        mk.latent_decode_step(np.ones((2, 32)), weights, MLA_SMALL, cache)
