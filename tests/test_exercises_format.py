@@ -1,0 +1,57 @@
+"""The source notebooks follow the course's conventions (nbgrader's ps1 example as the model):
+answers keep a signature and a numpydoc docstring, test cells open with a one-line docstring and
+carry points and hidden tests, and every question says its difficulty, its points and a hint."""
+import re
+
+import pytest
+
+import grading_support as gs
+
+ASSIGNMENTS = sorted(p.name for p in (gs.ROOT / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
+HEADING = re.compile(r"^## Q(\d+) \[([EMH])\] · (\d+) points?: \S", re.M)
+# Conceptual questions whose answer does not depend on a shape: nothing to vary in hidden tests.
+NO_HIDDEN_TESTS = {"changes_with_h_set"}
+
+
+def cells(assignment, kind):
+    return [c for c in gs.read("solutions", assignment).cells if c.metadata.get("nbgrader", {}).get(kind)]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_answers_keep_signature_and_docstring(assignment):
+    for cell in cells(assignment, "solution"):
+        assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
+        head = cell.source.split("### BEGIN SOLUTION")[0]
+        assert head.startswith("def ") and '"""' in head, cell.metadata["nbgrader"]["grade_id"]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_have_docstring_points_and_hidden_tests(assignment):
+    for cell in cells(assignment, "grade"):
+        meta = cell.metadata["nbgrader"]
+        first = cell.source.splitlines()[0]
+        assert first.startswith('"""') and first.endswith('"""') and len(first) > 20, meta["grade_id"]
+        assert meta["points"] > 0 and meta["locked"]
+        assert re.fullmatch(r"[a-z0-9_]{10,}", meta["grade_id"])
+        if meta["grade_id"] not in NO_HIDDEN_TESTS:
+            assert "### BEGIN HIDDEN TESTS" in cell.source, meta["grade_id"]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_questions_state_difficulty_points_and_hint(assignment):
+    nb = gs.read("solutions", assignment)
+    headings = [(c, HEADING.search(c.source)) for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## Q")]
+    assert headings and all(m for _, m in headings)
+    assert all("<summary>Hint</summary>" in c.source for c, _ in headings)
+    stated = [int(m.group(3)) for _, m in headings]
+    graded = [sum(gs.points_of_tests(assignment)[t] for t in tests) for tests in gs.tests_of_answer(assignment).values()]
+    assert stated == graded  # the points a heading promises are the points its tests give
+    intro = nb.cells[0].source
+    assert f"({sum(stated)} in all)" in intro
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_source_notebooks_are_clean(assignment):
+    nb = gs.read("solutions", assignment)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
