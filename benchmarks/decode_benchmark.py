@@ -118,23 +118,23 @@ def measure_decode(contexts, repeats, warmup, threads):
     return {point: float(np.median(t)) for point, t in times.items()}
 
 
-def table_rows(medians, bandwidth, flop_rate):
+def table_rows(medians, bandwidth, flop_rate, dtype="fp32"):
     """Rows of the table: counts, achieved rates, roofline fraction and speed-up over MHA."""
     variants = roofline.benchmark_variants()
-    rows = [table_row(label, variants[label], s, seconds, bandwidth, flop_rate)
+    rows = [table_row(label, variants[label], s, seconds, bandwidth, flop_rate, dtype)
             for (label, s), seconds in medians.items()]
     for r in rows:
         r["speedup_vs_mha"] = medians[("MHA", r["context"])] / r["median_s"]
     return rows
 
 
-def table_row(label, cfg, s, seconds, bandwidth, flop_rate):
+def table_row(label, cfg, s, seconds, bandwidth, flop_rate, dtype="fp32"):
     """Counts, achieved rates and the roofline fraction (bound / time) of one measurement."""
-    kv_bytes, macs = mk.kv_bytes_read(cfg, s, "fp32"), mk.attention_macs(cfg, s)
+    kv_bytes, macs = mk.kv_bytes_read(cfg, s, dtype), mk.attention_macs(cfg, s)
     bound = roofline.roofline_seconds(kv_bytes, 2 * macs, bandwidth, flop_rate)
     return {"context": s, "variant": label, "kv_bytes": kv_bytes, "macs": macs, "median_s": seconds,
             "gb_per_s": kv_bytes / seconds / 1e9, "gflop_per_s": 2 * macs / seconds / 1e9,
-            "bound_s": bound, "limited_by": roofline.limited_by(cfg, s, bandwidth, flop_rate, "fp32"),
+            "bound_s": bound, "limited_by": roofline.limited_by(cfg, s, bandwidth, flop_rate, dtype),
             "roofline_fraction": bound / seconds}
 
 
