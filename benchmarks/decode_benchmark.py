@@ -10,7 +10,7 @@ measures the machine's memory bandwidth (a STREAM-style copy) and float32 matrix
     python benchmarks/decode_benchmark.py --quick         # seconds: small contexts, one repeat
     python benchmarks/decode_benchmark.py --out benchmarks/results_reference   # the book's copy
 
-Writes ``decode_benchmark.csv`` and ``machine.json`` to ``--out`` (default benchmarks/results/).
+Writes ``decode_benchmark.csv``, ``machine.json`` and ``report.txt`` (what it printed) to ``--out`` (default benchmarks/results/).
 Book: chapter "Measure it yourself".
 """
 from __future__ import annotations
@@ -197,14 +197,15 @@ def format_table(rows):
     return "\n".join(lines)
 
 
-def write_results(out_dir, rows, machine):
-    """``decode_benchmark.csv`` (one row per measurement) and ``machine.json`` in ``out_dir``."""
+def write_results(out_dir, rows, machine, report):
+    """``decode_benchmark.csv`` (one row per measurement), ``machine.json`` and ``report.txt``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with open(out_dir / "decode_benchmark.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     (out_dir / "machine.json").write_text(json.dumps(machine, indent=2) + "\n")
+    (out_dir / "report.txt").write_text("\n".join(report) + "\n")
 
 
 def measure_limits(pool, threads, quick, repeats):
@@ -235,17 +236,24 @@ def main(argv=None):
     limits = [float(x) for x in np.maximum(before, after)]  # the machine's limits, not a busy moment's
     machine.update(copy_bandwidth=limits[0], gemm_flop_rate=limits[1], ridge_point=roofline.ridge_point(*limits))
     rows = table_rows(medians, *limits)
-    print("machine: " + ", ".join(f"{k}={v}" for k, v in machine.items() if not isinstance(v, float)))
-    print(f"copy bandwidth {machine['copy_bandwidth'] / 1e9:.1f} GB/s, float32 GEMM "
-          f"{machine['gemm_flop_rate'] / 1e9:.1f} GFLOP/s, ridge point {machine['ridge_point']:.1f} FLOP/byte")
-    print(format_table(rows))
+    report = report_lines(machine, rows)
+    print("\n".join(report))
+    write_results(args.out, rows, machine, report)
+    print(f"wrote decode_benchmark.csv, machine.json and report.txt to {args.out}")
+
+
+def report_lines(machine, rows):
+    """What the run prints: machine, limits, the table, the linear fits and the targets."""
+    lines = ["machine: " + ", ".join(f"{k}={v}" for k, v in machine.items() if not isinstance(v, float)),
+             f"copy bandwidth {machine['copy_bandwidth'] / 1e9:.1f} GB/s, float32 GEMM "
+             f"{machine['gemm_flop_rate'] / 1e9:.1f} GFLOP/s, ridge point {machine['ridge_point']:.1f} FLOP/byte",
+             format_table(rows)]
     for variant in roofline.benchmark_variants():
         fit = linear_fit(rows, variant)
         if fit:
-            print(f"linear fit {variant}: {fit[0] / 1e9:.1f} GB/s of cache per second of step (R^2 {fit[1]:.3f})")
-    print("\n".join(summary_lines(rows)))
-    write_results(args.out, rows, machine)
-    print(f"wrote {args.out / 'decode_benchmark.csv'} and machine.json")
+            lines.append(f"linear fit {variant} (s >= {FIT_FROM:,}, time = t0 + bytes / slope): "
+                         f"slope {fit[0] / 1e9:.1f} GB/s, R^2 {fit[1]:.3f}")
+    return lines + summary_lines(rows)
 
 
 if __name__ == "__main__":
