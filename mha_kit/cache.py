@@ -187,8 +187,8 @@ def _default_threads():
     """Every core if BLAS is set to one thread per call, else 1.
 
     BLAS libraries start their own threads inside each product; threads of ours on top of them
-    fight for the same cores (on a busy 2-core machine, ten times slower). The variables must be set before
-    NumPy is imported, as ``benchmarks/decode_benchmark.py`` does.
+    fight for the same cores (on a busy 2-core machine, ten times slower). The variables must be
+    set before NumPy is imported, as ``benchmarks/decode_benchmark.py`` does.
     """
     for name in _BLAS_THREAD_VARS:
         if name in os.environ:
@@ -210,6 +210,8 @@ def _block_attention(q, k, v):
     """
     scores = q @ k.T  # (g, d_h) @ (d_h, b) -> (g, b)
     row_max = scores.max(axis=1, keepdims=True)  # (g, 1)
+    if not np.isfinite(row_max).all():  # as mha_kit.softmax: NaN or inf in q or k has no answer
+        raise ValueError("softmax input contains NaN or +inf")
     np.exp(np.subtract(scores, row_max, out=scores), out=scores)  # in place: no temporaries
     return row_max[:, 0], scores.sum(axis=1), scores @ v  # (g, b) @ (b, d_v) -> (g, d_v)
 
@@ -236,5 +238,12 @@ def _map_blocks(func, blocks, threads):
     if threads == 1:
         return [func(*block) for block in blocks]
     runs = [blocks[i * len(blocks) // threads:(i + 1) * len(blocks) // threads] for i in range(threads)]
-    pool = _POOLS.get(threads) or _POOLS.setdefault(threads, ThreadPoolExecutor(threads, "mha_kit-decode"))
-    return [part for run in pool.map(lambda run: [func(*block) for block in run], runs) for part in run]
+    results = _pool(threads).map(lambda run: [func(*block) for block in run], runs)  # one run per thread
+    return [part for run in results for part in run]
+
+
+def _pool(threads):
+    """The shared pool of ``threads`` worker threads, created on first use and kept."""
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mha_kit-decode")
+    return _POOLS[threads]

@@ -143,3 +143,11 @@ def test_latent_decode_errors():
     weights = mk.init_latent_weights(MLA_SMALL)
     with pytest.raises(ValueError, match=r"^expected x_new of shape \(1, 32\) for one new token, got \(2, 32\)$"):
         mk.latent_decode_step(np.ones((2, 32)), weights, MLA_SMALL, cache)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_nan_in_the_cache_raises_like_softmax(layout):
+    k = np.ones((2, 9, 4))
+    k[1, 7, 0] = np.nan
+    with pytest.raises(ValueError, match=r"^softmax input contains NaN or \+inf$"):
+        mk.decode_attention(np.ones((4, 4)), k, np.ones((2, 9, 4)), **layout)
