@@ -426,7 +426,7 @@ def decode_benchmark_lines(rows, bandwidth):
                     label=f"copy bandwidth {bandwidth / 1e9:.0f} GB/s")
     ax_time.set(xscale="log", yscale="log", xlabel="context s (tokens)", ylabel="time per decode step (ms)",
                 title="One layer, one new token")
-    ax_rate.set(xscale="log", xlabel="context s (tokens)", ylabel="KV cache read (GB/s)", ylim=(0, None),
-                title="Achieved bandwidth")
-    ax_rate.legend(fontsize=8)
+    ax_rate.set(xscale="log", xlabel="context s (tokens)", ylabel="KV cache read (GB/s)",
+                ylim=(0, 1.45 * bandwidth / 1e9), title="Achieved bandwidth")  # headroom for the legend
+    ax_rate.legend(fontsize=8, loc="upper left", ncol=3)
     return fig
