@@ -190,6 +190,7 @@ def test_pipeline_script_lists_the_makefile_steps():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     commands = module.steps(Path("/tmp/x"))
-    assert list(commands) == ["install", "book", "tests", "notebooks"]
+    assert list(commands) == ["install", "book", "unit", "tests"]
+    assert "--nbval" in commands["tests"] and "book/decode_benchmark.ipynb" in commands["tests"]
     assert "--path-output" in commands["book"]  # never the shared _build
     assert "requirements.txt" in commands["install"][-1]
