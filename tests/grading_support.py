@@ -192,3 +192,46 @@ def build_specs(assignments):
             students[f"wrong_{name}"] = submission(assignment, {answer: (old, new)})
         specs[assignment] = students
     return specs
+
+
+def score_tests(assignments):
+    """The score tests for ``assignments``, for a test module to put in its globals.
+
+    The course is split over two modules (``test_grading_scores_a`` and ``_b``) so that
+    pytest-xdist's ``--dist loadfile`` grades the halves on two workers at once; each module
+    grades all its submissions in one subprocess (a module-scoped fixture), paying nbgrader's
+    start-up once.
+    """
+    import pytest
+
+    removals = [(a, answer) for a in assignments for answer in answer_ids(a)]
+    wrong = [(a, w[0]) for a in assignments for w in WRONG_ANSWERS[a]]
+
+    @pytest.fixture(scope="module")
+    def scores(tmp_path_factory):
+        return grade_all(build_specs(assignments), tmp_path_factory.mktemp("grading"))
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_solution_scores_full_marks(scores, assignment):
+        assert scores[assignment]["solution"] == expected_scores(assignment, lost=())
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_untouched_release_scores_zero(scores, assignment):
+        assert scores[assignment]["release"] == expected_scores(assignment, lost=points_of_tests(assignment))
+
+    @pytest.mark.parametrize("assignment, answer", removals)
+    def test_removing_one_answer_loses_only_its_points(scores, assignment, answer):
+        lost = tests_of_answer(assignment)[answer]
+        assert lost, f"answer {answer} has no test cell"
+        assert scores[assignment][f"no_{answer}"] == expected_scores(assignment, lost)
+
+    @pytest.mark.parametrize("assignment, name", wrong)
+    def test_wrong_answer_scores_as_designed(scores, assignment, name):
+        (lost,) = [w[4] for w in WRONG_ANSWERS[assignment] if w[0] == name]
+        assert scores[assignment][f"wrong_{name}"] == expected_scores(assignment, lost)
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_at_least_three_wrong_answers(assignment):
+        assert len(WRONG_ANSWERS[assignment]) >= 3
+
+    return {name: obj for name, obj in locals().items() if name == "scores" or name.startswith("test_")}
