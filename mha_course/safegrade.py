@@ -1,0 +1,234 @@
+"""Grade a class of untrusted notebooks: ``python -m mha_course.safegrade --assignment NAME SUBMISSIONS``.
+
+``SUBMISSIONS`` is nbgrader's ``submitted/`` layout (``<student>/<assignment>/<file>.ipynb``), a flat
+folder of ``<student>.ipynb`` files, or a ``.zip`` of either. Every submission is graded by
+nbgrader's ``autograde`` in its own throw-away course, in a sandboxed kernel, with tamper checks
+(design: :mod:`mha_course.trusted`), by ``--workers`` processes at once. Written under ``--out``
+(default ``safegrade_out/<assignment>``):
+
+* ``results/<student>.json`` - one per submission, written atomically; a rerun of the same command
+  skips every submission whose result is there (and whose file did not change): a batch killed
+  half-way finishes the rest;
+* ``reports/<student>.txt`` - score per question, what was flagged and why;
+* ``grades.csv`` - one line per student; and the instructor's gradebook (``--course``, default this
+  repository: ``gradebook.db``) gets every score through nbgrader's Gradebook API, flagged
+  submissions marked for manual grading.
+
+Several machines: give each one a shard (``--shard 1/3`` grades every third student), copy the
+``results/`` folders into one, and run ``--merge-only`` there; results are per student, so shards
+merge by copying files.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import csv
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import warnings
+import zipfile
+from pathlib import Path
+
+import nbformat
+
+from .course import REPO_ROOT, course_api, run_step
+from .trusted import sandbox
+from .trusted.worker import grade_one, init_worker
+
+
+def discover(source, assignment, scratch):
+    """``{student: (path, notes)}`` from a submitted/-style folder, a flat folder or a zip."""
+    source = Path(source)
+    if source.suffix == ".zip":
+        target = Path(scratch) / "unzipped"
+        with zipfile.ZipFile(source) as archive:
+            for member in archive.namelist():  # no absolute paths or .. out of the folder
+                if not member.startswith("/") and ".." not in Path(member).parts:
+                    archive.extract(member, target)
+        roots = [p for p in target.iterdir() if p.is_dir()]
+        source = roots[0] if len(roots) == 1 and not (roots[0] / assignment).is_dir() and not list(target.glob("*.ipynb")) else target
+    found = {}
+    for entry in sorted(source.iterdir()):
+        if entry.is_dir():
+            folder = entry / assignment if (entry / assignment).is_dir() else entry
+            files = sorted(folder.glob("*.ipynb"))
+            wanted = folder / f"{assignment}.ipynb"
+            if wanted in files:
+                found[_student(entry.name)] = (str(wanted), [])
+            elif files:
+                found[_student(entry.name)] = (str(files[0]), [f"file named {files[0].name}, not {assignment}.ipynb"])
+            else:
+                found[_student(entry.name)] = (str(wanted), [f"no notebook in {folder.name}/"])
+        elif entry.suffix == ".ipynb":
+            found[_student(entry.stem.removesuffix(f"_{assignment}"))] = (str(entry), [])
+    return found
+
+
+def _student(name):
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "unnamed"
+
+
+def _sha(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if Path(path).is_file() else hashlib.sha256(b"").hexdigest()
+
+
+def prepare_template(assignment, folder):
+    """A throw-away course with the source and the generated release of ``assignment``."""
+    root = Path(folder) / "template"
+    shutil.copytree(REPO_ROOT / "solutions" / assignment, root / "solutions" / assignment)
+    api = course_api(root, **{"CourseDirectory.release_directory": "release"})
+    run_step(api.generate_assignment(assignment, force=True), f"generate_assignment {assignment}")
+    return root
+
+
+def setup_source(assignment):
+    """The instructor's first plain code cell (the imports), run before any learner code."""
+    nb = nbformat.read(REPO_ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    return next((c.source for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata), "")
+
+
+def tasks(found, assignment, out, work, template, mode, timeout, shard=None):
+    """The submissions still to grade (no result yet, or the file changed), as worker tasks."""
+    todo, setup = [], setup_source(assignment)
+    for index, (student, (path, notes)) in enumerate(sorted(found.items())):
+        if shard and index % shard[1] != shard[0] - 1:
+            continue
+        result = out / "results" / f"{student}.json"
+        if result.is_file() and json.loads(result.read_text()).get("sha256") == _sha(path):
+            continue
+        todo.append({"student": student, "alias": f"s{index}", "assignment": assignment, "path": path,
+                     "notes": notes, "result": str(result), "work": str(work), "template": str(template),
+                     "mode": mode, "timeout": timeout, "setup": setup})
+    return todo
+
+
+def run_pool(todo, workers, jupyter_path, progress=True):
+    """Grade ``todo`` with ``workers`` processes; a worker that dies is replaced and the rest go on."""
+    done, total = 0, len(todo)
+    while todo:
+        with cf.ProcessPoolExecutor(workers, initializer=init_worker, initargs=(jupyter_path,)) as pool:
+            futures = {pool.submit(grade_one, task): task for task in todo}
+            try:
+                for future in cf.as_completed(futures):
+                    result = future.result()
+                    todo = [t for t in todo if t is not futures[future]]
+                    done += 1
+                    if progress:
+                        _bar(done, total, f"{result['student']}: {result['status']}")
+            except cf.process.BrokenProcessPool:
+                todo = [t for t in todo if not Path(t["result"]).is_file()]
+    if progress and total:
+        print(file=sys.stderr)
+
+
+def _bar(done, total, text, width=30):
+    filled = width * done // max(total, 1)
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {text[:40]:<40}", end="", file=sys.stderr, flush=True)
+
+
+def write_reports(out, assignment):
+    """``reports/<student>.txt`` and ``grades.csv`` from every result; returns the results."""
+    results = [json.loads(p.read_text()) for p in sorted((out / "results").glob("*.json"))]
+    (out / "reports").mkdir(exist_ok=True)
+    for r in results:
+        lines = [f"student: {r['student']}   assignment: {assignment}   file: {r['file']}",
+                 f"score: {r.get('total', 0):g} / {r.get('max_total', 0):g}   status: {r['status']}   isolation: {r['isolation']}",
+                 "", "question scores:"]
+        for grade_id, (score, max_score) in r.get("scores", {}).items():
+            why = r.get("errors", {}).get(grade_id, "")
+            lines.append(f"  {grade_id:<40} {score:g} / {max_score:g}  {why}")
+        lines += ["", "flags:"] + [f"  [{severity}] {text}" for severity, text in r["flags"]] if r["flags"] else ["", "flags: none"]
+        (out / "reports" / f"{r['student']}.txt").write_text("\n".join(lines) + "\n")
+    with open(out / "grades.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "score", "max_score", "status", "isolation", "flags"])
+        for r in results:
+            writer.writerow([r["student"], r.get("total", 0), r.get("max_total", 0), r["status"], r["isolation"],
+                             " | ".join(text for _, text in r["flags"])])
+    return results
+
+
+def merge_gradebook(course, assignment, results):
+    """Write every result into ``course``'s gradebook (nbgrader's Gradebook API, one writer)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    url = f"sqlite:///{Path(course).resolve() / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:
+        known = [a.name for a in gradebook.assignments]
+    if assignment not in known:  # the assignment's cells go in as generate_assignment puts them
+        with tempfile.TemporaryDirectory(prefix="mha_sg_db_") as tmp:
+            shutil.copytree(REPO_ROOT / "solutions" / assignment, Path(tmp) / "solutions" / assignment)
+            api = course_api(tmp, **{"CourseDirectory.db_url": url, "CourseDirectory.release_directory": "release"})
+            run_step(api.generate_assignment(assignment, force=True), f"generate_assignment {assignment}")
+    with Gradebook(url) as gradebook, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SQLAlchemy notices from inside nbgrader's add_submission
+        for r in results:
+            gradebook.update_or_create_student(r["student"])
+            try:
+                gradebook.remove_submission(assignment, r["student"])
+            except MissingEntry:
+                pass
+            gradebook.add_submission(assignment, r["student"])
+            notebook = gradebook.find_submission_notebook(assignment, assignment, r["student"])
+            notebook.flagged = bool(r["review"])
+            for grade in notebook.grades:
+                if grade.cell.name in r.get("scores", {}):
+                    grade.auto_score = r["scores"][grade.cell.name][0]
+                    grade.needs_manual_grade = bool(r["review"])
+                elif grade.auto_score is None and grade.max_score_gradecell:
+                    grade.auto_score, grade.needs_manual_grade = 0.0, True
+            gradebook.db.commit()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m mha_course.safegrade", description=__doc__.splitlines()[0])
+    parser.add_argument("submissions", help="submitted/-style folder, flat folder of notebooks, or .zip")
+    parser.add_argument("--assignment", required=True, help="e.g. 01_shapes (a folder of solutions/)")
+    parser.add_argument("--out", help="output folder (default safegrade_out/<assignment>)")
+    parser.add_argument("--course", default=str(REPO_ROOT), help="course whose gradebook.db gets the grades")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--timeout", type=int, default=30, help="seconds a cell may run (default 30)")
+    parser.add_argument("--shard", help="K/N: grade only every N-th student starting at the K-th")
+    parser.add_argument("--merge-only", action="store_true", help="only write reports and the gradebook")
+    parser.add_argument("--no-gradebook", action="store_true", help="do not touch the course's gradebook")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    if not (REPO_ROOT / "solutions" / args.assignment).is_dir():
+        parser.error(f"no assignment {args.assignment} under {REPO_ROOT / 'solutions'}")
+    out = Path(args.out or Path("safegrade_out") / args.assignment).resolve()
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
+    if not args.merge_only:
+        _grade_batch(args, out, shard)
+    results = write_reports(out, args.assignment)
+    if not args.no_gradebook:
+        merge_gradebook(args.course, args.assignment, results)
+    review = sum(r["review"] for r in results)
+    print(f"{len(results)} graded, {review} flagged for manual review; reports in {out / 'reports'}")
+    return 0
+
+
+def _grade_batch(args, out, shard):
+    mode = sandbox.isolation_mode()
+    if mode != "bwrap":
+        print("!" * 78 + "\n! WARNING: no sandbox (bubblewrap) on this machine: kernels run with resource limits\n"
+              "! only; a submission can READ solutions/, the gradebook and other files, and reach the\n"
+              "! network. Install bubblewrap (apt-get install bubblewrap) to isolate them.\n" + "!" * 78,
+              file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="mha_sg_") as work:
+        found = discover(args.submissions, args.assignment, work)
+        template = prepare_template(args.assignment, work)
+        jupyter_path = sandbox.install_kernelspec(Path(work) / "jupyter", mode)
+        todo = tasks(found, args.assignment, out, work, template, mode, args.timeout, shard)
+        print(f"{len(found)} submissions, {len(found) - len(todo)} already graded, {len(todo)} to grade "
+              f"with {args.workers} workers (isolation: {mode})", file=sys.stderr)
+        run_pool(todo, args.workers, jupyter_path, progress=not args.no_progress)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

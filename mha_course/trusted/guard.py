@@ -1,0 +1,189 @@
+"""Tamper detection inside the kernel, judged outside it: :class:`GuardedExecute`.
+
+nbgrader's ``Execute`` runs the learner's answers and the hidden tests in one kernel, so an answer
+can patch ``np.isclose``, ``builtins.isinstance`` or the ``expect_*`` helpers and pass every test.
+``GuardedExecute`` (configured in place of ``Execute`` in ``Autograde.autograde_preprocessors``)
+
+1. inserts a *snapshot* cell before any learner code: it runs the instructor's setup cell (imports)
+   and prints the ``id`` of every protected object: all of ``builtins``, ``mha_kit``,
+   ``mha_course.expect``, ``numpy.testing``, numpy's comparison functions, the setup cell's names in
+   the learner's namespace (``np``, ``mk``, ``expect_int``...), the IPython machinery that reports
+   errors (``run_cell``, ``showtraceback``) and ``sys.stdout``;
+2. inserts a *check* cell before and after every test cell, printing the same ids and any class the
+   learner defined that subclasses a value type (int, float, tuple, ndarray...) or overrides ``__eq__``;
+3. after execution, compares each check with the snapshot **here, in the grader**, and removes the
+   guard cells. A test cell whose surrounding checks differ gets an error output (so nbgrader scores
+   it 0) and the submission is flagged for manual review with what changed.
+
+Each guard cell prints under a fresh random tag that learner code cannot know in advance. This
+catches the patches listed above; a submission written against this grader (one that rewrites the
+kernel's output stream to forge the tags) is beyond it, which is why answers that touch
+``builtins``, ``sys.modules``, ``gc``, ``ctypes``, ``exec`` and the like are also flagged by a
+static scan (:mod:`mha_course.trusted.structure`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+
+from nbformat.v4 import new_code_cell, new_output
+from nbgrader.preprocessors import Execute
+from traitlets import Unicode
+
+_PROBE = r'''
+def _mha_probe(_tag, _names):
+    import builtins, sys, types, numbers, gc
+    import numpy, numpy.testing, math, mha_kit, mha_course.expect
+    from IPython.core.interactiveshell import InteractiveShell
+    ids = {}
+    for label, space in (("builtins", vars(builtins)), ("mha_kit", vars(mha_kit)), ("expect", vars(mha_course.expect)),
+                         ("numpy.testing", vars(numpy.testing)), ("math", vars(math))):
+        for key, value in list(space.items()):
+            if (not key.startswith("__") or key == "__import__") and key not in ("input", "raw_input"):
+                ids[label + "." + key] = id(value)
+    for key in ("isclose", "allclose", "array_equal", "array_equiv", "asarray", "array", "ndarray", "all", "any",
+                "abs", "isfinite", "testing"):
+        ids["numpy." + key] = id(getattr(numpy, key, None))
+    for key in ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback"):
+        ids["IPython." + key] = id(getattr(InteractiveShell, key, None))
+    user = get_ipython().user_ns
+    for key in _names:
+        ids["user." + key] = id(user.get(key))
+    for key in ("numpy", "mha_kit", "mha_course.expect", "builtins"):
+        ids["sys.modules." + key] = id(sys.modules.get(key))
+    ids["sys.stdout"] = id(sys.stdout)  # (IPython swaps sys.excepthook and input() per cell itself)
+    ids["stdout.write"] = id(getattr(type(sys.stdout), "write", None))
+    suspects = []
+    values = (int, float, complex, bool, str, bytes, tuple, list, dict, set, frozenset, numpy.ndarray, numpy.generic,
+              numbers.Number)
+    for cls in gc.get_objects():
+        if isinstance(cls, type) and getattr(cls, "__module__", None) == "__main__":
+            bad = [v.__name__ for v in values if issubclass(cls, v)]
+            bad += [m for m in ("__eq__", "__ne__", "__bool__", "__index__", "__int__", "__float__", "__instancecheck__",
+                                "__array__", "__array_ufunc__", "__array_function__") if m in vars(cls)]
+            if bad:
+                suspects.append(cls.__qualname__ + " (" + ", ".join(bad) + ")")
+    print(_tag + json.dumps({"ids": ids, "suspects": sorted(suspects)}))
+'''
+
+
+def _cell_code(tag, names, setup=""):
+    # The probe is defined and deleted in the same cell, so no earlier learner code can replace it.
+    return "\n".join([setup, "import json", _PROBE, f"_mha_probe({tag!r}, {names!r})", "del _mha_probe"])
+
+
+def _setup_names(setup):
+    """Names a setup cell binds (``import numpy as np`` -> ``np``), read with ``ast``."""
+    import ast
+
+    names = []
+    for node in ast.walk(ast.parse(setup)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    return names
+
+
+def _is_test(cell):
+    return cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade", False)
+
+
+class GuardedExecute(Execute):
+    """nbgrader's ``Execute`` with snapshot and check cells around every test cell (see module docstring)."""
+
+    setup_source = Unicode("", help="the instructor's setup (imports) cell, run before any learner code").tag(config=True)
+    verdict_file = Unicode("", help="where to write the guard's verdict as JSON").tag(config=True)
+    ipc_prefix = Unicode("", help="Unix-socket prefix of a sandboxed kernel (KernelManager.ip); '' keeps TCP").tag(config=True)
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        if self.ipc_prefix:
+            km.transport, km.ip = "ipc", self.ipc_prefix
+        return km
+
+    def preprocess_cell(self, cell, resources, index):
+        """Run one cell; once the kernel has died, every later code cell gets an error instead."""
+        from nbclient.exceptions import DeadKernelError
+
+        if getattr(self, "_dead", None):
+            if cell.cell_type == "code":
+                cell.outputs = [new_output("error", ename="KernelDied", evalue=self._dead, traceback=[self._dead])]
+            return cell, resources
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError as error:
+            self._dead = f"the kernel died ({error}); later cells were not run"
+            cell.outputs = [new_output("error", ename="KernelDied", evalue=self._dead, traceback=[self._dead])]
+            return cell, resources
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._dead = None
+        names = _setup_names(self.setup_source) if self.setup_source else []
+        tags, cells = {}, []
+        snapshot_tag = secrets.token_hex(8)
+        cells.append(self._guard(snapshot_tag, names, self.setup_source, "snapshot"))
+        for index, cell in enumerate(nb.cells):
+            if _is_test(cell):
+                cells.append(self._guard(secrets.token_hex(8), names, "", "before", cell))
+            cells.append(cell)
+            if _is_test(cell):
+                cells.append(self._guard(secrets.token_hex(8), names, "", "after", cell))
+        nb.cells = cells
+        nb, resources = super().preprocess(nb, resources, km)
+        verdict = self._judge(nb, snapshot_tag)
+        verdict["kernel_died"] = self._dead
+        nb.cells = [c for c in nb.cells if "mha_guard" not in c.metadata]
+        if self.verdict_file:
+            with open(self.verdict_file, "w") as f:
+                json.dump(verdict, f)
+        return nb, resources
+
+    @staticmethod
+    def _guard(tag, names, setup, role, test=None):
+        cell = new_code_cell(_cell_code(tag, names, setup))
+        grade_id = test.metadata["nbgrader"]["grade_id"] if test is not None else None
+        cell.metadata["mha_guard"] = {"tag": tag, "role": role, "test": grade_id}
+        return cell
+
+    @staticmethod
+    def _reading(cell):
+        tag = cell.metadata["mha_guard"]["tag"]
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        for line in text.splitlines():
+            if line.startswith(tag):
+                return json.loads(line[len(tag):])
+        return None
+
+    def _judge(self, nb, snapshot_tag):
+        """Compare every check with the snapshot; zero the test cells with a changed world around them."""
+        guards = [c for c in nb.cells if "mha_guard" in c.metadata]
+        snapshot = self._reading(guards[0])
+        verdict = {"snapshot_ok": snapshot is not None, "tampered": {}, "suspects": []}
+        if snapshot is None:
+            return verdict  # the setup itself failed (kernel did not start): every test already errored
+        base = set(snapshot["suspects"])
+        by_test = {}
+        for cell in nb.cells:
+            meta = cell.metadata.get("mha_guard")
+            if meta and meta["role"] != "snapshot":
+                by_test.setdefault(meta["test"], []).append(self._problems(self._reading(cell), snapshot, base))
+        for cell in nb.cells:
+            if not _is_test(cell):
+                continue
+            grade_id = cell.metadata["nbgrader"]["grade_id"]
+            problems = sorted({p for group in by_test.get(grade_id, []) for p in group})
+            crashed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+            if problems and not (crashed and problems == ["guard output missing"]):
+                verdict["tampered"][grade_id] = problems
+                cell.outputs.append(new_output("error", ename="Tampering", evalue="; ".join(problems)[:500],
+                                               traceback=["Tampering: the grader's world changed around this test"]))
+        return verdict
+
+    @staticmethod
+    def _problems(reading, snapshot, base):
+        if reading is None:
+            return ["guard output missing"]
+        changed = [key for key, value in snapshot["ids"].items() if reading["ids"].get(key) != value]
+        problems = [f"replaced {key}" for key in changed[:20]]
+        problems += [f"defines class {s}" for s in reading["suspects"] if s not in base]
+        return problems

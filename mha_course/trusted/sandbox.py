@@ -1,0 +1,151 @@
+"""Start a submission's kernel in a sandbox: ``python -m mha_course.trusted.sandbox -f CONNECTION_FILE``.
+
+The grader (nbgrader, trusted) runs outside; only the kernel that executes the learner's code runs
+here. :func:`install_kernelspec` writes a kernelspec ``mha-sandbox`` whose ``argv`` is this module,
+so nbgrader's ``Execute`` starts every kernel through it. The module then
+
+* lowers the resource limits (:data:`LIMITS`: address space, CPU seconds, processes, file size);
+* scrubs the environment (only ``PATH``, ``HOME``, ``LANG`` and the variables Python needs);
+* on Linux with bubblewrap, ``exec``s ``bwrap``: new user, PID, network, IPC and UTS namespaces
+  (no network at all), a read-only view of the system folders and the Python environment, the
+  notebook's own scratch folder (the kernel's working folder) as the only writable place besides an
+  empty ``/tmp``; ``solutions/``, the gradebook and other submissions are simply not there.
+  The kernel talks to the grader over Unix sockets in the scratch folder (``KernelManager.transport
+  = "ipc"``), since a kernel without a network cannot reach a TCP port.
+* without bubblewrap, runs the kernel as an ordinary process with the limits only; the grader
+  prints a banner and writes ``"isolation": "limits-only"`` into every report.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+#: Resource limits of a kernel: ``{name: value}``; sizes in bytes, CPU in seconds.
+LIMITS = {
+    "RLIMIT_AS": 3 * 1024**3,      # a memory bomb gets MemoryError instead of the machine's RAM
+    "RLIMIT_CPU": 120,             # CPU seconds of the whole kernel (Execute.timeout stops a cell first)
+    "RLIMIT_NPROC": 256,           # a fork bomb stops here (counted per user namespace)
+    "RLIMIT_FSIZE": 64 * 1024**2,  # no file larger than 64 MiB
+}
+
+KERNEL_NAME = "mha-sandbox"
+_BWRAP = shutil.which("bwrap")
+
+
+def bwrap_works():
+    """True when ``bwrap`` exists and can create the namespaces on this machine."""
+    if _BWRAP is None or not sys.platform.startswith("linux"):
+        return False
+    probe = [_BWRAP, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--", "/bin/true"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def isolation_mode():
+    """``"bwrap"`` (filesystem, network, process namespaces + limits) or ``"limits-only"``."""
+    if os.environ.get("MHA_SAFEGRADE_NO_SANDBOX") == "1":
+        return "limits-only"
+    return "bwrap" if bwrap_works() else "limits-only"
+
+
+def install_kernelspec(folder, mode, limits=None):
+    """Write the ``mha-sandbox`` kernelspec under ``folder/kernels``; return ``folder`` (for ``JUPYTER_PATH``)."""
+    spec_dir = Path(folder) / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "mha_course.trusted.sandbox", "--mode", mode,
+            "--limits", json.dumps(limits or LIMITS), "-f", "{connection_file}"]
+    spec = {"argv": argv, "display_name": "Python 3 (sandboxed)", "language": "python"}
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return str(folder)
+
+
+def _set_limits(limits):
+    for name, value in limits.items():
+        kind = getattr(resource, name)
+        soft, hard = resource.getrlimit(kind)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
+
+
+def _clean_env(scratch):
+    keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "PYDEVD_DISABLE_FILE_VALIDATION") if k in os.environ}
+    return {**keep, "HOME": scratch, "TMPDIR": "/tmp", "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _read_only_paths():
+    """What the kernel may read: system folders, the Python environment, the course's packages."""
+    paths = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", sys.prefix, sys.base_prefix,
+             sysconfig.get_paths()["purelib"]}
+    for package in ("mha_kit", "mha_course"):  # editable installs live in the repository
+        spec = __import__("importlib.util").util.find_spec(package)
+        if spec and spec.origin:
+            paths.add(str(Path(spec.origin).parent))
+    return sorted(p for p in paths if os.path.exists(p))
+
+
+def bwrap_command(command, scratch):
+    """``command`` wrapped in bubblewrap with ``scratch`` as the only writable folder."""
+    argv = [_BWRAP, "--unshare-all", "--die-with-parent", "--new-session", "--uid", "65534", "--gid", "65534",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in _read_only_paths():
+        argv += ["--ro-bind", path, path]
+    argv += ["--bind", scratch, scratch, "--chdir", scratch, "--"]
+    return argv + command
+
+
+#: Where each kernel gets its own pids cgroup (cgroup v1), when the machine lets us create one.
+PIDS_CGROUP = Path("/sys/fs/cgroup/pids/mha_safegrade")
+
+
+def _join_pids_cgroup(limit):
+    """Put this process (and so the kernel) in a fresh pids cgroup of at most ``limit`` processes."""
+    try:
+        folder = PIDS_CGROUP / f"k{os.getpid()}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "pids.max").write_text(str(limit))
+        (folder / "cgroup.procs").write_text(str(os.getpid()))
+        return True
+    except OSError:
+        return False
+
+
+def remove_empty_cgroups():
+    """Remove the kernels' pids cgroups that no process uses any more."""
+    for folder in PIDS_CGROUP.glob("k*") if PIDS_CGROUP.is_dir() else ():
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    mode = argv[argv.index("--mode") + 1]
+    limits = json.loads(argv[argv.index("--limits") + 1])
+    scratch = os.getcwd()
+    # the connection file sits in the grader's runtime folder, which the sandbox cannot see
+    connection_file = str(Path(scratch) / ".kernel-connection.json")
+    shutil.copyfile(argv[argv.index("-f") + 1], connection_file)
+    env = _clean_env(scratch)
+    # mha_kit and mha_course are editable installs: their parent folder goes on the path explicitly
+    env["PYTHONPATH"] = os.pathsep.join(sorted({str(Path(p).parent) for p in _read_only_paths()
+                                                 if p.endswith(("mha_kit", "mha_course"))}))
+    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
+              "--HistoryManager.hist_file=:memory:"]
+    command = bwrap_command(kernel, scratch) if mode == "bwrap" else kernel
+    _set_limits(limits)
+    _join_pids_cgroup(limits.get("RLIMIT_NPROC", 256))
+    os.execve(command[0], command, env)
+
+
+if __name__ == "__main__":
+    main()

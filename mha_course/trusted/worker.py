@@ -1,0 +1,118 @@
+"""Grade one submission in its own throw-away nbgrader course (run by the pool of workers)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import traceback
+from pathlib import Path
+
+import nbformat
+
+from ..course import course_api
+from ..grading import scores_of
+from . import sandbox, structure
+
+GUARD = "mha_course.trusted.guard.GuardedExecute"
+
+
+def _preprocessors():
+    from nbgrader.converters import Autograde
+
+    names = [f"{p.__module__}.{p.__name__}" if isinstance(p, type) else p for p in Autograde.class_traits()["autograde_preprocessors"].default()]
+    return [GUARD if name.endswith(".Execute") else name for name in names]
+
+
+def init_worker(jupyter_path):
+    """Pool initializer: kernels are looked up (``mha-sandbox``) in ``jupyter_path``."""
+    os.environ["JUPYTER_PATH"] = jupyter_path
+    os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+
+
+def grade_one(task):
+    """Grade ``task`` (a dict from :func:`mha_course.safegrade.tasks`); write and return its result."""
+    try:
+        result = _grade(task)
+    except Exception:  # the batch goes on; the report says what broke
+        result = {**_base(task), "status": "error", "review": True, "scores": {},
+                  "flags": [["review", "grader error: " + traceback.format_exc(limit=3)[-800:]]]}
+    out = Path(task["result"])
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, out)  # atomic: a killed batch leaves whole results or none
+    return result
+
+
+def _base(task):
+    data = Path(task["path"]).read_bytes() if Path(task["path"]).is_file() else b""
+    return {"student": task["student"], "assignment": task["assignment"], "file": task["path"],
+            "sha256": hashlib.sha256(data).hexdigest(), "isolation": task["mode"]}
+
+
+def _grade(task):
+    assignment, alias = task["assignment"], task["alias"]
+    work = Path(tempfile.mkdtemp(prefix="c", dir=task["work"]))
+    try:
+        root = work / "course"
+        shutil.copytree(task["template"], root)
+        submitted, problem = structure.load(task["path"])
+        release = nbformat.read(root / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+        notebook, flags = structure.rebuild(submitted, release)
+        flags = [list(f) for f in flags]
+        if problem:
+            flags.insert(0, ["review", f"{problem}: graded as the blank release"])
+        for note in task.get("notes", []):
+            flags.append(["info", note])
+        folder = root / "submitted" / alias / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / f"{assignment}.ipynb")
+        scratch = root / "autograded" / alias / assignment
+        overrides = {
+            "Autograde.autograde_preprocessors": _preprocessors(),
+            "Execute.timeout": task["timeout"],
+            "Execute.kernel_name": sandbox.KERNEL_NAME,
+            "GuardedExecute.setup_source": task["setup"],
+            "GuardedExecute.verdict_file": str(work / "verdict.json"),
+            "GuardedExecute.ipc_prefix": str(scratch / "k") if task["mode"] == "bwrap" else "",
+            "CourseDirectory.release_directory": "release",
+        }
+        api = course_api(root, **overrides)
+        step = api.autograde(assignment, alias, force=True)
+        sandbox.remove_empty_cgroups()
+        if not step.get("success"):
+            raise RuntimeError(f"nbgrader autograde failed: {step.get('error', '')}\n{step.get('log', '')[-1500:]}")
+        scores = {gid: list(pair) for gid, pair in scores_of(api, assignment, alias).items()}
+        verdict = json.loads((work / "verdict.json").read_text()) if (work / "verdict.json").is_file() else {}
+        errors = _errors(scratch / f"{assignment}.ipynb")
+        return _result(task, scores, flags, verdict, errors)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _errors(path):
+    """``{test grade_id: "Ename: message"}`` of the failed test cells of the executed notebook."""
+    errors = {}
+    for cell in nbformat.read(path, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and cell.cell_type == "code":
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    errors[meta["grade_id"]] = f"{output.get('ename')}: {str(output.get('evalue'))[:200]}"
+    return errors
+
+
+def _result(task, scores, flags, verdict, errors):
+    timeouts = sorted(g for g, e in errors.items() if e.startswith("CellTimeoutError"))
+    if timeouts:
+        flags.append(["info", f"timed out in {', '.join(timeouts)} (scored 0)"])
+    if verdict.get("kernel_died"):
+        flags.append(["info", f"crash: {verdict['kernel_died'][:200]} (cells after it scored 0)"])
+    for grade_id, problems in verdict.get("tampered", {}).items():
+        flags.append(["review", f"tampering around {grade_id}: {'; '.join(problems)[:300]} (scored 0)"])
+    total = sum(score for score, _ in scores.values())
+    review = any(severity == "review" for severity, _ in flags)
+    return {**_base(task), "status": "review" if review else ("flagged" if flags else "ok"), "review": review,
+            "scores": scores, "total": total, "max_total": sum(m for _, m in scores.values()),
+            "errors": errors, "flags": flags}
