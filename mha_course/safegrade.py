@@ -157,6 +157,7 @@ def merge_gradebook(course, assignment, results):
     """Write every result into ``course``'s gradebook (nbgrader's Gradebook API, one writer)."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    Path(course).mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{Path(course).resolve() / 'gradebook.db'}"
     with Gradebook(url) as gradebook:
         known = [a.name for a in gradebook.assignments]

@@ -103,7 +103,7 @@ class GuardedExecute(Execute):
 
     def preprocess_cell(self, cell, resources, index):
         """Run one cell; once the kernel has died, every later code cell gets an error instead."""
-        from nbclient.exceptions import DeadKernelError
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
         if getattr(self, "_dead", None):
             if cell.cell_type == "code":
@@ -115,9 +115,14 @@ class GuardedExecute(Execute):
             self._dead = f"the kernel died ({error}); later cells were not run"
             cell.outputs = [new_output("error", ename="KernelDied", evalue=self._dead, traceback=[self._dead])]
             return cell, resources
+        except CellTimeoutError:  # the kernel was interrupted; the next cells still run
+            self._timeouts.append(cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}")
+            cell.outputs.append(new_output("error", ename="CellTimeoutError", evalue=f"no reply within {self.timeout} s",
+                                           traceback=[f"CellTimeoutError: no reply within {self.timeout} s"]))
+            return cell, resources
 
     def preprocess(self, nb, resources=None, km=None):
-        self._dead = None
+        self._dead, self._timeouts = None, []
         names = _setup_names(self.setup_source) if self.setup_source else []
         tags, cells = {}, []
         snapshot_tag = secrets.token_hex(8)
@@ -131,7 +136,11 @@ class GuardedExecute(Execute):
         nb.cells = cells
         nb, resources = super().preprocess(nb, resources, km)
         verdict = self._judge(nb, snapshot_tag)
-        verdict["kernel_died"] = self._dead
+        for index, cell in enumerate(nb.cells):  # nbclient records most timeouts as an error output
+            name = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+            if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])) and name not in self._timeouts:
+                self._timeouts.append(name)
+        verdict["kernel_died"], verdict["timeouts"] = self._dead, self._timeouts
         nb.cells = [c for c in nb.cells if "mha_guard" not in c.metadata]
         if self.verdict_file:
             with open(self.verdict_file, "w") as f:

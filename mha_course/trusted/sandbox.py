@@ -62,7 +62,8 @@ def install_kernelspec(folder, mode, limits=None):
     spec_dir.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "mha_course.trusted.sandbox", "--mode", mode,
             "--limits", json.dumps(limits or LIMITS), "-f", "{connection_file}"]
-    spec = {"argv": argv, "display_name": "Python 3 (sandboxed)", "language": "python"}
+    # interrupt by message: a signal would reach bwrap, not the kernel inside it
+    spec = {"argv": argv, "display_name": "Python 3 (sandboxed)", "language": "python", "interrupt_mode": "message"}
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return str(folder)
 

@@ -104,7 +104,7 @@ def _errors(path):
 
 
 def _result(task, scores, flags, verdict, errors):
-    timeouts = sorted(g for g, e in errors.items() if e.startswith("CellTimeoutError"))
+    timeouts = verdict.get("timeouts") or sorted(g for g, e in errors.items() if e.startswith("CellTimeoutError"))
     if timeouts:
         flags.append(["info", f"timed out in {', '.join(timeouts)} (scored 0)"])
     if verdict.get("kernel_died"):

@@ -1,0 +1,116 @@
+"""Submissions of exercise 01 for the safegrade tests: honest ones and one per kind of attack."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from grading_support import ROOT, expected_scores, read, submission
+
+A = "01_shapes"
+
+
+def _with(answer, prefix="", suffix=""):
+    """The full solution with code put before/after the answer cell ``answer``'s solution."""
+    nb = submission(A, {})
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == answer:
+            cell.source = prefix + cell.source + suffix
+    return nb
+
+
+def _tests_edited(nb, source=None, metadata=None, delete=False):
+    cells = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            if delete:
+                continue
+            if source is not None:
+                cell.source = source
+            if metadata is not None:
+                cell.metadata["nbgrader"] = {**meta, **metadata}
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def honest():
+    """``{student: notebook}`` of plain submissions."""
+    return {"honest_full": submission(A, {}), "honest_blank": read("exercises", A),
+            "honest_no_split": submission(A, {"split_heads_answer": None}),
+            "honest_float_head": submission(A, {"head_dim_answer": ("d_model // num_heads", "d_model / num_heads")})}
+
+
+ALWAYS_EQUAL = "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
+
+
+def hostile():
+    """``{student: notebook or bytes}`` of attacks, one per kind the grader must withstand."""
+    blank = lambda: read("exercises", A)  # noqa: E731
+    return {
+        "patch_isclose": _with("head_dim_answer", "import numpy as np\nnp.isclose = lambda *a, **k: True\n"
+                                                   "np.array_equal = lambda *a, **k: True\n"),
+        "patch_builtins": _with("head_dim_answer", "import builtins\nbuiltins.abs = builtins.round = lambda *a: 0\n"),
+        "patch_expect": _with("head_dim_answer", "import mha_course.expect\n"
+                                                  "mha_course.expect.expect_int = expect_int = lambda *a, **k: None\n"),
+        "fake_int": _with("head_dim_answer", ALWAYS_EQUAL, "\n\nhead_dim = lambda d, h: Yes(0)\n"),
+        "edit_tests": _tests_edited(blank(), source="pass"),
+        "delete_tests": _tests_edited(blank(), delete=True),
+        "forge_metadata": _tests_edited(blank(), source="pass", metadata={"grade": False, "locked": False, "points": 0}),
+        "fake_output": _with("head_dim_answer", "print('All tests passed: 6 / 6')\n", "\n\nhead_dim = None\n"),
+        "endless_loop": _with("head_dim_answer", "while True:\n    pass\n"),
+        "sleep": _with("head_dim_answer", "import time\ntime.sleep(1000)\n"),
+        "exit_kernel": _with("merge_heads_answer", "", "\n\nimport os\nos._exit(1)\n"),
+        "memory_bomb": _with("head_dim_answer", "hog = bytearray(64 * 1024**3)\n"),
+        "many_processes": _with("head_dim_answer", "import os, time\nfor _ in range(300):\n    try:\n"
+                                                    "        if os.fork() == 0:\n            time.sleep(2)\n"
+                                                    "            os._exit(0)\n    except OSError:\n        break\n"),
+        "huge_output": _with("head_dim_answer", "print('x' * 5_000_000)\n"),
+        "read_solutions": _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * len(open("
+                                                      f"{str(ROOT / 'solutions' / A / (A + '.ipynb'))!r}).read())\n"),
+        "corrupt": b"{not a notebook",
+        "empty": b"",
+        "not_utf8": b"\xff\xfe\x00\x81 notebook",
+        "other_assignment": submission("02_params_compute", {}),
+    }
+
+
+def write(students, folder):
+    """Write ``students`` as nbgrader's submitted/ layout under ``folder``."""
+    for student, nb in students.items():
+        path = Path(folder) / student / A / f"{A}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(nb) if isinstance(nb, bytes) else nbformat.write(nb, path)
+    return Path(folder)
+
+
+def safegrade(folder, out, course, *extra, wait=True):
+    """Run ``python -m mha_course.safegrade`` (a subprocess, its own process group)."""
+    Path(course).mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "mha_course.safegrade", "--assignment", A, str(folder), "--out", str(out),
+               "--course", str(course), "--workers", "2", "--no-progress", *extra]
+    env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    if not wait:
+        return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-4000:])
+    return proc
+
+
+def results(out):
+    """``{student: result dict}`` from the result files."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted((Path(out) / "results").glob("*.json"))}
+
+
+def scores(result):
+    return {gid: score for gid, (score, _) in result["scores"].items()}
+
+
+__all__ = ["A", "honest", "hostile", "write", "safegrade", "results", "scores", "expected_scores"]

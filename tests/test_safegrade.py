@@ -1,0 +1,68 @@
+"""safegrade: honest and hostile submissions of exercise 01 graded together, each to its designed outcome."""
+from __future__ import annotations
+
+import pytest
+
+from grading_support import grade_all
+from safegrade_support import A, expected_scores, honest, hostile, results, safegrade, scores, write
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+ALL_TESTS = set(expected_scores(A, set()))
+# test cells that score 0 when the head_dim answer is broken before its def runs
+NO_HEAD_DIM = {"head_dim_transformer_base"}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("safegrade")
+    folder = write({**honest(), **hostile()}, tmp / "submitted")
+    safegrade(folder, tmp / "out", tmp / "course", "--timeout", "4")
+    return results(tmp / "out"), tmp
+
+
+def test_honest_grades_equal_plain_nbgrader(graded, tmp_path):
+    plain = grade_all({A: honest()}, tmp_path)[A]
+    for student, alone in plain.items():
+        assert scores(graded[0][student]) == alone, student
+        assert graded[0][student]["status"] == "ok", graded[0][student]["flags"]
+
+
+@pytest.mark.parametrize("student", ["patch_isclose", "patch_builtins", "patch_expect", "fake_int", "edit_tests",
+                                     "delete_tests", "forge_metadata", "corrupt", "empty", "not_utf8",
+                                     "other_assignment"])
+def test_tampering_earns_nothing_and_is_flagged(graded, student):
+    result = graded[0][student]
+    assert result["review"] and result["flags"], result
+    assert scores(result) == expected_scores(A, ALL_TESTS), (student, result["flags"])
+
+
+@pytest.mark.parametrize("student, lost, flag", [
+    ("endless_loop", NO_HEAD_DIM, "timed out"), ("sleep", NO_HEAD_DIM, "timed out"),
+    ("memory_bomb", NO_HEAD_DIM, None), ("fake_output", NO_HEAD_DIM, None),
+    ("exit_kernel", {"merge_heads_matches_mha_kit"}, "crash"),
+    ("many_processes", set(), "suspicious"), ("huge_output", set(), None),
+])
+def test_hostile_runs_do_not_stop_the_batch(graded, student, lost, flag):
+    result = graded[0][student]
+    assert scores(result) == expected_scores(A, lost), (student, result["flags"])
+    if flag:
+        assert any(flag in text for _, text in result["flags"]), result["flags"]
+
+
+def test_sandbox_hides_the_solutions(graded):
+    result = graded[0]["read_solutions"]
+    lost = NO_HEAD_DIM if result["isolation"] == "bwrap" else set()
+    assert scores(result) == expected_scores(A, lost)
+
+
+def test_reports_and_gradebook(graded):
+    from nbgrader.api import Gradebook
+
+    tmp = graded[1]
+    report = (tmp / "out" / "reports" / "fake_int.txt").read_text()
+    assert "tampering" in report and "head_dim_transformer_base" in report
+    with Gradebook(f"sqlite:///{tmp / 'course' / 'gradebook.db'}") as gradebook:
+        got = {s.student.id: (s.score, s.needs_manual_grade) for s in gradebook.assignment_submissions(A)}
+    assert got["honest_full"] == (6.0, False) and got["patch_isclose"][0] == 0.0 and got["patch_isclose"][1]
+    assert len(got) == len(graded[0])

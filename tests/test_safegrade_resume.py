@@ -1,0 +1,30 @@
+"""safegrade: a batch killed half-way and run again ends with the grades of an uninterrupted run."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from safegrade_support import honest, results, safegrade, scores, write
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def test_killed_batch_resumes_to_the_same_grades(tmp_path):
+    students = {f"{name}_{i}": nb for i in range(2) for name, nb in honest().items()}
+    folder = write(students, tmp_path / "submitted")
+    safegrade(folder, tmp_path / "whole", tmp_path / "course_whole")
+    proc = safegrade(folder, tmp_path / "out", tmp_path / "course", wait=False)
+    deadline = time.time() + 300
+    while len(list((tmp_path / "out" / "results").glob("*.json"))) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the batch and its workers, mid-way
+    proc.wait()
+    done = set(results(tmp_path / "out"))
+    assert 2 <= len(done) < len(students)
+    rerun = safegrade(folder, tmp_path / "out", tmp_path / "course")
+    assert f"{len(done)} already graded" in rerun.stderr
+    whole, resumed = results(tmp_path / "whole"), results(tmp_path / "out")
+    assert {s: scores(r) for s, r in resumed.items()} == {s: scores(r) for s, r in whole.items()}
