@@ -192,7 +192,9 @@ def main(argv=None):
     parser.add_argument("--assignment", required=True, help="e.g. 01_shapes (a folder of solutions/)")
     parser.add_argument("--out", help="output folder (default safegrade_out/<assignment>)")
     parser.add_argument("--course", default=str(REPO_ROOT), help="course whose gradebook.db gets the grades")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    # Two kernels per core: a kernel spends much of its time waiting on messages, not computing.
+    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
+                        help="submissions graded at once (default: twice the cores)")
     parser.add_argument("--timeout", type=int, default=30, help="seconds a cell may run (default 30)")
     parser.add_argument("--shard", help="K/N: grade only every N-th student starting at the K-th")
     parser.add_argument("--merge-only", action="store_true", help="only write reports and the gradebook")
@@ -224,6 +226,10 @@ def _grade_batch(args, out, shard):
     with tempfile.TemporaryDirectory(prefix="mha_sg_") as work:
         found = discover(args.submissions, args.assignment, work)
         template = prepare_template(args.assignment, work)
+        gradebook = Path(args.course) / "gradebook.db"
+        if not args.no_gradebook and not gradebook.exists():  # a new gradebook: the template's, no students
+            gradebook.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(template / "gradebook.db", gradebook)
         jupyter_path = sandbox.install_kernelspec(Path(work) / "jupyter", mode)
         todo = tasks(found, args.assignment, out, work, template, mode, args.timeout, shard)
         print(f"{len(found)} submissions, {len(found) - len(todo)} already graded, {len(todo)} to grade "

@@ -143,6 +143,10 @@ def main(argv=None):
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
               "--HistoryManager.hist_file=:memory:"]
     command = bwrap_command(kernel, scratch) if mode == "bwrap" else kernel
+    # The kernel's own stdout/stderr (not the notebook's outputs) would reach the grader's terminal.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
     _set_limits(limits)
     _join_pids_cgroup(limits.get("RLIMIT_NPROC", 256))
     os.execve(command[0], command, env)

@@ -1,0 +1,99 @@
+"""Grade one synthetic class with plain ``nbgrader autograde`` and with ``mha_course.safegrade``.
+
+    .venv/bin/python benchmarks/grading_benchmark.py [--students 60] [--workers 2xCORES] [--timeout 5]
+
+The class (exercise 01) mixes full, partial and blank answers with hostile submissions (patched
+numpy, a fake int, an endless loop, a corrupt file). Both graders run on the same machine, one
+after the other, with the same per-cell timeout; the script prints both wall times, their ratio
+and whether the honest students' grades agree exactly. Not a test: nothing here is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from safegrade_support import A, honest, hostile, results, scores, write  # noqa: E402
+
+HOSTILE = ("patch_isclose", "fake_int", "endless_loop", "corrupt", "edit_tests", "exit_kernel")
+
+
+def make_class(n, folder):
+    """``n`` students: honest kinds in turn, one hostile in every ten; returns the honest names."""
+    kinds, attacks = honest(), hostile()
+    students, honest_names = {}, []
+    for i in range(n):
+        if i % 10 == 9:
+            name = HOSTILE[(i // 10) % len(HOSTILE)]
+            students[f"{i:03d}_{name}"] = attacks[name]
+        else:
+            name = list(kinds)[i % len(kinds)]
+            students[f"{i:03d}_{name}"] = kinds[name]
+            honest_names.append(f"{i:03d}_{name}")
+    write(students, folder)
+    return honest_names
+
+
+def plain_nbgrader(submitted, work, timeout):
+    """``nbgrader autograde`` over the whole class; ``{student: {grade_id: score}}`` from its gradebook."""
+    from nbgrader.api import Gradebook
+
+    course = work / "plain"
+    shutil.copytree(ROOT / "solutions" / A, course / "solutions" / A)
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(submitted, course / "submitted")
+    nbgrader = [str(Path(sys.executable).parent / "nbgrader")]
+    env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    subprocess.run(nbgrader + ["generate_assignment", A, "--force"], cwd=course, env=env, capture_output=True, check=True)
+    start = time.perf_counter()
+    subprocess.run(nbgrader + ["autograde", A, f"--Execute.timeout={timeout}"], cwd=course, env=env, capture_output=True)
+    wall = time.perf_counter() - start
+    grades = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for submission in gradebook.assignment_submissions(A):
+            notebook = gradebook.find_submission_notebook(A, A, submission.student.id)
+            grades[submission.student.id] = {g.cell.name: float(g.score) for g in notebook.grades}
+    return wall, grades
+
+
+def safe(submitted, work, workers, timeout):
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mha_course.safegrade", "--assignment", A, str(submitted), "--out",
+                    str(work / "safe_out"), "--course", str(work / "safe_course"), "--workers", str(workers),
+                    "--timeout", str(timeout), "--no-progress"], cwd=ROOT, capture_output=True, check=True)
+    wall = time.perf_counter() - start
+    return wall, {s: scores(r) for s, r in results(work / "safe_out").items()}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=60)
+    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1), help="as safegrade's default")
+    parser.add_argument("--timeout", type=int, default=5, help="seconds a cell may run, both graders")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="mha_grading_bench_") as tmp:
+        work = Path(tmp)
+        honest_names = make_class(args.students, work / "submitted")
+        plain_wall, plain = plain_nbgrader(work / "submitted", work, args.timeout)
+        safe_wall, safegraded = safe(work / "submitted", work, args.workers, args.timeout)
+    agree = all(plain.get(s) == safegraded.get(s) for s in honest_names)
+    differ = [s for s in honest_names if plain.get(s) != safegraded.get(s)]
+    print(f"class: {args.students} submissions ({len(honest_names)} honest), {os.cpu_count()} cores, "
+          f"{args.workers} safegrade workers, cell timeout {args.timeout} s")
+    print(f"plain nbgrader autograde: {plain_wall:7.1f} s")
+    print(f"mha_course.safegrade:     {safe_wall:7.1f} s")
+    print(f"speed-up: {plain_wall / safe_wall:.2f}x   (target at 2 cores: 1.8x)")
+    print(f"honest grades identical: {agree}" + (f" (differ: {', '.join(differ[:10])})" if differ else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
