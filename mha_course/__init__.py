@@ -10,6 +10,9 @@
   their last line, so no hidden-test source reaches the learner.
 * :mod:`mha_course.release` - ``python -m mha_course.release``: regenerate ``exercises/`` from
   ``solutions/`` with ``nbgrader generate_assignment``.
+* :mod:`mha_course.safegrade` - ``python -m mha_course.safegrade --assignment NAME SUBMISSIONS``:
+  grade a class of untrusted notebooks on top of nbgrader, in sandboxed kernels with tamper checks,
+  several at once, resumable; a report per submission (design: :mod:`mha_course.trusted`).
 * :mod:`mha_course.grading` and :mod:`mha_course.course` - autograde notebooks in a throw-away
   course through nbgrader's Python API (used by the self-grader and the tests).
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import REPO_ROOT, course_api, run_step
+from .course import REPO_ROOT, course_api, prepare_environment, run_step
 from .trusted import sandbox
 from .trusted.worker import grade_one, init_worker
 
@@ -157,6 +157,7 @@ def merge_gradebook(course, assignment, results):
     """Write every result into ``course``'s gradebook (nbgrader's Gradebook API, one writer)."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    prepare_environment()  # a new gradebook.db is created by running alembic
     Path(course).mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{Path(course).resolve() / 'gradebook.db'}"
     with Gradebook(url) as gradebook:
@@ -235,6 +236,7 @@ def _grade_batch(args, out, shard):
         print(f"{len(found)} submissions, {len(found) - len(todo)} already graded, {len(todo)} to grade "
               f"with {args.workers} workers (isolation: {mode})", file=sys.stderr)
         run_pool(todo, args.workers, jupyter_path, progress=not args.no_progress)
+    sandbox.remove_empty_cgroups()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 import traceback
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -29,6 +30,7 @@ def init_worker(jupyter_path):
     """Pool initializer: kernels are looked up (``mha-sandbox``) in ``jupyter_path``."""
     os.environ["JUPYTER_PATH"] = jupyter_path
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    warnings.simplefilter("ignore")  # SQLAlchemy and deprecation notices from inside nbgrader
 
 
 def grade_one(task):
