@@ -49,10 +49,21 @@ def honest():
 ALWAYS_EQUAL = "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
 
 
-def hostile():
-    """``{student: notebook or bytes}`` of attacks, one per kind the grader must withstand."""
+def hostile(port=None, outside=None):
+    """``{student: notebook or bytes}`` of attacks, one per kind the grader must withstand.
+
+    ``port``: a TCP port listening on the grader's loopback; ``outside``: a file path outside the
+    submission's folder. Each adds a submission that tries to reach it.
+    """
     blank = lambda: read("exercises", A)  # noqa: E731
-    return {
+    reach = {}
+    if port:
+        reach["network"] = _with("head_dim_answer", "", "\n\nimport socket\nhead_dim = lambda d, h: d // h + 0 * len("
+                                 f"str(socket.create_connection(('127.0.0.1', {port}), timeout=2)))\n")
+    if outside:
+        reach["write_outside"] = _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * open("
+                                       f"{str(outside)!r}, 'w').write('x')\n")
+    return {**reach,
         "patch_isclose": _with("head_dim_answer", "import numpy as np\nnp.isclose = lambda *a, **k: True\n"
                                                    "np.array_equal = lambda *a, **k: True\n"),
         "patch_builtins": _with("head_dim_answer", "import builtins\nbuiltins.abs = builtins.round = lambda *a: 0\n"),

@@ -1,6 +1,8 @@
 """safegrade: honest and hostile submissions of exercise 01 graded together, each to its designed outcome."""
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from grading_support import grade_all
@@ -16,8 +18,10 @@ NO_HEAD_DIM = {"head_dim_transformer_base"}
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("safegrade")
-    folder = write({**honest(), **hostile()}, tmp / "submitted")
-    safegrade(folder, tmp / "out", tmp / "course", "--timeout", "4")
+    listener = socket.create_server(("127.0.0.1", 0))  # the grader's own loopback
+    folder = write({**honest(), **hostile(listener.getsockname()[1], tmp / "outside.txt")}, tmp / "submitted")
+    with listener:
+        safegrade(folder, tmp / "out", tmp / "course", "--timeout", "4")
     return results(tmp / "out"), tmp
 
 
@@ -54,6 +58,15 @@ def test_sandbox_hides_the_solutions(graded):
     result = graded[0]["read_solutions"]
     lost = NO_HEAD_DIM if result["isolation"] == "bwrap" else set()
     assert scores(result) == expected_scores(A, lost)
+
+
+@pytest.mark.parametrize("student", ["network", "write_outside"])
+def test_sandbox_has_no_network_and_writes_only_its_scratch(graded, student):
+    result = graded[0][student]
+    if result["isolation"] != "bwrap":
+        pytest.skip("no bubblewrap here: the kernel can reach the network and the disk")
+    assert scores(result) == expected_scores(A, NO_HEAD_DIM), result["errors"]
+    assert not (graded[1] / "outside.txt").exists()
 
 
 def test_reports_and_gradebook(graded):
