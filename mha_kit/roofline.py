@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .config import PRESETS
-from .counting import attention_macs, kv_bytes_read
+from .counting import arithmetic_intensity, attention_macs, kv_bytes_read
 
 
 def benchmark_variants():
@@ -64,7 +64,7 @@ def decode_bound_seconds(cfg, context_len, bandwidth, flop_rate, dtype="bf16") -
 
 def limited_by(cfg, context_len, bandwidth, flop_rate, dtype="bf16") -> str:
     """``"memory"`` or ``"compute"``: which side of the ridge point the decode step sits on."""
-    intensity = decode_flops(cfg, context_len) / kv_bytes_read(cfg, context_len, dtype)
+    intensity = arithmetic_intensity(cfg, context_len, dtype)
     return "compute" if intensity > ridge_point(bandwidth, flop_rate) else "memory"
 
 
