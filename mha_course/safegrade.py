@@ -107,12 +107,16 @@ def tasks(found, assignment, out, work, template, mode, timeout, shard=None):
     return todo
 
 
-def run_pool(todo, workers, jupyter_path, progress=True):
-    """Grade ``todo`` with ``workers`` processes; a worker that dies is replaced and the rest go on."""
+def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one):
+    """Grade ``todo`` with ``workers`` processes; a worker that dies is replaced and the rest go on.
+
+    ``grade(task)`` (default :func:`~mha_course.trusted.worker.grade_one`) writes ``task["result"]``
+    and returns the result; a task whose worker died is graded again by a new pool.
+    """
     done, total = 0, len(todo)
     while todo:
         with cf.ProcessPoolExecutor(workers, initializer=init_worker, initargs=(jupyter_path,)) as pool:
-            futures = {pool.submit(grade_one, task): task for task in todo}
+            futures = {pool.submit(grade, task): task for task in todo}
             try:
                 for future in cf.as_completed(futures):
                     result = future.result()
