@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import csv
 import hashlib
 import json
 import os
@@ -30,14 +29,14 @@ import re
 import shutil
 import sys
 import tempfile
-import warnings
 import zipfile
 from pathlib import Path
 
 import nbformat
 
-from .course import REPO_ROOT, course_api, prepare_environment, run_step
+from .course import REPO_ROOT, course_api, run_step
 from .trusted import sandbox
+from .trusted.records import GradebookWriter, merge_gradebook, write_reports  # noqa: F401 (merge_gradebook: API)
 from .trusted.worker import grade_one, init_worker
 
 
@@ -107,11 +106,12 @@ def tasks(found, assignment, out, work, template, mode, timeout, shard=None):
     return todo
 
 
-def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one):
+def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one, on_result=None):
     """Grade ``todo`` with ``workers`` processes; a worker that dies is replaced and the rest go on.
 
     ``grade(task)`` (default :func:`~mha_course.trusted.worker.grade_one`) writes ``task["result"]``
     and returns the result; a task whose worker died is graded again by a new pool.
+    ``on_result(result)`` runs here, in the main process, as each result arrives.
     """
     done, total = 0, len(todo)
     while todo:
@@ -122,6 +122,8 @@ def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one):
                     result = future.result()
                     todo = [t for t in todo if t is not futures[future]]
                     done += 1
+                    if on_result:
+                        on_result(result)
                     if progress:
                         _bar(done, total, f"{result['student']}: {result['status']}")
             except cf.process.BrokenProcessPool:
@@ -133,62 +135,6 @@ def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one):
 def _bar(done, total, text, width=30):
     filled = width * done // max(total, 1)
     print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {text[:40]:<40}", end="", file=sys.stderr, flush=True)
-
-
-def write_reports(out, assignment):
-    """``reports/<student>.txt`` and ``grades.csv`` from every result; returns the results."""
-    results = [json.loads(p.read_text()) for p in sorted((out / "results").glob("*.json"))]
-    (out / "reports").mkdir(exist_ok=True)
-    for r in results:
-        lines = [f"student: {r['student']}   assignment: {assignment}   file: {r['file']}",
-                 f"score: {r.get('total', 0):g} / {r.get('max_total', 0):g}   status: {r['status']}   isolation: {r['isolation']}",
-                 "", "question scores:"]
-        for grade_id, (score, max_score) in r.get("scores", {}).items():
-            why = r.get("errors", {}).get(grade_id, "")
-            lines.append(f"  {grade_id:<40} {score:g} / {max_score:g}  {why}")
-        lines += ["", "flags:"] + [f"  [{severity}] {text}" for severity, text in r["flags"]] if r["flags"] else ["", "flags: none"]
-        (out / "reports" / f"{r['student']}.txt").write_text("\n".join(lines) + "\n")
-    with open(out / "grades.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student", "score", "max_score", "status", "isolation", "flags"])
-        for r in results:
-            writer.writerow([r["student"], r.get("total", 0), r.get("max_total", 0), r["status"], r["isolation"],
-                             " | ".join(text for _, text in r["flags"])])
-    return results
-
-
-def merge_gradebook(course, assignment, results):
-    """Write every result into ``course``'s gradebook (nbgrader's Gradebook API, one writer)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    prepare_environment()  # a new gradebook.db is created by running alembic
-    Path(course).mkdir(parents=True, exist_ok=True)
-    url = f"sqlite:///{Path(course).resolve() / 'gradebook.db'}"
-    with Gradebook(url) as gradebook:
-        known = [a.name for a in gradebook.assignments]
-    if assignment not in known:  # the assignment's cells go in as generate_assignment puts them
-        with tempfile.TemporaryDirectory(prefix="mha_sg_db_") as tmp:
-            shutil.copytree(REPO_ROOT / "solutions" / assignment, Path(tmp) / "solutions" / assignment)
-            api = course_api(tmp, **{"CourseDirectory.db_url": url, "CourseDirectory.release_directory": "release"})
-            run_step(api.generate_assignment(assignment, force=True), f"generate_assignment {assignment}")
-    with Gradebook(url) as gradebook, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SQLAlchemy notices from inside nbgrader's add_submission
-        for r in results:
-            gradebook.update_or_create_student(r["student"])
-            try:
-                gradebook.remove_submission(assignment, r["student"])
-            except MissingEntry:
-                pass
-            gradebook.add_submission(assignment, r["student"])
-            notebook = gradebook.find_submission_notebook(assignment, assignment, r["student"])
-            notebook.flagged = bool(r["review"])
-            for grade in notebook.grades:
-                if grade.cell.name in r.get("scores", {}):
-                    grade.auto_score = r["scores"][grade.cell.name][0]
-                    grade.needs_manual_grade = bool(r["review"])
-                elif grade.auto_score is None and grade.max_score_gradecell:
-                    grade.auto_score, grade.needs_manual_grade = 0.0, True
-            gradebook.db.commit()
 
 
 def main(argv=None):
@@ -211,17 +157,30 @@ def main(argv=None):
     out = Path(args.out or Path("safegrade_out") / args.assignment).resolve()
     (out / "results").mkdir(parents=True, exist_ok=True)
     shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
-    if not args.merge_only:
-        _grade_batch(args, out, shard)
-    results = write_reports(out, args.assignment)
-    if not args.no_gradebook:
-        merge_gradebook(args.course, args.assignment, results)
+    with GradebookWriter(args.course, args.assignment) as writer:
+        record = None if args.no_gradebook else _recorder(writer)
+        if not args.merge_only:
+            _grade_batch(args, out, shard, record)
+        results = write_reports(out, args.assignment)
+        for result in results if record else ():
+            if result["student"] not in writer.recorded:  # graded earlier (resumed, merged shards)
+                writer.record(result)
     review = sum(r["review"] for r in results)
     print(f"{len(results)} graded, {review} flagged for manual review; reports in {out / 'reports'}")
     return 0
 
 
-def _grade_batch(args, out, shard):
+def _recorder(writer):
+    """``writer.record`` that reports a failure and goes on (the result is on disk; retried at the end)."""
+    def record(result):
+        try:
+            writer.record(result)
+        except Exception as error:  # e.g. the gradebook is locked by formgrader
+            print(f"\ngradebook: {result['student']} not recorded yet ({error}); retried at the end", file=sys.stderr)
+    return record
+
+
+def _grade_batch(args, out, shard, on_result):
     mode = sandbox.isolation_mode()
     if mode != "bwrap":
         print("!" * 78 + "\n! WARNING: no sandbox (bubblewrap) on this machine: kernels run with resource limits\n"
@@ -231,15 +190,11 @@ def _grade_batch(args, out, shard):
     with tempfile.TemporaryDirectory(prefix="mha_sg_") as work:
         found = discover(args.submissions, args.assignment, work)
         template = prepare_template(args.assignment, work)
-        gradebook = Path(args.course) / "gradebook.db"
-        if not args.no_gradebook and not gradebook.exists():  # a new gradebook: the template's, no students
-            gradebook.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(template / "gradebook.db", gradebook)
         jupyter_path = sandbox.install_kernelspec(Path(work) / "jupyter", mode)
         todo = tasks(found, args.assignment, out, work, template, mode, args.timeout, shard)
         print(f"{len(found)} submissions, {len(found) - len(todo)} already graded, {len(todo)} to grade "
               f"with {args.workers} workers (isolation: {mode})", file=sys.stderr)
-        run_pool(todo, args.workers, jupyter_path, progress=not args.no_progress)
+        run_pool(todo, args.workers, jupyter_path, progress=not args.no_progress, on_result=on_result)
     sandbox.remove_empty_cgroups()
 
 
