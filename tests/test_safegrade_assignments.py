@@ -1,0 +1,54 @@
+"""safegrade on every assignment: honest grades equal plain nbgrader's, one attack each earns nothing.
+
+One safegrade run per assignment (the six run at once, while plain nbgrader grades the honest
+notebooks in one more subprocess); a module-scoped fixture pays for them once.
+"""
+from __future__ import annotations
+
+import pytest
+
+from grading_support import expected_scores, grade_all
+from mha_course.course import ASSIGNMENTS
+from safegrade_multi import HOSTILE, finish, honest, hostile, scores, start, touched_by, write
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("safegrade_all")
+    runs = {}
+    try:
+        for assignment in ASSIGNMENTS:
+            students = {name: nb for name, (nb, _) in honest(assignment).items()}
+            folder = write(assignment, {**students, "hostile": hostile(assignment)}, tmp / assignment / "submitted")
+            runs[assignment] = start(assignment, folder, tmp / assignment / "out")
+        plain = grade_all({a: {name: nb for name, (nb, _) in honest(a).items()} for a in ASSIGNMENTS}, tmp / "plain")
+        return plain, {a: finish(process, tmp / a / "out") for a, process in runs.items()}
+    finally:
+        for process in runs.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_honest_grades_equal_plain_nbgrader(graded, assignment):
+    plain, safe = graded
+    for student, (_, lost) in honest(assignment).items():
+        result = safe[assignment][student]
+        assert scores(result) == plain[assignment][student] == expected_scores(assignment, lost), student
+        assert (result["status"], result["review"], result["flags"]) == ("ok", False, []), student
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_attack_earns_nothing_from_its_answer_on_and_is_flagged(graded, assignment):
+    answer, _, _, words = HOSTILE[assignment]
+    touched = touched_by(assignment, answer)
+    result = graded[1][assignment]["hostile"]
+    assert scores(result) == expected_scores(assignment, touched), result["flags"]
+    assert result["review"] is True and result["status"] == "review", result["flags"]
+    for test in touched:
+        texts = [text for severity, text in result["flags"]
+                 if severity == "review" and text.startswith(f"tampering around {test}:")]
+        assert len(texts) == 1 and words in texts[0], (test, result["flags"])

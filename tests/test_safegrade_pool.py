@@ -1,0 +1,46 @@
+"""safegrade's pool of workers: a worker that dies is replaced, its task graded again, nothing lost.
+
+The grading functions live in ``safegrade_multi`` (a module, so the workers can unpickle them) and
+count their attempts with files next to the result: ``<result>.attempt1``, ``.attempt2``...
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mha_course.safegrade import run_pool
+from safegrade_multi import die_once_grade, raise_grade
+
+
+def _todo(folder, names):
+    return [{"student": name, "result": str(Path(folder) / f"{name}.json")} for name in names]
+
+
+def _attempts(task):
+    result = Path(task["result"])
+    return len(list(result.parent.glob(result.name + ".attempt*")))
+
+
+def test_a_killed_worker_is_replaced_and_its_task_graded_again(tmp_path):
+    todo = _todo(tmp_path, ["ok_a", "ok_b", "die", "ok_c", "ok_d", "ok_e"])
+    run_pool(list(todo), 2, str(tmp_path / "jupyter"), progress=False, grade=die_once_grade)
+    for task in todo:
+        assert Path(task["result"]).is_file(), f"{task['student']}: no result"
+        recorded = json.loads(Path(task["result"]).read_text())["attempts"]
+        # a task whose result was written is never graded again
+        assert recorded == _attempts(task), task["student"]
+        if task["student"] == "die":
+            assert recorded == 2, task["student"]  # killed once, then graded by a new pool
+        else:  # at most once more, when a dying worker took the pool down while it ran
+            assert recorded in (1, 2), task["student"]
+
+
+def test_a_grading_error_reaches_the_caller_after_the_other_tasks_are_graded(tmp_path):
+    todo = _todo(tmp_path, ["raise_1", "ok_a", "ok_b", "ok_c", "ok_d", "ok_e"])
+    with pytest.raises(RuntimeError, match="raise_1"):
+        run_pool(list(todo), 2, str(tmp_path / "jupyter"), progress=False, grade=raise_grade)
+    for task in todo:
+        assert _attempts(task) == 1, task["student"]
+        assert Path(task["result"]).is_file() != task["student"].startswith("raise"), task["student"]
