@@ -9,11 +9,13 @@ can patch ``np.isclose``, ``builtins.isinstance`` or the ``expect_*`` helpers an
    ``mha_course.expect``, ``numpy.testing``, numpy's comparison functions, the setup cell's names in
    the learner's namespace (``np``, ``mk``, ``expect_int``...), the IPython machinery that reports
    errors (``run_cell``, ``showtraceback``) and ``sys.stdout``;
-2. inserts a *check* cell before and after every test cell, printing the same ids and any class the
-   learner defined that subclasses a value type (int, float, tuple, ndarray...) or overrides ``__eq__``;
-3. after execution, compares each check with the snapshot **here, in the grader**, and removes the
-   guard cells. A test cell whose surrounding checks differ gets an error output (so nbgrader scores
-   it 0) and the submission is flagged for manual review with what changed.
+2. wraps every test cell in two *checks*, one before the test's code and one after it, in the same
+   cell (no extra round trip to the kernel); each prints the same ids and any class the learner
+   defined that subclasses a value type (int, float, tuple, ndarray...) or overrides ``__eq__``;
+3. after execution, compares each check with the snapshot **here, in the grader**, removes the
+   snapshot cell, and gives every test cell back its own source and outputs. A test cell whose
+   checks differ gets an error output (so nbgrader scores it 0) and the submission is flagged for
+   manual review with what changed.
 
 Each guard cell prints under a fresh random tag that learner code cannot know in advance. This
 catches the patches listed above; a submission written against this grader (one that rewrites the
@@ -33,7 +35,7 @@ from traitlets import Unicode
 
 _PROBE = r'''
 def _mha_probe(_tag, _names):
-    import builtins, sys, types, numbers
+    import builtins, sys, types, numbers, json
     import numpy, numpy.testing, math, mha_kit, mha_course.expect
     from IPython.core.interactiveshell import InteractiveShell
     ids = {}
@@ -78,7 +80,7 @@ def _mha_probe(_tag, _names):
 
 def _cell_code(tag, names, setup=""):
     # The probe is defined and deleted in the same cell, so no earlier learner code can replace it.
-    return "\n".join([setup, "import json", _PROBE, f"_mha_probe({tag!r}, {names!r})", "del _mha_probe"])
+    return "\n".join([setup, _PROBE, f"_mha_probe({tag!r}, {names!r})", "del _mha_probe"])
 
 
 def _setup_names(setup):
@@ -97,7 +99,7 @@ def _is_test(cell):
 
 
 class GuardedExecute(Execute):
-    """nbgrader's ``Execute`` with snapshot and check cells around every test cell (see module docstring)."""
+    """nbgrader's ``Execute`` with a snapshot cell and checks inside every test cell (see module docstring)."""
 
     setup_source = Unicode("", help="the instructor's setup (imports) cell, run before any learner code").tag(config=True)
     verdict_file = Unicode("", help="where to write the guard's verdict as JSON").tag(config=True)
@@ -132,18 +134,18 @@ class GuardedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._dead, self._timeouts = None, []
         names = _setup_names(self.setup_source) if self.setup_source else []
-        tags, cells = {}, []
-        snapshot_tag = secrets.token_hex(8)
-        cells.append(self._guard(snapshot_tag, names, self.setup_source, "snapshot"))
-        for index, cell in enumerate(nb.cells):
+        tag = secrets.token_hex(8)
+        snapshot = new_code_cell(_cell_code(tag, names, self.setup_source))
+        snapshot.metadata["mha_guard"] = {"tag": tag}
+        for cell in nb.cells:  # the checks run in the test cell itself: no extra round trips
             if _is_test(cell):
-                cells.append(self._guard(secrets.token_hex(8), names, "", "before", cell))
-            cells.append(cell)
-            if _is_test(cell):
-                cells.append(self._guard(secrets.token_hex(8), names, "", "after", cell))
-        nb.cells = cells
+                tags = {"before": secrets.token_hex(8), "after": secrets.token_hex(8), "source": cell.source}
+                cell.metadata["mha_guard_test"] = tags
+                cell.source = "\n".join([_cell_code(tags["before"], names), cell.source, "",
+                                         _cell_code(tags["after"], names)])
+        nb.cells = [snapshot, *nb.cells]
         nb, resources = super().preprocess(nb, resources, km)
-        verdict = self._judge(nb, snapshot_tag)
+        verdict = self._judge(nb, _reading(nb.cells[0], nb.cells[0].metadata["mha_guard"]["tag"]))
         for index, cell in enumerate(nb.cells):  # nbclient records most timeouts as an error output
             name = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
             if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])) and name not in self._timeouts:
@@ -155,52 +157,58 @@ class GuardedExecute(Execute):
                 json.dump(verdict, f)
         return nb, resources
 
-    @staticmethod
-    def _guard(tag, names, setup, role, test=None):
-        cell = new_code_cell(_cell_code(tag, names, setup))
-        grade_id = test.metadata["nbgrader"]["grade_id"] if test is not None else None
-        cell.metadata["mha_guard"] = {"tag": tag, "role": role, "test": grade_id}
-        return cell
-
-    @staticmethod
-    def _reading(cell):
-        tag = cell.metadata["mha_guard"]["tag"]
-        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-        for line in text.splitlines():
-            if line.startswith(tag):
-                return json.loads(line[len(tag):])
-        return None
-
-    def _judge(self, nb, snapshot_tag):
-        """Compare every check with the snapshot; zero the test cells with a changed world around them."""
-        guards = [c for c in nb.cells if "mha_guard" in c.metadata]
-        snapshot = self._reading(guards[0])
+    def _judge(self, nb, snapshot):
+        """Compare every test cell's checks with the snapshot; zero the tests whose world changed."""
         verdict = {"snapshot_ok": snapshot is not None, "tampered": {}, "suspects": []}
-        if snapshot is None:
-            return verdict  # the setup itself failed (kernel did not start): every test already errored
-        base = set(snapshot["suspects"])
-        by_test = {}
         for cell in nb.cells:
-            meta = cell.metadata.get("mha_guard")
-            if meta and meta["role"] != "snapshot":
-                by_test.setdefault(meta["test"], []).append(self._problems(self._reading(cell), snapshot, base))
-        for cell in nb.cells:
-            if not _is_test(cell):
+            tags = cell.metadata.pop("mha_guard_test", None)
+            if tags is None:
                 continue
-            grade_id = cell.metadata["nbgrader"]["grade_id"]
-            problems = sorted({p for group in by_test.get(grade_id, []) for p in group})
+            readings = [_reading(cell, tags[role]) for role in ("before", "after")]
+            _restore(cell, tags)
+            if snapshot is None:
+                continue  # the setup itself failed (kernel did not start): every test already errored
+            base = set(snapshot["suspects"])
+            problems = sorted({p for reading in readings for p in _problems(reading, snapshot, base)})
             crashed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
             if problems and not (crashed and problems == ["guard output missing"]):
+                grade_id = cell.metadata["nbgrader"]["grade_id"]
                 verdict["tampered"][grade_id] = problems
                 cell.outputs.append(new_output("error", ename="Tampering", evalue="; ".join(problems)[:500],
                                                traceback=["Tampering: the grader's world changed around this test"]))
         return verdict
 
-    @staticmethod
-    def _problems(reading, snapshot, base):
-        if reading is None:
-            return ["guard output missing"]
-        changed = [key for key, value in snapshot["ids"].items() if reading["ids"].get(key) != value]
-        problems = [f"replaced {key}" for key in changed[:20]]
-        problems += [f"defines class {s}" for s in reading["suspects"] if s not in base]
-        return problems
+
+def _stream_text(cell):
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def _reading(cell, tag):
+    """The probe's JSON printed under ``tag`` in ``cell``'s output, or ``None``."""
+    for line in _stream_text(cell).splitlines():
+        if line.startswith(tag):
+            return json.loads(line[len(tag):])
+    return None
+
+
+def _restore(cell, tags):
+    """The test cell as the instructor wrote it: its own source, its outputs without the probes' lines."""
+    cell.source = tags["source"]
+    outputs = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            output["text"] = "".join(line for line in output.get("text", "").splitlines(keepends=True)
+                                     if not line.startswith((tags["before"], tags["after"])))
+            if not output["text"]:
+                continue
+        outputs.append(output)
+    cell.outputs = outputs
+
+
+def _problems(reading, snapshot, base):
+    if reading is None:
+        return ["guard output missing"]
+    changed = [key for key, value in snapshot["ids"].items() if reading["ids"].get(key) != value]
+    problems = [f"replaced {key}" for key in changed[:20]]
+    problems += [f"defines class {s}" for s in reading["suspects"] if s not in base]
+    return problems
