@@ -78,9 +78,11 @@ def hostile(port=None, outside=None):
         "sleep": _with("head_dim_answer", "import time\ntime.sleep(1000)\n"),
         "exit_kernel": _with("merge_heads_answer", "", "\n\nimport os\nos._exit(1)\n"),
         "memory_bomb": _with("head_dim_answer", "hog = bytearray(64 * 1024**3)\n"),
-        "many_processes": _with("head_dim_answer", "import os, time\nfor _ in range(300):\n    try:\n"
-                                                    "        if os.fork() == 0:\n            time.sleep(2)\n"
-                                                    "            os._exit(0)\n    except OSError:\n        break\n"),
+        # head_dim stays right only if the process limit stops the forks before 1000
+        "many_processes": _with("head_dim_answer", "", "\n\nimport os, time\nborn = 0\nfor _ in range(1000):\n"
+                                "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
+                                "    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n    born += 1\n"
+                                "head_dim = lambda d, h: d // h if born < 1000 else -1\n"),
         "huge_output": _with("head_dim_answer", "print('x' * 5_000_000)\n"),
         "read_solutions": _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * len(open("
                                                       f"{str(ROOT / 'solutions' / A / (A + '.ipynb'))!r}).read())\n"),

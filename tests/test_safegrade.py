@@ -45,13 +45,21 @@ def test_tampering_earns_nothing_and_is_flagged(graded, student):
     ("endless_loop", NO_HEAD_DIM, "timed out"), ("sleep", NO_HEAD_DIM, "timed out"),
     ("memory_bomb", NO_HEAD_DIM, None), ("fake_output", NO_HEAD_DIM, None),
     ("exit_kernel", {"merge_heads_matches_mha_kit"}, "crash"),
-    ("many_processes", set(), "suspicious"), ("huge_output", set(), None),
+    ("huge_output", set(), None),
 ])
 def test_hostile_runs_do_not_stop_the_batch(graded, student, lost, flag):
     result = graded[0][student]
     assert scores(result) == expected_scores(A, lost), (student, result["flags"])
     if flag:
         assert any(flag in text for _, text in result["flags"]), result["flags"]
+
+
+def test_sandbox_limits_processes(graded):
+    result = graded[0]["many_processes"]
+    assert any("suspicious" in text for _, text in result["flags"]), result["flags"]
+    if result["isolation"] != "bwrap":
+        pytest.skip("no bubblewrap here: no process limit of the kernel's own")
+    assert scores(result) == expected_scores(A, set()), result["errors"]  # the 1000 forks were stopped
 
 
 def test_sandbox_hides_the_solutions(graded):

@@ -4,14 +4,18 @@ The grader (nbgrader, trusted) runs outside; only the kernel that executes the l
 here. :func:`install_kernelspec` writes a kernelspec ``mha-sandbox`` whose ``argv`` is this module,
 so nbgrader's ``Execute`` starts every kernel through it. The module then
 
-* lowers the resource limits (:data:`LIMITS`: address space, CPU seconds, processes, file size);
+* lowers the resource limits (:data:`LIMITS`: address space, CPU seconds, file size) and, where the
+  machine lets it, puts the kernel in a pids cgroup of its own;
 * scrubs the environment (only ``PATH``, ``HOME``, ``LANG`` and the variables Python needs);
-* on Linux with bubblewrap, ``exec``s ``bwrap``: new user, PID, network, IPC and UTS namespaces
-  (no network at all), a read-only view of the system folders and the Python environment, the
+* on Linux with bubblewrap, ``exec``s ``bwrap``: new PID, network, IPC and UTS namespaces (no
+  network at all), a read-only view of the system folders and the Python environment, the
   notebook's own scratch folder (the kernel's working folder) as the only writable place besides an
   empty ``/tmp``; ``solutions/``, the gradebook and other submissions are simply not there.
   The kernel talks to the grader over Unix sockets in the scratch folder (``KernelManager.transport
   = "ipc"``), since a kernel without a network cannot reach a TCP port.
+* inside the sandbox (``--inside``), before the kernel starts: caps the number of processes
+  (``RLIMIT_NPROC``) and, when the grader runs as root, gives up root for a user id of the kernel's
+  own (see :func:`_namespaces`);
 * without bubblewrap, runs the kernel as an ordinary process with the limits only; the grader
   prints a banner and writes ``"isolation": "limits-only"`` into every report.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import runpy
 import shutil
 import subprocess
 import sys
@@ -30,7 +35,7 @@ from pathlib import Path
 LIMITS = {
     "RLIMIT_AS": 3 * 1024**3,      # a memory bomb gets MemoryError instead of the machine's RAM
     "RLIMIT_CPU": 120,             # CPU seconds of the whole kernel (Execute.timeout stops a cell first)
-    "RLIMIT_NPROC": 256,           # a fork bomb stops here (counted per user namespace)
+    "RLIMIT_NPROC": 256,           # processes and threads of the kernel (set inside the sandbox)
     "RLIMIT_FSIZE": 64 * 1024**2,  # no file larger than 64 MiB
 }
 
@@ -38,14 +43,21 @@ KERNEL_NAME = "mha-sandbox"
 #: First on a kernel's ``sys.path``: a ``debugpy`` that fails to import, so ipykernel starts without
 #: its debugger (a quarter of its start-up time; no grading kernel needs one).
 KERNEL_PATH = Path(__file__).resolve().parent / "kernel_path"
+#: A kernel run by a root grader gets user id ``KERNEL_UID_BASE + pid of its launcher``: unused by
+#: any account, and different for every kernel alive, so each one's process count is its own.
+KERNEL_UID_BASE = 1_000_000
 _BWRAP = shutil.which("bwrap")
 
 
+def _as_root():
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def bwrap_works():
-    """True when ``bwrap`` exists and can create the namespaces on this machine."""
+    """True when ``bwrap`` exists and can create the sandbox's namespaces on this machine."""
     if _BWRAP is None or not sys.platform.startswith("linux"):
         return False
-    probe = [_BWRAP, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--", "/bin/true"]
+    probe = [*_namespaces(), "--ro-bind", "/", "/", "--", "/bin/true"]
     try:
         return subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.SubprocessError):
@@ -96,11 +108,41 @@ def _read_only_paths():
     return sorted(p for p in paths if os.path.exists(p))
 
 
+def _namespaces():
+    """bwrap and its namespaces.
+
+    As root, no user namespace: the kernel gives up root inside for a user id of its own. In a
+    user namespace it would still be root outside, where the kernel exempts root from
+    ``RLIMIT_NPROC``; an unused user id also owns no file outside the sandbox.
+    """
+    if _as_root():
+        return [_BWRAP, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    return [_BWRAP, "--unshare-all", "--uid", "65534", "--gid", "65534"]
+
+
+def _parents(paths, mounted=()):
+    """The folders above the bind mounts ``paths`` that bwrap must create, shallowest first.
+
+    Not the ``mounted`` points themselves (``/tmp``...), nor anything inside a bind mount (that is
+    the host's own folder).
+    """
+    def covered(folder):
+        return folder in mounted or any(folder == p or folder.startswith(p.rstrip("/") + "/") for p in paths)
+    folders = {str(a) for p in paths for a in Path(p).parents if str(a) != "/"}
+    return sorted((f for f in folders if not covered(f)), key=lambda f: (f.count("/"), f))
+
+
 def bwrap_command(command, scratch):
-    """``command`` wrapped in bubblewrap with ``scratch`` as the only writable folder."""
-    argv = [_BWRAP, "--unshare-all", "--die-with-parent", "--new-session", "--uid", "65534", "--gid", "65534",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for path in _read_only_paths():
+    """``command`` wrapped in bubblewrap with ``scratch`` as the only writable folder.
+
+    bwrap sets ``no_new_privs``, so nothing inside can gain rights (no set-user-id programs).
+    """
+    argv = [*_namespaces(), "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--tmpfs", "/tmp"]
+    read_only = _read_only_paths()
+    for folder in _parents([*read_only, scratch], mounted=("/tmp", "/proc", "/dev")):
+        argv += ["--perms", "0755", "--dir", folder]  # bwrap's default, 0700, would shut the kernel's user out
+    for path in read_only:
         argv += ["--ro-bind", path, path]
     argv += ["--bind", scratch, scratch, "--chdir", scratch, "--"]
     return argv + command
@@ -131,28 +173,59 @@ def remove_empty_cgroups():
             pass
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    mode = argv[argv.index("--mode") + 1]
-    limits = json.loads(argv[argv.index("--limits") + 1])
+def _option(argv, name, default=None):
+    return argv[argv.index(name) + 1] if name in argv else default
+
+
+def launch(argv):
+    """Outside the sandbox: limits, environment, then ``exec`` bwrap (or the kernel, limits only)."""
+    mode, limits = _option(argv, "--mode"), json.loads(_option(argv, "--limits"))
     scratch = os.getcwd()
     # the connection file sits in the grader's runtime folder, which the sandbox cannot see
     connection_file = str(Path(scratch) / ".kernel-connection.json")
-    shutil.copyfile(argv[argv.index("-f") + 1], connection_file)
+    shutil.copyfile(_option(argv, "-f"), connection_file)
     env = _clean_env(scratch)
     # mha_kit and mha_course are editable installs: their parent folder goes on the path explicitly
     packages = sorted({str(Path(p).parent) for p in _read_only_paths() if p.endswith(("mha_kit", "mha_course"))})
     env["PYTHONPATH"] = os.pathsep.join([str(KERNEL_PATH), *packages])
-    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
-              "--HistoryManager.hist_file=:memory:"]
-    command = bwrap_command(kernel, scratch) if mode == "bwrap" else kernel
+    inside = [sys.executable, "-m", "mha_course.trusted.sandbox", "--inside", "-f", connection_file]
+    if mode == "bwrap":
+        inside += ["--nproc", str(limits.get("RLIMIT_NPROC", 256))]
+        if _as_root():
+            uid = KERNEL_UID_BASE + os.getpid()
+            inside += ["--uid", str(uid)]
+            for path in (scratch, connection_file):
+                os.chown(path, uid, uid)
+    command = bwrap_command(inside, scratch) if mode == "bwrap" else inside
     # The kernel's own stdout/stderr (not the notebook's outputs) would reach the grader's terminal.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    _set_limits(limits)
+    # RLIMIT_NPROC counts every process of a user id, so it is set inside, for the kernel's user only.
+    _set_limits({k: v for k, v in limits.items() if k != "RLIMIT_NPROC"})
     _join_pids_cgroup(limits.get("RLIMIT_NPROC", 256))
     os.execve(command[0], command, env)
+
+
+def start_kernel(argv):
+    """Inside the sandbox: cap processes, give up root if the grader is root, run the kernel here."""
+    if _option(argv, "--nproc"):
+        _set_limits({"RLIMIT_NPROC": int(_option(argv, "--nproc"))})
+    if _option(argv, "--uid"):
+        uid = int(_option(argv, "--uid"))
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)  # real, effective and saved: root's capabilities are gone for good
+    sys.argv = ["ipykernel_launcher", "-f", _option(argv, "-f"), "--HistoryManager.hist_file=:memory:"]
+    runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if "--inside" in argv:
+        start_kernel(argv)
+    else:
+        launch(argv)
 
 
 if __name__ == "__main__":
