@@ -37,7 +37,7 @@ import nbformat
 from .course import REPO_ROOT, course_api, run_step
 from .trusted import sandbox
 from .trusted.records import GradebookWriter, merge_gradebook, write_reports  # noqa: F401 (merge_gradebook: API)
-from .trusted.worker import grade_one, init_worker
+from .trusted.worker import error_result, grade_one, init_worker
 
 
 def discover(source, assignment, scratch):
@@ -110,26 +110,72 @@ def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one, on_res
     """Grade ``todo`` with ``workers`` processes; a worker that dies is replaced and the rest go on.
 
     ``grade(task)`` (default :func:`~mha_course.trusted.worker.grade_one`) writes ``task["result"]``
-    and returns the result; a task whose worker died is graded again by a new pool.
-    ``on_result(result)`` runs here, in the main process, as each result arrives.
+    and returns the result. A task whose grading raises gets an error result. The tasks running
+    when a worker died are graded again one at a time, alone in a pool: the one that kills that
+    worker too gets an error result, the others their grades. ``on_result(result)`` runs here, in
+    the main process, as each result arrives.
     """
-    done, total = 0, len(todo)
+    done, total, suspects = 0, len(todo), set()
+
+    def arrived(result):
+        nonlocal done
+        done += 1
+        if on_result:
+            on_result(result)
+        if progress:
+            _bar(done, total, f"{result['student']}: {result['status']}")
     while todo:
-        with cf.ProcessPoolExecutor(workers, initializer=init_worker, initargs=(jupyter_path,)) as pool:
-            futures = {pool.submit(grade, task): task for task in todo}
+        alone = next((t for t in todo if t["result"] in suspects), None)
+        batch = [alone] if alone else todo
+        for task in batch:
+            _started(task).unlink(missing_ok=True)
+        with cf.ProcessPoolExecutor(1 if alone else workers, initializer=init_worker, initargs=(jupyter_path,)) as pool:
+            futures = {pool.submit(_attempt, grade, task): task for task in batch}
             try:
                 for future in cf.as_completed(futures):
-                    result = future.result()
+                    arrived(_outcome(future, futures[future]))
                     todo = [t for t in todo if t is not futures[future]]
-                    done += 1
-                    if on_result:
-                        on_result(result)
-                    if progress:
-                        _bar(done, total, f"{result['student']}: {result['status']}")
             except cf.process.BrokenProcessPool:
-                todo = [t for t in todo if not Path(t["result"]).is_file()]
+                todo = _after_break(todo, batch, suspects, alone is not None, arrived)
     if progress and total:
         print(file=sys.stderr)
+
+
+def _started(task):
+    return Path(task["result"]).with_suffix(".started")
+
+
+def _attempt(grade, task):
+    """In a worker: mark ``task`` as started (so a dying worker is traced to it), then grade it."""
+    _started(task).touch()
+    result = grade(task)
+    _started(task).unlink(missing_ok=True)
+    return result
+
+
+def _outcome(future, task):
+    try:
+        return future.result()
+    except cf.process.BrokenProcessPool:
+        raise
+    except Exception as error:  # the grading itself failed: the report says so, the batch goes on
+        return error_result(task, f"grader error: {type(error).__name__}: {error}"[:800])
+
+
+def _after_break(todo, batch, suspects, alone, arrived):
+    """The tasks left after a worker died; the one that killed a worker of its own gets an error."""
+    left = []
+    for task in todo:
+        if Path(task["result"]).is_file():
+            continue  # finished as the pool broke: on disk, recorded at the end
+        if task in batch and _started(task).exists():
+            if alone:
+                arrived(error_result(task, "the grading process died on this submission, twice (once alone)"))
+                _started(task).unlink(missing_ok=True)
+                continue
+            suspects.add(task["result"])
+        left.append(task)
+    return left
 
 
 def _bar(done, total, text, width=30):

@@ -107,14 +107,14 @@ def scores(result):
 
 
 def die_once_grade(task):
-    """A pool task for tests: the first attempt at the task named ``die`` kills its worker.
+    """A pool task for tests: the first attempt at ``die``, and every one at ``die_always``, kills its worker.
 
     Every attempt leaves a file ``<result>.attempt<k>``; the result file gets the attempt count.
     """
     result = Path(task["result"])
     attempts = len(list(result.parent.glob(result.name + ".attempt*"))) + 1
     (result.parent / f"{result.name}.attempt{attempts}").write_text(str(os.getpid()))
-    if task["student"] == "die" and attempts == 1:
+    if task["student"] == "die" and attempts == 1 or task["student"] == "die_always":
         os._exit(3)
     result.write_text(json.dumps({"attempts": attempts}))
     return {"student": task["student"], "status": "ok"}

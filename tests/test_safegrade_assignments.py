@@ -1,13 +1,15 @@
-"""safegrade on every assignment: honest grades equal plain nbgrader's, one attack each earns nothing.
+"""safegrade on every assignment: honest grades as designed, one attack each earns nothing.
 
-One safegrade run per assignment (the six run at once, while plain nbgrader grades the honest
-notebooks in one more subprocess); a module-scoped fixture pays for them once.
+One safegrade run per assignment (the six run at once); a module-scoped fixture pays for them once.
+The honest notebooks are the ones ``test_grading_scores_a/_b`` grade with plain nbgrader against
+the same ``expected_scores``, so equal scores here mean equal to plain nbgrader's (compared
+directly, in one batch with the attacks, for exercise 01 in ``test_safegrade``).
 """
 from __future__ import annotations
 
 import pytest
 
-from grading_support import expected_scores, grade_all
+from grading_support import expected_scores
 from mha_course.course import ASSIGNMENTS
 from safegrade_multi import HOSTILE, finish, honest, hostile, scores, start, touched_by, write
 
@@ -23,8 +25,7 @@ def graded(tmp_path_factory):
             students = {name: nb for name, (nb, _) in honest(assignment).items()}
             folder = write(assignment, {**students, "hostile": hostile(assignment)}, tmp / assignment / "submitted")
             runs[assignment] = start(assignment, folder, tmp / assignment / "out")
-        plain = grade_all({a: {name: nb for name, (nb, _) in honest(a).items()} for a in ASSIGNMENTS}, tmp / "plain")
-        return plain, {a: finish(process, tmp / a / "out") for a, process in runs.items()}
+        return {a: finish(process, tmp / a / "out") for a, process in runs.items()}
     finally:
         for process in runs.values():
             if process.poll() is None:
@@ -33,11 +34,10 @@ def graded(tmp_path_factory):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_honest_grades_equal_plain_nbgrader(graded, assignment):
-    plain, safe = graded
+def test_honest_grades_are_as_designed(graded, assignment):
     for student, (_, lost) in honest(assignment).items():
-        result = safe[assignment][student]
-        assert scores(result) == plain[assignment][student] == expected_scores(assignment, lost), student
+        result = graded[assignment][student]
+        assert scores(result) == expected_scores(assignment, lost), student
         assert (result["status"], result["review"], result["flags"]) == ("ok", False, []), student
 
 
@@ -45,7 +45,7 @@ def test_honest_grades_equal_plain_nbgrader(graded, assignment):
 def test_attack_earns_nothing_from_its_answer_on_and_is_flagged(graded, assignment):
     answer, _, _, words = HOSTILE[assignment]
     touched = touched_by(assignment, answer)
-    result = graded[1][assignment]["hostile"]
+    result = graded[assignment]["hostile"]
     assert scores(result) == expected_scores(assignment, touched), result["flags"]
     assert result["review"] is True and result["status"] == "review", result["flags"]
     for test in touched:

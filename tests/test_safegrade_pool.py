@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from mha_course.safegrade import run_pool
 from safegrade_multi import die_once_grade, raise_grade
 
@@ -41,10 +39,25 @@ def test_a_killed_worker_is_replaced_and_its_task_graded_again(tmp_path):
             assert recorded in (1, 2), task["student"]
 
 
-def test_a_grading_error_reaches_the_caller_after_the_other_tasks_are_graded(tmp_path):
-    todo = _todo(tmp_path, ["raise_1", "ok_a", "ok_b", "ok_c", "ok_d", "ok_e"])
-    with pytest.raises(RuntimeError, match="raise_1"):
-        run_pool(list(todo), 2, str(tmp_path / "jupyter"), progress=False, grade=raise_grade)
+def test_a_submission_that_kills_every_worker_gets_an_error_result(tmp_path):
+    todo = _todo(tmp_path, ["ok_a", "die_always", "ok_b", "ok_c"])
+    run_pool(list(todo), 2, str(tmp_path / "jupyter"), progress=False, grade=die_once_grade)
+    result = json.loads(Path(todo[1]["result"]).read_text())
+    assert _attempts(todo[1]) == 2 and result["status"] == "error" and result["review"], result
+    assert "died on this submission, twice" in result["flags"][0][1]
+    for task in todo[:1] + todo[2:]:
+        assert json.loads(Path(task["result"]).read_text())["attempts"] in (1, 2), task["student"]
+
+
+def test_a_grading_error_becomes_that_submissions_error_result(tmp_path):
+    todo, arrived = _todo(tmp_path, ["raise_1", "ok_a", "ok_b", "ok_c", "ok_d", "ok_e"]), []
+    run_pool(list(todo), 2, str(tmp_path / "jupyter"), progress=False, grade=raise_grade,
+             on_result=lambda result: arrived.append(result["student"]))
+    assert sorted(arrived) == sorted(task["student"] for task in todo)
     for task in todo:
         assert _attempts(task) == 1, task["student"]
-        assert Path(task["result"]).is_file() != task["student"].startswith("raise"), task["student"]
+        result = json.loads(Path(task["result"]).read_text())
+        if task["student"] == "raise_1":
+            assert result["status"] == "error" and "grading raise_1 failed" in result["flags"][0][1], result
+        else:
+            assert result == {"attempts": 1}, task["student"]

@@ -38,8 +38,17 @@ def grade_one(task):
     try:
         result = _grade(task)
     except Exception:  # the batch goes on; the report says what broke
-        result = {**_base(task), "status": "error", "review": True, "scores": {},
-                  "flags": [["review", "grader error: " + traceback.format_exc(limit=3)[-800:]]]}
+        return error_result(task, "grader error: " + traceback.format_exc(limit=3)[-800:])
+    return write_result(task, result)
+
+
+def error_result(task, why):
+    """Write and return a result of no score for ``task``, flagged for review with ``why``."""
+    return write_result(task, {**_base(task), "status": "error", "review": True, "scores": {}, "total": 0,
+                               "max_total": 0, "errors": {}, "flags": [["review", why]]})
+
+
+def write_result(task, result):
     out = Path(task["result"])
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1))
@@ -48,9 +57,10 @@ def grade_one(task):
 
 
 def _base(task):
-    data = Path(task["path"]).read_bytes() if Path(task["path"]).is_file() else b""
-    return {"student": task["student"], "assignment": task["assignment"], "file": task["path"],
-            "sha256": hashlib.sha256(data).hexdigest(), "isolation": task["mode"]}
+    path = Path(task.get("path", ""))
+    data = path.read_bytes() if task.get("path") and path.is_file() else b""
+    return {"student": task["student"], "assignment": task.get("assignment", ""), "file": task.get("path", ""),
+            "sha256": hashlib.sha256(data).hexdigest(), "isolation": task.get("mode", "")}
 
 
 def _grade(task):
