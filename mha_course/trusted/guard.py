@@ -83,7 +83,7 @@ def _cell_code(tag, names, setup=""):
     return "\n".join([setup, _PROBE, f"_mha_probe({tag!r}, {names!r})", "del _mha_probe"])
 
 
-def _setup_names(setup):
+def setup_names(setup):
     """Names a setup cell binds (``import numpy as np`` -> ``np``), read with ``ast``."""
     import ast
 
@@ -133,7 +133,7 @@ class GuardedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._dead, self._timeouts = None, []
-        names = _setup_names(self.setup_source) if self.setup_source else []
+        names = setup_names(self.setup_source) if self.setup_source else []
         tag = secrets.token_hex(8)
         snapshot = new_code_cell(_cell_code(tag, names, self.setup_source))
         snapshot.metadata["mha_guard"] = {"tag": tag}

@@ -8,25 +8,91 @@ such change is still reported, with a flag for manual review.
 """
 from __future__ import annotations
 
+import ast
 import json
-import re
 
 import nbformat
 
-#: Patterns in an answer that have no business in these exercises: each one flags the submission.
-SUSPICIOUS = {
-    r"\b__builtins__\b|\bimport\s+builtins\b|\bfrom\s+builtins\b": "touches builtins",
-    r"\bsys\.modules\b": "touches sys.modules",
-    r"\bctypes\b": "uses ctypes",
-    r"\bgc\.": "uses the garbage collector",
-    r"\b(exec|eval|compile)\s*\(": "runs code from strings",
-    r"\bsetattr\s*\(|\bdelattr\s*\(": "sets attributes dynamically",
-    r"\b(np|numpy|mk|mha_kit)\.[\w.]+\s*=[^=]": "assigns into numpy or mha_kit",
-    r"\bdef\s+__(eq|ne|bool|index|int|float|instancecheck)__": "overrides comparison or conversion",
-    r"\bclass\s+\w+\s*\(\s*(int|float|str|tuple|list|dict|np\.ndarray|numpy\.ndarray)\b": "subclasses a value type",
-    r"\bos\._exit\b|\bsignal\b|\bsubprocess\b|\bsocket\b|\bos\.fork\b|\bmultiprocessing\b": "processes, signals or network",
-    r"\bget_ipython\b|\bIPython\b|\bsys\.(stdout|excepthook|displayhook)\b": "touches the kernel's machinery",
-}
+#: Modules an answer may import: the ones the exercises are about, and harmless standard ones.
+ALLOWED_IMPORTS = {"numpy", "math", "mha_kit", "itertools", "functools", "collections", "dataclasses",
+                   "typing", "fractions", "statistics", "operator", "string", "re", "random", "decimal"}
+#: Built-in functions that reach the interpreter or the files rather than compute.
+REACHING_NAMES = {"exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals",
+                  "vars", "open", "breakpoint", "input", "get_ipython", "__builtins__", "memoryview", "help"}
+#: Attributes that lead from a module or an object to the interpreter: modules, streams, frames, code.
+REACHING_ATTRIBUTES = {"sys", "os", "builtins", "modules", "stdout", "stderr", "stdin", "io", "ctypes", "ctypeslib",
+                       "gc", "subprocess", "importlib", "inspect", "threading", "signal", "socket", "posix",
+                       "shutil", "pathlib", "tempfile", "pickle", "marshal", "types", "runpy", "mmap", "resource",
+                       "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "cr_frame", "ag_frame",
+                       "tb_frame", "tb_next", "co_code", "co_consts", "func_globals", "system", "popen", "fork"}
+VALUE_TYPES = {"int", "float", "complex", "bool", "str", "bytes", "tuple", "list", "dict", "set", "frozenset",
+               "ndarray", "generic", "Number", "Integral", "Real"}
+COMPARISONS = {"__eq__", "__ne__", "__bool__", "__index__", "__int__", "__float__", "__instancecheck__",
+               "__subclasscheck__", "__array__", "__array_ufunc__", "__array_function__", "__hash__"}
+
+
+def scan(source, protected=()):
+    """Why ``source`` (a learner's cell) needs a person's review: ``[reason, ...]``, empty if nothing.
+
+    The exercises need none of what is flagged: imports beyond numpy and the standard library's
+    arithmetic, dynamic attribute access, dunder attributes, the interpreter's modules, streams and
+    frames, shell and magic commands, classes that act as numbers or override comparisons, and
+    assignments into modules or over the names the instructor's setup cell binds (``protected``).
+    Read with ``ast``, so spelling tricks (spaces, aliases) do not hide them.
+    """
+    if any(line.lstrip().startswith(("!", "%")) for line in source.splitlines()):
+        return ["runs shell or magic commands"]
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []  # it fails when run, like any broken answer
+    reasons = [why for node in ast.walk(tree) for why in _node_reasons(node, set(protected))]
+    return sorted(set(reasons), key=reasons.index)
+
+
+def _node_reasons(node, protected):
+    if isinstance(node, ast.Import):
+        return [f"imports {a.name}" for a in node.names if a.name.split(".")[0] not in ALLOWED_IMPORTS]
+    if isinstance(node, ast.ImportFrom):
+        return [] if (node.module or "").split(".")[0] in ALLOWED_IMPORTS and node.level == 0 else \
+            [f"imports from {node.module}"]
+    if isinstance(node, ast.Name) and node.id in REACHING_NAMES:
+        return [f"uses {node.id}"]
+    if isinstance(node, ast.Attribute) and (node.attr in REACHING_ATTRIBUTES or node.attr.startswith("__")):
+        return [f"reaches into .{node.attr}"]
+    if isinstance(node, ast.ClassDef):
+        return _class_reasons(node)
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Global, ast.Nonlocal)):
+        return _assignment_reasons(node, protected)
+    return []
+
+
+def _class_reasons(node):
+    bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
+    reasons = [f"class {node.name} subclasses {b}" for b in sorted(bases & VALUE_TYPES)]
+    reasons += [f"class {node.name} defines {f.name}" for f in node.body
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in COMPARISONS]
+    reasons += [f"class {node.name} has a metaclass" for k in node.keywords if k.arg == "metaclass"]
+    return reasons
+
+
+def _assignment_reasons(node, protected):
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return [f"rebinds {n} (global)" for n in node.names if n in protected]
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    reasons = []
+    for target in (t for tree in targets for t in ast.walk(tree)):
+        if isinstance(target, (ast.Attribute, ast.Subscript)) and _root(target) in protected:
+            reasons.append(f"assigns into {_root(target)}")
+        elif isinstance(target, ast.Name) and target.id in protected and isinstance(target.ctx, (ast.Store, ast.Del)):
+            reasons.append(f"rebinds {target.id}")
+    return reasons
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return getattr(node, "id", None)
 
 
 def _meta(cell):
@@ -54,10 +120,11 @@ def load(path):
     return nb, None
 
 
-def rebuild(submitted, release):
+def rebuild(submitted, release, protected=()):
     """``(notebook, flags)``: the release with the learner's answers in; ``flags`` lists what changed.
 
     ``submitted`` may be ``None`` (an unreadable file): the release is graded as it is (no answers).
+    ``protected``: the names the instructor's setup cell binds (see :func:`scan`).
     """
     flags = []
     release_ids = [_meta(c).get("grade_id") for c in release.cells if _meta(c).get("grade_id")]
@@ -93,10 +160,11 @@ def rebuild(submitted, release):
         cells += [nbformat.v4.new_code_cell(s) for s in extras.get(grade_id, [])] if grade_id in answers else []
     nb = nbformat.from_dict(json.loads(json.dumps(release)))
     nb.cells = cells
-    for source in [*answers.values(), *(s for group in extras.values() for s in group)]:
-        for pattern, why in SUSPICIOUS.items():
-            if re.search(pattern, source):
-                flags.append(("review", f"suspicious code ({why})"))
+    for owner, source in [*answers.items(), *((g, s) for g, group in extras.items() for s in group)]:
+        reasons = scan(source, protected)
+        if reasons:
+            where = f"in {owner}" if owner else "before the first answer"
+            flags.append(("review", f"suspicious code {where}: {'; '.join(reasons)[:300]}"))
     return nb, sorted(set(flags), key=flags.index)
 
 

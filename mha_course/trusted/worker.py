@@ -15,6 +15,7 @@ import nbformat
 from ..course import course_api
 from ..grading import scores_of
 from . import sandbox, structure
+from .guard import setup_names
 
 GUARD = "mha_course.trusted.guard.GuardedExecute"
 
@@ -71,7 +72,8 @@ def _grade(task):
         shutil.copytree(task["template"], root)
         submitted, problem = structure.load(task["path"])
         release = nbformat.read(root / "release" / assignment / f"{assignment}.ipynb", as_version=4)
-        notebook, flags = structure.rebuild(submitted, release)
+        protected = {"numpy", "mha_kit", "math", *setup_names(task["setup"])}
+        notebook, flags = structure.rebuild(submitted, release, protected)
         flags = [list(f) for f in flags]
         if problem:
             flags.insert(0, ["review", f"{problem}: graded as the blank release"])

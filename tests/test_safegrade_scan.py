@@ -1,0 +1,63 @@
+"""safegrade's static scan: no honest answer is flagged, every way of reaching the grader's world is."""
+from __future__ import annotations
+
+import pytest
+
+from grading_support import read, submission
+from mha_course.course import ASSIGNMENTS
+from mha_course.safegrade import setup_source
+from mha_course.trusted.guard import setup_names
+from mha_course.trusted.structure import rebuild, scan
+
+PROTECTED = {"numpy", "mha_kit", "math", "np", "mk", "expect_int", "expect_close"}
+
+
+def _answers(nb):
+    return [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_honest_answers_and_the_release_are_not_flagged(assignment):
+    protected = {"numpy", "mha_kit", "math", *setup_names(setup_source(assignment))}
+    for source in _answers(read("solutions", assignment)) + _answers(read("exercises", assignment)):
+        assert scan(source, protected) == [], source
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("import numpy as np\nnp.isclose = lambda *a, **k: True", "assigns into np"),
+    ("np.testing.assert_allclose = print", "assigns into np"),
+    ("del mk.split_heads", "assigns into mk"),
+    ("expect_int = lambda *a, **k: None", "rebinds expect_int"),
+    ("def f():\n    global np\n    np = None", "rebinds np (global)"),
+    ("import builtins\nbuiltins.abs = round", "imports builtins"),
+    ("from os import _exit", "imports from os"),
+    ("import importlib", "imports importlib"),
+    ("class Yes(int):\n    pass", "class Yes subclasses int"),
+    ("class A(np.ndarray):\n    pass", "class A subclasses ndarray"),
+    ("class B:\n    def __eq__(self, other):\n        return True", "class B defines __eq__"),
+    ("class C(metaclass=Meta):\n    pass", "class C has a metaclass"),
+    ("getattr(np, 'is' + 'close')", "uses getattr"),
+    ("vars(np)['isclose'] = max", "uses vars"),
+    ("exec('x = 1')", "uses exec"),
+    ("open('/etc/passwd').read()", "uses open"),
+    ("get_ipython().run_cell('1')", "uses get_ipython"),
+    ("f = (lambda: 0).__globals__", "reaches into .__globals__"),
+    ("object.__subclasses__()", "reaches into .__subclasses__"),
+    ("np.testing.sys.modules['numpy']", "reaches into .sys"),
+    ("mk.attention.np.ctypeslib", "reaches into .ctypeslib"),
+    ("!cat /etc/passwd", "runs shell or magic commands"),
+    ("    %time x = 1", "runs shell or magic commands"),
+])
+def test_reaching_the_grader_is_flagged(source, reason):
+    assert reason in scan(source, PROTECTED)
+
+
+def test_the_forged_guard_output_attack_is_flagged_for_review():
+    """The attack the in-kernel guard cannot see: rewrite its output so the replaced ids look original."""
+    forge = ("import sys\n_real = id(np.isclose)\nnp.isclose = lambda *a, **k: True\n_write = sys.stdout.write\n"
+             "sys.stdout.write = lambda text: _write(text.replace(str(id(np.isclose)), str(_real)))\n")
+    nb = submission("01_shapes", {})
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "head_dim_answer")
+    answer.source = forge + answer.source
+    _, flags = rebuild(nb, read("exercises", "01_shapes"), PROTECTED)
+    assert ("review", "suspicious code in head_dim_answer: imports sys; assigns into np; reaches into .stdout") in flags
