@@ -35,37 +35,70 @@ from pathlib import Path
 import nbformat
 
 from .course import REPO_ROOT, course_api, run_step
-from .trusted import sandbox
+from .trusted import sandbox, structure
 from .trusted.records import GradebookWriter, merge_gradebook, write_reports  # noqa: F401 (merge_gradebook: API)
 from .trusted.worker import error_result, grade_one, init_worker
 
 
 def discover(source, assignment, scratch):
-    """``{student: (path, notes)}`` from a submitted/-style folder, a flat folder or a zip."""
-    source = Path(source)
-    if source.suffix == ".zip":
-        target = Path(scratch) / "unzipped"
-        with zipfile.ZipFile(source) as archive:
-            for member in archive.namelist():  # no absolute paths or .. out of the folder
-                if not member.startswith("/") and ".." not in Path(member).parts:
-                    archive.extract(member, target)
-        roots = [p for p in target.iterdir() if p.is_dir()]
-        source = roots[0] if len(roots) == 1 and not (roots[0] / assignment).is_dir() and not list(target.glob("*.ipynb")) else target
+    """``{student: (path, notes)}`` from a submitted/-style folder, a flat folder or a zip.
+
+    ``notes`` are ``[severity, text]`` flags for the report. A path that leads out of ``source``
+    (a symbolic link) is not followed: ``path`` is then ``""`` and the submission is graded as
+    the blank release, flagged. Student names are made safe for file names and kept unique.
+    """
+    source = _unzip(Path(source), assignment, scratch) if Path(source).suffix == ".zip" else Path(source)
     found = {}
     for entry in sorted(source.iterdir()):
-        if entry.is_dir():
-            folder = entry / assignment if (entry / assignment).is_dir() else entry
-            files = sorted(folder.glob("*.ipynb"))
-            wanted = folder / f"{assignment}.ipynb"
-            if wanted in files:
-                found[_student(entry.name)] = (str(wanted), [])
-            elif files:
-                found[_student(entry.name)] = (str(files[0]), [f"file named {files[0].name}, not {assignment}.ipynb"])
-            else:
-                found[_student(entry.name)] = (str(wanted), [f"no notebook in {folder.name}/"])
-        elif entry.suffix == ".ipynb":
-            found[_student(entry.stem.removesuffix(f"_{assignment}"))] = (str(entry), [])
+        if not (entry.is_dir() or entry.suffix == ".ipynb"):
+            continue
+        name, path, notes = _entry(entry, assignment)
+        if not _inside(Path(path), source):
+            path, notes = "", [["review", f"{Path(path).name} is a symbolic link out of the submissions: not followed"]]
+        student = _student(name)
+        if student in found:  # two names made safe the same way: both graded
+            student = next(f"{student}-{k}" for k in range(2, len(found) + 3) if f"{student}-{k}" not in found)
+            notes.append(["info", f"name {name!r} clashed with another submission's: graded as {student}"])
+        found[student] = (path, notes)
     return found
+
+
+def _entry(entry, assignment):
+    """``(name, path, notes)`` of one student's folder or notebook."""
+    if not entry.is_dir():
+        return entry.stem.removesuffix(f"_{assignment}"), str(entry), []
+    folder = entry / assignment if (entry / assignment).is_dir() else entry
+    files, wanted = sorted(folder.glob("*.ipynb")), folder / f"{assignment}.ipynb"
+    if wanted in files:
+        return entry.name, str(wanted), []
+    if files:
+        return entry.name, str(files[0]), [["info", f"file named {files[0].name}, not {assignment}.ipynb"]]
+    others = ", ".join(sorted(p.name for p in folder.iterdir())[:5])
+    return entry.name, str(wanted), [["review", f"no notebook in {folder.name}/" + (f" (found: {others})" if others else "")]]
+
+
+def _inside(path, root):
+    """True when ``path`` (links resolved) stays inside ``root``."""
+    return path.resolve().is_relative_to(root.resolve())
+
+
+def _unzip(archive_path, assignment, scratch):
+    """Extract a zip of submissions (no absolute paths, no ``..``, no oversized member); return its root."""
+    target = Path(scratch) / "unzipped"
+    with zipfile.ZipFile(archive_path) as archive:
+        for member in archive.infolist():
+            name = member.filename
+            if name.startswith("/") or ".." in Path(name).parts:
+                continue
+            if member.file_size <= structure.MAX_BYTES:
+                archive.extract(member, target)
+            else:  # left in the zip; the student's folder says why
+                (target / name).parent.mkdir(parents=True, exist_ok=True)
+                (target / f"{name}.too-large").write_text(f"{member.file_size} bytes\n")
+    target.mkdir(parents=True, exist_ok=True)
+    roots = [p for p in target.iterdir() if p.is_dir()]
+    single = len(roots) == 1 and not (roots[0] / assignment).is_dir() and not list(target.glob("*.ipynb"))
+    return roots[0] if single else target
 
 
 def _student(name):

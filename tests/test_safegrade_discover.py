@@ -4,6 +4,7 @@ from __future__ import annotations
 import zipfile
 
 from mha_course.safegrade import discover
+from mha_course.trusted.structure import MAX_BYTES, load
 
 A = "01_shapes"
 
@@ -20,7 +21,7 @@ def test_submitted_layout_with_a_wrong_file_name_and_a_missing_notebook(tmp_path
     (tmp_path / "cy" / A).mkdir(parents=True)
     found = discover(tmp_path, A, tmp_path)
     assert sorted(found) == ["ann", "bo_b", "cy"]
-    assert found["ann"][1] == [] and "my work.ipynb" in found["bo_b"][1][0] and "no notebook" in found["cy"][1][0]
+    assert found["ann"][1] == [] and "my work.ipynb" in found["bo_b"][1][0][1] and "no notebook" in found["cy"][1][0][1]
 
 
 def test_flat_folder_and_zip(tmp_path):
@@ -34,3 +35,39 @@ def test_flat_folder_and_zip(tmp_path):
         z.writestr("../evil.ipynb", "{}")
     found = discover(archive, A, tmp_path / "scratch")
     assert sorted(found) == ["ann"] and not (tmp_path / "evil.ipynb").exists()
+
+
+def test_names_that_clash_once_made_safe_are_both_kept(tmp_path):
+    _touch(tmp_path / "bo b" / A / f"{A}.ipynb")
+    _touch(tmp_path / "bo_b" / A / f"{A}.ipynb")
+    found = discover(tmp_path, A, tmp_path)
+    assert sorted(found) == ["bo_b", "bo_b-2"]
+    assert found["bo_b"][0] != found["bo_b-2"][0] and "clashed" in found["bo_b-2"][1][0][1]
+
+
+def test_a_link_out_of_the_submissions_is_not_followed(tmp_path):
+    secret = _touch(tmp_path / "solutions" / f"{A}.ipynb", '{"cells": []}')
+    submitted = tmp_path / "submitted"
+    (submitted / "eve").mkdir(parents=True)
+    (submitted / "eve" / A).symlink_to(secret.parent, target_is_directory=True)
+    (submitted / "mal").mkdir()
+    (submitted / "mal" / f"{A}.ipynb").symlink_to(secret)
+    found = discover(submitted, A, tmp_path)
+    for student in ("eve", "mal"):
+        path, notes = found[student]
+        assert path == "" and notes[0][0] == "review" and "symbolic link" in notes[0][1], found[student]
+    assert load("") == (None, "no file")
+
+
+def test_an_oversized_file_is_not_read(tmp_path):
+    big = tmp_path / "big.ipynb"
+    with open(big, "wb") as f:
+        f.truncate(MAX_BYTES + 1)
+    assert load(big) == (None, f"file too large ({MAX_BYTES + 1} bytes; at most {MAX_BYTES})")
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"ann/{A}/{A}.ipynb", "{}")
+        z.writestr(f"bob/{A}/{A}.ipynb", b"\0" * (MAX_BYTES + 1))
+    found = discover(archive, A, tmp_path / "scratch")
+    assert sorted(found) == ["ann", "bob"]
+    assert found["bob"][1] == [["review", f"no notebook in {A}/ (found: {A}.ipynb.too-large)"]]

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 
 import nbformat
+
+#: A notebook larger than this is not read (exercise notebooks are well under 1 MiB).
+MAX_BYTES = 20 * 1024**2
 
 #: Modules an answer may import: the ones the exercises are about, and harmless standard ones.
 ALLOWED_IMPORTS = {"numpy", "math", "mha_kit", "itertools", "functools", "collections", "dataclasses",
@@ -102,6 +106,12 @@ def _meta(cell):
 def load(path):
     """``(notebook, problem)``: the parsed notebook, or ``None`` and why it could not be read."""
     try:
+        if not path:
+            return None, "no file"
+        if os.path.islink(path):
+            return None, "a symbolic link, not a file: not followed"
+        if os.path.getsize(path) > MAX_BYTES:
+            return None, f"file too large ({os.path.getsize(path)} bytes; at most {MAX_BYTES})"
         raw = open(path, "rb").read()
     except OSError as error:
         return None, f"unreadable file: {error}"

@@ -77,8 +77,7 @@ def _grade(task):
         flags = [list(f) for f in flags]
         if problem:
             flags.insert(0, ["review", f"{problem}: graded as the blank release"])
-        for note in task.get("notes", []):
-            flags.append(["info", note])
+        flags += [list(note) for note in task.get("notes", [])]
         folder = root / "submitted" / alias / assignment
         folder.mkdir(parents=True)
         nbformat.write(notebook, folder / f"{assignment}.ipynb")
