@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import hashlib
 import json
 import os
 import re
@@ -105,10 +104,6 @@ def _student(name):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "unnamed"
 
 
-def _sha(path):
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if Path(path).is_file() else hashlib.sha256(b"").hexdigest()
-
-
 def prepare_template(assignment, folder):
     """A throw-away course with the source and the generated release of ``assignment``."""
     root = Path(folder) / "template"
@@ -131,7 +126,7 @@ def tasks(found, assignment, out, work, template, mode, timeout, shard=None):
         if shard and index % shard[1] != shard[0] - 1:
             continue
         result = out / "results" / f"{student}.json"
-        if result.is_file() and json.loads(result.read_text()).get("sha256") == _sha(path):
+        if result.is_file() and json.loads(result.read_text()).get("sha256") == structure.sha256_of(path):
             continue
         todo.append({"student": student, "alias": f"s{index}", "assignment": assignment, "path": path,
                      "notes": notes, "result": str(result), "work": str(work), "template": str(template),

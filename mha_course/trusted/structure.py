@@ -9,6 +9,7 @@ such change is still reported, with a flag for manual review.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 
@@ -101,6 +102,16 @@ def _root(node):
 
 def _meta(cell):
     return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def sha256_of(path):
+    """The SHA-256 of the file at ``path`` (of no bytes when there is no such regular file), read in chunks."""
+    digest = hashlib.sha256()
+    if path and os.path.isfile(path) and not os.path.islink(path):
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def load(path):

@@ -1,7 +1,6 @@
 """Grade one submission in its own throw-away nbgrader course (run by the pool of workers)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -58,10 +57,8 @@ def write_result(task, result):
 
 
 def _base(task):
-    path = Path(task.get("path", ""))
-    data = path.read_bytes() if task.get("path") and path.is_file() else b""
     return {"student": task["student"], "assignment": task.get("assignment", ""), "file": task.get("path", ""),
-            "sha256": hashlib.sha256(data).hexdigest(), "isolation": task.get("mode", "")}
+            "sha256": structure.sha256_of(task.get("path", "")), "isolation": task.get("mode", "")}
 
 
 def _grade(task):
@@ -70,38 +67,46 @@ def _grade(task):
     try:
         root = work / "course"
         shutil.copytree(task["template"], root)
-        submitted, problem = structure.load(task["path"])
-        release = nbformat.read(root / "release" / assignment / f"{assignment}.ipynb", as_version=4)
-        protected = {"numpy", "mha_kit", "math", *setup_names(task["setup"])}
-        notebook, flags = structure.rebuild(submitted, release, protected)
-        flags = [list(f) for f in flags]
-        if problem:
-            flags.insert(0, ["review", f"{problem}: graded as the blank release"])
-        flags += [list(note) for note in task.get("notes", [])]
+        notebook, flags = _notebook(task, root / "release" / assignment / f"{assignment}.ipynb")
         folder = root / "submitted" / alias / assignment
         folder.mkdir(parents=True)
         nbformat.write(notebook, folder / f"{assignment}.ipynb")
         scratch = root / "autograded" / alias / assignment
-        overrides = {
-            "Autograde.autograde_preprocessors": _preprocessors(),
-            "Execute.timeout": task["timeout"],
-            "Execute.kernel_name": sandbox.KERNEL_NAME,
-            "GuardedExecute.setup_source": task["setup"],
-            "GuardedExecute.verdict_file": str(work / "verdict.json"),
-            "GuardedExecute.ipc_prefix": str(scratch / "k") if task["mode"] == "bwrap" else "",
-            "CourseDirectory.release_directory": "release",
-        }
-        api = course_api(root, **overrides)
+        api = course_api(root, **_overrides(task, work / "verdict.json", scratch))
         step = api.autograde(assignment, alias, force=True)
         sandbox.remove_empty_cgroups()
         if not step.get("success"):
             raise RuntimeError(f"nbgrader autograde failed: {step.get('error', '')}\n{step.get('log', '')[-1500:]}")
         scores = {gid: list(pair) for gid, pair in scores_of(api, assignment, alias).items()}
         verdict = json.loads((work / "verdict.json").read_text()) if (work / "verdict.json").is_file() else {}
-        errors = _errors(scratch / f"{assignment}.ipynb")
-        return _result(task, scores, flags, verdict, errors)
+        return _result(task, scores, flags, verdict, _errors(scratch / f"{assignment}.ipynb"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _notebook(task, release_path):
+    """The notebook to run (the release with the learner's answers in) and the flags found so far."""
+    submitted, problem = structure.load(task["path"])
+    release = nbformat.read(release_path, as_version=4)
+    protected = {"numpy", "mha_kit", "math", *setup_names(task["setup"])}
+    notebook, flags = structure.rebuild(submitted, release, protected)
+    flags = [list(f) for f in flags]
+    if problem:
+        flags.insert(0, ["review", f"{problem}: graded as the blank release"])
+    return notebook, flags + [list(note) for note in task.get("notes", [])]
+
+
+def _overrides(task, verdict_file, scratch):
+    """nbgrader's settings for one sandboxed, guarded autograde."""
+    return {
+        "Autograde.autograde_preprocessors": _preprocessors(),
+        "Execute.timeout": task["timeout"],
+        "Execute.kernel_name": sandbox.KERNEL_NAME,
+        "GuardedExecute.setup_source": task["setup"],
+        "GuardedExecute.verdict_file": str(verdict_file),
+        "GuardedExecute.ipc_prefix": str(scratch / "k") if task["mode"] == "bwrap" else "",
+        "CourseDirectory.release_directory": "release",
+    }
 
 
 def _errors(path):
