@@ -102,12 +102,15 @@ def write(students, folder):
     return Path(folder)
 
 
-def safegrade(folder, out, course, *extra, wait=True):
-    """Run ``python -m mha_course.safegrade`` (a subprocess, its own process group)."""
+def safegrade(folder, out, course, *extra, wait=True, tmpdir=None):
+    """Run ``python -m mha_course.safegrade`` (a subprocess, its own process group; scratch in ``tmpdir``)."""
     Path(course).mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "mha_course.safegrade", "--assignment", A, str(folder), "--out", str(out),
                "--course", str(course), "--workers", "2", "--no-progress", *extra]
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    if tmpdir:
+        Path(tmpdir).mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(tmpdir)
     if not wait:
         return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

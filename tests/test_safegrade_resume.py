@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -12,16 +13,33 @@ from safegrade_support import honest, results, safegrade, scores, write
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
+def _kernels_left(scratch, wait=10):
+    """Processes still working in ``scratch`` (their working folder under it), after up to ``wait`` s."""
+    deadline = time.time() + wait
+    while True:
+        left = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and os.readlink(proc / "cwd").startswith(str(scratch)):
+                    left.append(int(proc.name))
+            except OSError:
+                pass
+        if not left or time.time() > deadline:
+            return left
+        time.sleep(0.2)
+
+
 def test_killed_batch_resumes_to_the_same_grades(tmp_path):
     students = {f"{name}_{i}": nb for i in range(2) for name, nb in honest().items()}
     folder = write(students, tmp_path / "submitted")
     safegrade(folder, tmp_path / "whole", tmp_path / "course_whole")
-    proc = safegrade(folder, tmp_path / "out", tmp_path / "course", wait=False)
+    proc = safegrade(folder, tmp_path / "out", tmp_path / "course", wait=False, tmpdir=tmp_path / "tmp")
     deadline = time.time() + 300
     while len(list((tmp_path / "out" / "results").glob("*.json"))) < 2 and time.time() < deadline:
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)  # the batch and its workers, mid-way
     proc.wait()
+    assert _kernels_left(tmp_path / "tmp") == []  # kernels live in sessions of their own: they die too
     done = set(results(tmp_path / "out"))
     assert 2 <= len(done) < len(students)
     rerun = safegrade(folder, tmp_path / "out", tmp_path / "course")

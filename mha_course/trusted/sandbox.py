@@ -11,8 +11,9 @@ so nbgrader's ``Execute`` starts every kernel through it. The module then
   network at all), a read-only view of the system folders and the Python environment, the
   notebook's own scratch folder (the kernel's working folder) as the only writable place besides an
   empty ``/tmp``; ``solutions/``, the gradebook and other submissions are simply not there.
-  The kernel talks to the grader over Unix sockets in the scratch folder (``KernelManager.transport
-  = "ipc"``), since a kernel without a network cannot reach a TCP port.
+  The kernel talks to the grader over Unix sockets (``KernelManager.transport = "ipc"``) in a
+  short folder of their own, also writable, since a kernel without a network cannot reach a TCP
+  port.
 * inside the sandbox (``--inside``), before the kernel starts: caps the number of processes
   (``RLIMIT_NPROC``) and, when the grader runs as root, gives up root for a user id of the kernel's
   own (see :func:`_namespaces`);
@@ -26,6 +27,7 @@ import os
 import resource
 import runpy
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -132,19 +134,22 @@ def _parents(paths, mounted=()):
     return sorted((f for f in folders if not covered(f)), key=lambda f: (f.count("/"), f))
 
 
-def bwrap_command(command, scratch):
-    """``command`` wrapped in bubblewrap with ``scratch`` as the only writable folder.
+def bwrap_command(command, scratch, sockets=None):
+    """``command`` wrapped in bubblewrap with ``scratch`` (and ``sockets``) as the only writable folders.
 
     bwrap sets ``no_new_privs``, so nothing inside can gain rights (no set-user-id programs).
     """
     argv = [*_namespaces(), "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
             "--perms", "1777", "--tmpfs", "/tmp"]
     read_only = _read_only_paths()
-    for folder in _parents([*read_only, scratch], mounted=("/tmp", "/proc", "/dev")):
+    writable = [scratch, *([sockets] if sockets else [])]
+    for folder in _parents([*read_only, *writable], mounted=("/tmp", "/proc", "/dev")):
         argv += ["--perms", "0755", "--dir", folder]  # bwrap's default, 0700, would shut the kernel's user out
     for path in read_only:
         argv += ["--ro-bind", path, path]
-    argv += ["--bind", scratch, scratch, "--chdir", scratch, "--"]
+    for path in writable:
+        argv += ["--bind", path, path]
+    argv += ["--chdir", scratch, "--"]
     return argv + command
 
 
@@ -189,14 +194,17 @@ def launch(argv):
     packages = sorted({str(Path(p).parent) for p in _read_only_paths() if p.endswith(("mha_kit", "mha_course"))})
     env["PYTHONPATH"] = os.pathsep.join([str(KERNEL_PATH), *packages])
     inside = [sys.executable, "-m", "mha_course.trusted.sandbox", "--inside", "-f", connection_file]
+    connection = json.loads(Path(connection_file).read_text())
+    sockets = os.path.dirname(connection["ip"]) if connection.get("transport") == "ipc" else None
     if mode == "bwrap":
         inside += ["--nproc", str(limits.get("RLIMIT_NPROC", 256))]
         if _as_root():
             uid = KERNEL_UID_BASE + os.getpid()
             inside += ["--uid", str(uid)]
-            for path in (scratch, connection_file):
-                os.chown(path, uid, uid)
-    command = bwrap_command(inside, scratch) if mode == "bwrap" else inside
+            for path in (scratch, connection_file, sockets):
+                if path:
+                    os.chown(path, uid, uid)
+    command = bwrap_command(inside, scratch, sockets) if mode == "bwrap" else inside
     # The kernel's own stdout/stderr (not the notebook's outputs) would reach the grader's terminal.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -204,7 +212,24 @@ def launch(argv):
     # RLIMIT_NPROC counts every process of a user id, so it is set inside, for the kernel's user only.
     _set_limits({k: v for k, v in limits.items() if k != "RLIMIT_NPROC"})
     _join_pids_cgroup(limits.get("RLIMIT_NPROC", 256))
+    _die_with_grader()
     os.execve(command[0], command, env)
+
+
+def _die_with_grader():
+    """Get SIGKILL when the grading process dies (killed batch): bwrap, and so the whole sandbox, go too.
+
+    jupyter_client starts kernels in a session of their own, out of reach of a signal to the
+    grader's process group, and bwrap's own ``--die-with-parent`` guards only what runs inside it.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG, kept across execve
+    if os.getppid() != parent:  # the grader died before the line above
+        os._exit(1)
 
 
 def start_kernel(argv):

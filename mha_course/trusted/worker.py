@@ -64,6 +64,8 @@ def _base(task):
 def _grade(task):
     assignment, alias = task["assignment"], task["alias"]
     work = Path(tempfile.mkdtemp(prefix="c", dir=task["work"]))
+    # Unix socket paths are limited to about 100 bytes: the kernel's go in a short folder of their own
+    sockets = tempfile.mkdtemp(prefix="mha", dir="/tmp" if os.path.isdir("/tmp") else None)
     try:
         root = work / "course"
         shutil.copytree(task["template"], root)
@@ -72,7 +74,7 @@ def _grade(task):
         folder.mkdir(parents=True)
         nbformat.write(notebook, folder / f"{assignment}.ipynb")
         scratch = root / "autograded" / alias / assignment
-        api = course_api(root, **_overrides(task, work / "verdict.json", scratch))
+        api = course_api(root, **_overrides(task, work / "verdict.json", Path(sockets) / "k"))
         step = api.autograde(assignment, alias, force=True)
         sandbox.remove_empty_cgroups()
         if not step.get("success"):
@@ -82,6 +84,7 @@ def _grade(task):
         return _result(task, scores, flags, verdict, _errors(scratch / f"{assignment}.ipynb"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def _notebook(task, release_path):
@@ -96,7 +99,7 @@ def _notebook(task, release_path):
     return notebook, flags + [list(note) for note in task.get("notes", [])]
 
 
-def _overrides(task, verdict_file, scratch):
+def _overrides(task, verdict_file, ipc_prefix):
     """nbgrader's settings for one sandboxed, guarded autograde."""
     return {
         "Autograde.autograde_preprocessors": _preprocessors(),
@@ -104,7 +107,7 @@ def _overrides(task, verdict_file, scratch):
         "Execute.kernel_name": sandbox.KERNEL_NAME,
         "GuardedExecute.setup_source": task["setup"],
         "GuardedExecute.verdict_file": str(verdict_file),
-        "GuardedExecute.ipc_prefix": str(scratch / "k") if task["mode"] == "bwrap" else "",
+        "GuardedExecute.ipc_prefix": str(ipc_prefix) if task["mode"] == "bwrap" else "",
         "CourseDirectory.release_directory": "release",
     }
 
