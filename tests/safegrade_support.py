@@ -49,6 +49,27 @@ def honest():
 ALWAYS_EQUAL = "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
 
 
+# head_dim stays right only if the kernel cannot write to its working folder or (the grader being
+# root) its socket folder, and no more than the 256 MiB of its /tmp
+SOCKETS = 'os.path.dirname(sys.argv[sys.argv.index("-f") + 1])' if os.geteuid() == 0 else "None"
+FILL_DISK = f"""
+
+import os, sys
+def fill(folder, chunks=100):
+    written = 0
+    try:
+        for i in range(chunks if folder else 0):
+            with open(os.path.join(folder, f"fill{{i}}"), "wb") as f:
+                f.write(b"x" * 8 * 1024**2)
+            written += 8
+    except OSError:
+        pass
+    return written
+wrote = [fill(os.getcwd()), fill("/tmp"), fill({SOCKETS})]
+head_dim = lambda d, h: d // h if wrote[0] == 0 and wrote[1] <= 256 and wrote[2] == 0 else -1
+"""
+
+
 def hostile(port=None, outside=None):
     """``{student: notebook or bytes}`` of attacks, one per kind the grader must withstand.
 
@@ -84,6 +105,7 @@ def hostile(port=None, outside=None):
                                 "    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n    born += 1\n"
                                 "head_dim = lambda d, h: d // h if born < 1000 else -1\n"),
         "huge_output": _with("head_dim_answer", "print('x' * 5_000_000)\n"),
+        "fill_disk": _with("head_dim_answer", "", FILL_DISK),
         "read_solutions": _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * len(open("
                                                       f"{str(ROOT / 'solutions' / A / (A + '.ipynb'))!r}).read())\n"),
         "corrupt": b"{not a notebook",

@@ -62,6 +62,13 @@ def test_sandbox_limits_processes(graded):
     assert scores(result) == expected_scores(A, set()), result["errors"]  # the 1000 forks were stopped
 
 
+def test_sandbox_limits_what_is_written(graded):
+    result = graded[0]["fill_disk"]
+    if result["isolation"] != "bwrap":
+        pytest.skip("no bubblewrap here: the kernel writes where the grader can")
+    assert scores(result) == expected_scores(A, set()), result["errors"]  # read-only folder, small /tmp
+
+
 def test_sandbox_hides_the_solutions(graded):
     result = graded[0]["read_solutions"]
     lost = NO_HEAD_DIM if result["isolation"] == "bwrap" else set()

@@ -111,6 +111,7 @@ class GuardedExecute(Execute):
             km.transport, km.ip = "ipc", self.ipc_prefix
         return km
 
+
     def preprocess_cell(self, cell, resources, index):
         """Run one cell; once the kernel has died, every later code cell gets an error instead."""
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -132,6 +133,10 @@ class GuardedExecute(Execute):
             return cell, resources
 
     def preprocess(self, nb, resources=None, km=None):
+        from .sandbox import close_sockets
+
+        # nbclient runs this hook once the kernel is up, before any cell: its socket folder closes
+        self.on_notebook_start = lambda **_: close_sockets(self.ipc_prefix)
         self._dead, self._timeouts = None, []
         names = setup_names(self.setup_source) if self.setup_source else []
         tag = secrets.token_hex(8)

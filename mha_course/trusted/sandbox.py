@@ -9,11 +9,12 @@ so nbgrader's ``Execute`` starts every kernel through it. The module then
 * scrubs the environment (only ``PATH``, ``HOME``, ``LANG`` and the variables Python needs);
 * on Linux with bubblewrap, ``exec``s ``bwrap``: new PID, network, IPC and UTS namespaces (no
   network at all), a read-only view of the system folders and the Python environment, the
-  notebook's own scratch folder (the kernel's working folder) as the only writable place besides an
-  empty ``/tmp``; ``solutions/``, the gradebook and other submissions are simply not there.
+  notebook's scratch folder (the kernel's working folder, read-only) and a ``/tmp`` of its own of
+  limited size, its only place to write; ``solutions/``, the gradebook and other submissions are
+  simply not there.
   The kernel talks to the grader over Unix sockets (``KernelManager.transport = "ipc"``) in a
-  short folder of their own, also writable, since a kernel without a network cannot reach a TCP
-  port.
+  short folder of their own, since a kernel without a network cannot reach a TCP port; once the
+  kernel is up, the grader closes that folder to it (as root: see :func:`close_sockets`).
 * inside the sandbox (``--inside``), before the kernel starts: caps the number of processes
   (``RLIMIT_NPROC``) and, when the grader runs as root, gives up root for a user id of the kernel's
   own (see :func:`_namespaces`);
@@ -40,6 +41,8 @@ LIMITS = {
     "RLIMIT_NPROC": 256,           # processes and threads of the kernel (set inside the sandbox)
     "RLIMIT_FSIZE": 64 * 1024**2,  # no file larger than 64 MiB
 }
+#: Size of the kernel's ``/tmp``, its only place to write files (its working folder is read-only).
+TMP_BYTES = 256 * 1024**2
 
 KERNEL_NAME = "mha-sandbox"
 #: First on a kernel's ``sys.path``: a ``debugpy`` that fails to import, so ipykernel starts without
@@ -93,9 +96,9 @@ def _set_limits(limits):
         resource.setrlimit(kind, (value, value))
 
 
-def _clean_env(scratch):
+def _clean_env(home):
     keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "PYDEVD_DISABLE_FILE_VALIDATION") if k in os.environ}
-    return {**keep, "HOME": scratch, "TMPDIR": "/tmp", "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
+    return {**keep, "HOME": home, "TMPDIR": "/tmp", "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -135,14 +138,17 @@ def _parents(paths, mounted=()):
 
 
 def bwrap_command(command, scratch, sockets=None):
-    """``command`` wrapped in bubblewrap with ``scratch`` (and ``sockets``) as the only writable folders.
+    """``command`` wrapped in bubblewrap, working in ``scratch`` (read-only).
 
-    bwrap sets ``no_new_privs``, so nothing inside can gain rights (no set-user-id programs).
+    The kernel writes files only to its ``/tmp``, a tmpfs of :data:`TMP_BYTES` (a full disk or
+    memory cannot be its doing), and creates its Unix sockets in ``sockets``, which the grader
+    closes once the kernel is up (see :mod:`.guard`). bwrap sets ``no_new_privs``, so nothing
+    inside can gain rights (no set-user-id programs).
     """
     argv = [*_namespaces(), "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--tmpfs", "/tmp"]
-    read_only = _read_only_paths()
-    writable = [scratch, *([sockets] if sockets else [])]
+            "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    read_only = [*_read_only_paths(), scratch]
+    writable = [sockets] if sockets else []
     for folder in _parents([*read_only, *writable], mounted=("/tmp", "/proc", "/dev")):
         argv += ["--perms", "0755", "--dir", folder]  # bwrap's default, 0700, would shut the kernel's user out
     for path in read_only:
@@ -151,6 +157,16 @@ def bwrap_command(command, scratch, sockets=None):
         argv += ["--bind", path, path]
     argv += ["--chdir", scratch, "--"]
     return argv + command
+
+
+def close_sockets(ipc_prefix):
+    """Once the kernel has made its sockets: no more files in their folder (when the grader is root).
+
+    The folder is root's; the kernel's own user id could write there only while it was open to all.
+    As an ordinary user, the kernel's user is the grader's own and the folder stays as it is.
+    """
+    if ipc_prefix and _as_root():
+        os.chmod(os.path.dirname(ipc_prefix), 0o755)
 
 
 #: Where each kernel gets its own pids cgroup (cgroup v1), when the machine lets us create one.
@@ -186,24 +202,24 @@ def launch(argv):
     """Outside the sandbox: limits, environment, then ``exec`` bwrap (or the kernel, limits only)."""
     mode, limits = _option(argv, "--mode"), json.loads(_option(argv, "--limits"))
     scratch = os.getcwd()
+    connection = json.loads(Path(_option(argv, "-f")).read_text())
+    sockets = os.path.dirname(connection["ip"]) if connection.get("transport") == "ipc" else None
     # the connection file sits in the grader's runtime folder, which the sandbox cannot see
-    connection_file = str(Path(scratch) / ".kernel-connection.json")
+    connection_file = str(Path(sockets or scratch) / ".kernel-connection.json")
     shutil.copyfile(_option(argv, "-f"), connection_file)
-    env = _clean_env(scratch)
+    env = _clean_env("/tmp" if mode == "bwrap" else scratch)
     # mha_kit and mha_course are editable installs: their parent folder goes on the path explicitly
     packages = sorted({str(Path(p).parent) for p in _read_only_paths() if p.endswith(("mha_kit", "mha_course"))})
     env["PYTHONPATH"] = os.pathsep.join([str(KERNEL_PATH), *packages])
     inside = [sys.executable, "-m", "mha_course.trusted.sandbox", "--inside", "-f", connection_file]
-    connection = json.loads(Path(connection_file).read_text())
-    sockets = os.path.dirname(connection["ip"]) if connection.get("transport") == "ipc" else None
     if mode == "bwrap":
         inside += ["--nproc", str(limits.get("RLIMIT_NPROC", 256))]
         if _as_root():
             uid = KERNEL_UID_BASE + os.getpid()
             inside += ["--uid", str(uid)]
-            for path in (scratch, connection_file, sockets):
-                if path:
-                    os.chown(path, uid, uid)
+            os.chown(connection_file, uid, uid)
+            if sockets:  # root's, open to all until the grader closes it (the kernel cannot reopen it)
+                os.chmod(sockets, 0o1777)
     command = bwrap_command(inside, scratch, sockets) if mode == "bwrap" else inside
     # The kernel's own stdout/stderr (not the notebook's outputs) would reach the grader's terminal.
     devnull = os.open(os.devnull, os.O_WRONLY)
