@@ -9,8 +9,8 @@ grades every submission on top of nbgrader's ``autograde`` and gradebook. The de
    cells put in by ``grade_id``; test cells, metadata and checksums come from the source, so
    editing, deleting, reordering or forging them earns nothing, and each change is flagged.
 2. **Each kernel is sandboxed** (:mod:`.sandbox`): bubblewrap namespaces (no network, read-only
-   system and Python, no ``solutions/``, no gradebook, no other submission; the only writable
-   folders are the notebook's scratch copy and its socket folder), resource limits (memory, CPU
+   system and Python, no ``solutions/``, no gradebook, no other submission; files are written
+   only to a ``/tmp`` of limited size), resource limits (memory, CPU
    seconds, file size, and processes counted for the kernel's own user id, with a pids cgroup where
    the machine allows one), a scrubbed environment; the kernel dies with its grading process.
    Without bubblewrap the memory, CPU and file-size limits still apply and the command says loudly
