@@ -35,7 +35,7 @@ import nbformat
 
 from .course import REPO_ROOT, course_api, run_step
 from .trusted import sandbox, structure
-from .trusted.records import GradebookWriter, merge_gradebook, write_reports  # noqa: F401 (merge_gradebook: API)
+from .trusted.records import GradebookWriter, write_reports
 from .trusted.worker import error_result, grade_one, init_worker
 
 
@@ -211,7 +211,7 @@ def _bar(done, total, text, width=30):
     print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {text[:40]:<40}", end="", file=sys.stderr, flush=True)
 
 
-def main(argv=None):
+def _parser():
     parser = argparse.ArgumentParser(prog="python -m mha_course.safegrade", description=__doc__.splitlines()[0])
     parser.add_argument("submissions", help="submitted/-style folder, flat folder of notebooks, or .zip")
     parser.add_argument("--assignment", required=True, help="e.g. 01_shapes (a folder of solutions/)")
@@ -225,16 +225,35 @@ def main(argv=None):
     parser.add_argument("--merge-only", action="store_true", help="only write reports and the gradebook")
     parser.add_argument("--no-gradebook", action="store_true", help="do not touch the course's gradebook")
     parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _checked(parser, args):
+    """Refuse bad options with the rule and the value; return ``args`` with ``args.shard`` as ``(K, N)``."""
     if not (REPO_ROOT / "solutions" / args.assignment).is_dir():
         parser.error(f"no assignment {args.assignment} under {REPO_ROOT / 'solutions'}")
+    if not args.merge_only and not Path(args.submissions).exists():
+        parser.error(f"no submissions at {args.submissions}")
+    for name in ("workers", "timeout"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if args.shard:
+        match = re.fullmatch(r"(\d+)/(\d+)", args.shard)
+        if not match or not 1 <= int(match[1]) <= int(match[2]):
+            parser.error(f"--shard must be K/N with 1 <= K <= N, got {args.shard!r}")
+        args.shard = (int(match[1]), int(match[2]))
+    return args
+
+
+def main(argv=None):
+    parser = _parser()
+    args = _checked(parser, parser.parse_args(argv))
     out = Path(args.out or Path("safegrade_out") / args.assignment).resolve()
     (out / "results").mkdir(parents=True, exist_ok=True)
-    shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
     with GradebookWriter(args.course, args.assignment) as writer:
         record = None if args.no_gradebook else _recorder(writer)
         if not args.merge_only:
-            _grade_batch(args, out, shard, record)
+            _grade_batch(args, out, args.shard, record)
         results = write_reports(out, args.assignment)
         for result in results if record else ():
             if result["student"] not in writer.recorded:  # graded earlier (resumed, merged shards)

@@ -1,9 +1,11 @@
-"""safegrade finds submissions in nbgrader's layout, a flat folder or a zip, under odd names too."""
+"""safegrade finds submissions in nbgrader's layout, a flat folder or a zip, under odd names too; bad options are refused."""
 from __future__ import annotations
 
 import zipfile
 
-from mha_course.safegrade import discover
+import pytest
+
+from mha_course.safegrade import discover, main
 from mha_course.trusted.structure import MAX_BYTES, load
 
 A = "01_shapes"
@@ -71,3 +73,24 @@ def test_an_oversized_file_is_not_read(tmp_path):
     found = discover(archive, A, tmp_path / "scratch")
     assert sorted(found) == ["ann", "bob"]
     assert found["bob"][1] == [["review", f"no notebook in {A}/ (found: {A}.ipynb.too-large)"]]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--shard", "3/2"], "--shard must be K/N with 1 <= K <= N, got '3/2'"),
+    (["--shard", "0/4"], "--shard must be K/N with 1 <= K <= N, got '0/4'"),
+    (["--shard", "one/two"], "--shard must be K/N with 1 <= K <= N, got 'one/two'"),
+    (["--workers", "0"], "--workers must be at least 1, got 0"),
+    (["--timeout", "-5"], "--timeout must be at least 1, got -5"),
+    (["--assignment", "07_nope"], "no assignment 07_nope under"),
+])
+def test_bad_options_are_refused_with_the_rule_and_the_value(tmp_path, capsys, options, message):
+    argv = [str(tmp_path), "--assignment", A, "--no-gradebook", *options]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_missing_submissions_folder_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "nowhere"), "--assignment", A])
+    assert f"no submissions at {tmp_path / 'nowhere'}" in capsys.readouterr().err
