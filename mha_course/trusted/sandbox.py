@@ -242,9 +242,9 @@ def _die_with_grader():
         return
     import ctypes
 
-    parent = os.getppid()
+    grader = int(os.environ.get("MHA_GRADER_PID", os.getppid()))  # set by the worker that starts kernels
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG, kept across execve
-    if os.getppid() != parent:  # the grader died before the line above
+    if os.getppid() != grader:  # the grader died before the line above, even before this process ran
         os._exit(1)
 
 

@@ -29,6 +29,7 @@ def _preprocessors():
 def init_worker(jupyter_path):
     """Pool initializer: kernels are looked up (``mha-sandbox``) in ``jupyter_path``."""
     os.environ["JUPYTER_PATH"] = jupyter_path
+    os.environ["MHA_GRADER_PID"] = str(os.getpid())  # a kernel whose grader is gone does not start
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     warnings.simplefilter("ignore")  # SQLAlchemy and deprecation notices from inside nbgrader
 
