@@ -98,6 +98,7 @@ def hostile(port=None, outside=None):
         "endless_loop": _with("head_dim_answer", "while True:\n    pass\n"),
         "sleep": _with("head_dim_answer", "import time\ntime.sleep(1000)\n"),
         "exit_kernel": _with("merge_heads_answer", "", "\n\nimport os\nos._exit(1)\n"),
+        "segfault": _with("merge_heads_answer", "", "\n\nimport ctypes\nctypes.string_at(0)\n"),
         "memory_bomb": _with("head_dim_answer", "hog = bytearray(64 * 1024**3)\n"),
         # head_dim stays right only if the process limit stops the forks before 1000
         "many_processes": _with("head_dim_answer", "", "\n\nimport os, time\nborn = 0\nfor _ in range(1000):\n"
@@ -124,12 +125,12 @@ def write(students, folder):
     return Path(folder)
 
 
-def safegrade(folder, out, course, *extra, wait=True, tmpdir=None):
+def safegrade(folder, out, course, *extra, wait=True, tmpdir=None, env=None):
     """Run ``python -m mha_course.safegrade`` (a subprocess, its own process group; scratch in ``tmpdir``)."""
     Path(course).mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "mha_course.safegrade", "--assignment", A, str(folder), "--out", str(out),
                "--course", str(course), "--workers", "2", "--no-progress", *extra]
-    env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1", **(env or {})}
     if tmpdir:
         Path(tmpdir).mkdir(parents=True, exist_ok=True)
         env["TMPDIR"] = str(tmpdir)

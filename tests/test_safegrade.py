@@ -44,7 +44,7 @@ def test_tampering_earns_nothing_and_is_flagged(graded, student):
 @pytest.mark.parametrize("student, lost, flag", [
     ("endless_loop", NO_HEAD_DIM, "timed out"), ("sleep", NO_HEAD_DIM, "timed out"),
     ("memory_bomb", NO_HEAD_DIM, None), ("fake_output", NO_HEAD_DIM, None),
-    ("exit_kernel", {"merge_heads_matches_mha_kit"}, "crash"),
+    ("exit_kernel", {"merge_heads_matches_mha_kit"}, "crash"), ("segfault", {"merge_heads_matches_mha_kit"}, "crash"),
     ("huge_output", set(), None),
 ])
 def test_hostile_runs_do_not_stop_the_batch(graded, student, lost, flag):

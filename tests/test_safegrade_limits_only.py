@@ -1,0 +1,22 @@
+"""safegrade without a sandbox (no bubblewrap, or MHA_SAFEGRADE_NO_SANDBOX=1): it says so, loudly, and still grades."""
+from __future__ import annotations
+
+import pytest
+
+from safegrade_support import A, expected_scores, honest, hostile, results, safegrade, scores, write
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def test_without_a_sandbox_the_batch_warns_and_every_report_says_so(tmp_path):
+    students = {"honest_full": honest()["honest_full"], "patch_isclose": hostile()["patch_isclose"]}
+    folder = write(students, tmp_path / "submitted")
+    run = safegrade(folder, tmp_path / "out", tmp_path / "course", env={"MHA_SAFEGRADE_NO_SANDBOX": "1"})
+    assert "WARNING: no sandbox (bubblewrap) on this machine" in run.stderr
+    assert "isolation: limits-only" in run.stderr
+    graded = results(tmp_path / "out")
+    assert {r["isolation"] for r in graded.values()} == {"limits-only"}
+    assert scores(graded["honest_full"]) == expected_scores(A, set())
+    assert graded["patch_isclose"]["review"]  # the guard and the scan work the same without a sandbox
+    report = (tmp_path / "out" / "reports" / "honest_full.txt").read_text()
+    assert "isolation: limits-only" in report
