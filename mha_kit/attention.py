@@ -19,7 +19,7 @@ def softmax(x, axis=-1):
     A row whose every entry is ``-inf`` has no distribution to return: instead of the NaNs that
     ``exp(-inf - -inf)`` would give, this raises ``ValueError``. (Causal masks never produce such
     rows; padding masks can, and the caller must decide what a fully masked query means.)
-    NaN and ``+inf`` inputs raise too.
+    NaN and ``+inf`` inputs raise too, and so does an axis with no scores at all.
 
     Parameters
     ----------
@@ -34,6 +34,8 @@ def softmax(x, axis=-1):
     """
     x = np.asarray(x)
     x = x.astype(np.result_type(x.dtype, np.float32), copy=False)  # ints -> float64, float32 stays
+    if x.ndim == 0 or x.shape[axis] == 0:
+        raise ValueError(f"softmax needs at least one score along axis {axis}, got shape {x.shape}")
     row_max = np.max(x, axis=axis, keepdims=True)
     if np.isnan(row_max).any() or np.isposinf(row_max).any():
         raise ValueError("softmax input contains NaN or +inf")

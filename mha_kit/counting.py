@@ -6,6 +6,8 @@ Biases and normalisations are not counted.
 """
 from __future__ import annotations
 
+import numbers
+
 from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
 from .units import dtype_bits, elements_to_bytes
 
@@ -129,6 +131,9 @@ def kv_cache_bytes(cfg, context_len, batch_size=1, dtype="bf16") -> int:
 
 def max_context_tokens(cfg, memory_bytes, dtype="bf16", batch_size=1) -> int:
     """Most tokens of context per sequence whose cache fits in ``memory_bytes`` (all layers)."""
+    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, numbers.Integral):
+        raise ValueError(f"memory_bytes must be a whole number of bytes, got {memory_bytes!r} "
+                         f"({type(memory_bytes).__name__})")
     memory = int(memory_bytes)
     if memory < 0:
         raise ValueError(f"memory_bytes must be non-negative, got {memory_bytes}")

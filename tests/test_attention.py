@@ -3,6 +3,7 @@
 References are written out here independently of mha_kit: per-head loops over weight slices,
 explicit repetition of key-value heads, and a plain-numpy softmax.
 """
+import re
 import subprocess
 import sys
 import textwrap
@@ -126,6 +127,13 @@ def test_softmax_refuses_fully_masked_rows(x):
 def test_softmax_refuses_nan_and_plus_inf(x):
     with pytest.raises(ValueError, match=r"^softmax input contains NaN or \+inf$"):
         mk.softmax(np.array(x))
+
+
+@pytest.mark.parametrize("x, axis, shape", [(np.zeros((2, 0)), -1, "(2, 0)"), (np.zeros((0, 3)), 0, "(0, 3)"),
+                                            (np.float64(1.0), -1, "()")])
+def test_softmax_refuses_an_axis_without_scores(x, axis, shape):
+    with pytest.raises(ValueError, match=rf"^softmax needs at least one score along axis {axis}, got shape {re.escape(shape)}$"):
+        mk.softmax(x, axis=axis)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ caches, attention weights), multiply-add counts of the matrix products written o
 shape, and plain formulas evaluated with exact fractions.
 """
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -382,6 +383,12 @@ def test_attention_macs_unknown_form(cfg):
 def test_max_context_tokens_negative_memory():
     with pytest.raises(ValueError, match=r"^memory_bytes must be non-negative, got -1$"):
         mk.max_context_tokens(CFG, -1)
+
+
+@pytest.mark.parametrize("memory, shown", [("1024", "'1024' (str)"), (1024.0, "1024.0 (float)"), (True, "True (bool)")])
+def test_max_context_tokens_memory_is_a_whole_number_of_bytes(memory, shown):
+    with pytest.raises(ValueError, match=rf"^memory_bytes must be a whole number of bytes, got {re.escape(shown)}$"):
+        mk.max_context_tokens(CFG, memory)
 
 
 @pytest.mark.parametrize(
