@@ -61,3 +61,15 @@ def test_the_forged_guard_output_attack_is_flagged_for_review():
     answer.source = forge + answer.source
     _, flags = rebuild(nb, read("exercises", "01_shapes"), PROTECTED)
     assert ("review", "suspicious code in head_dim_answer: imports sys; assigns into np; reaches into .stdout") in flags
+
+
+def test_reordered_cells_run_in_the_source_order_and_are_flagged():
+    nb = submission("01_shapes", {})
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")]
+    first, last = nb.cells.index(graded[0]), nb.cells.index(graded[-1])
+    nb.cells[first], nb.cells[last] = nb.cells[last], nb.cells[first]
+    release = read("exercises", "01_shapes")
+    rebuilt, flags = rebuild(nb, release, PROTECTED)
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in rebuilt.cells]
+    assert ids == [c.metadata.get("nbgrader", {}).get("grade_id") for c in release.cells]
+    assert ("review", "cells reordered (graded in the source's order)") in flags
