@@ -73,3 +73,16 @@ def test_reordered_cells_run_in_the_source_order_and_are_flagged():
     ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in rebuilt.cells]
     assert ids == [c.metadata.get("nbgrader", {}).get("grade_id") for c in release.cells]
     assert ("review", "cells reordered (graded in the source's order)") in flags
+
+
+def test_cells_of_the_wrong_types_are_read_as_nothing_and_flagged():
+    nb = submission("01_shapes", {})
+    answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    nb.cells[0]["metadata"] = 5
+    nb.cells[1]["metadata"] = {"nbgrader": "x"}
+    answers[0]["metadata"]["nbgrader"]["grade_id"] = ["a", "list"]
+    answers[1]["source"] = 42
+    nb.cells.append(7)
+    rebuilt, flags = rebuild(nb, read("exercises", "01_shapes"), PROTECTED)
+    assert [c.source for c in rebuilt.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "head_dim_answer"]
+    assert any(text.startswith("cells deleted (restored from the source)") for _, text in flags), flags

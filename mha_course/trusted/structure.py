@@ -101,7 +101,15 @@ def _root(node):
 
 
 def _meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
+    """The cell's nbgrader metadata, ``{}`` when the file holds anything but a dict there."""
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbgrader if isinstance(nbgrader, dict) else {}
+
+
+def _grade_id(cell):
+    grade_id = _meta(cell).get("grade_id")
+    return grade_id if isinstance(grade_id, str) else None
 
 
 def sha256_of(path):
@@ -147,46 +155,60 @@ def rebuild(submitted, release, protected=()):
     ``submitted`` may be ``None`` (an unreadable file): the release is graded as it is (no answers).
     ``protected``: the names the instructor's setup cell binds (see :func:`scan`).
     """
-    flags = []
     release_ids = [_meta(c).get("grade_id") for c in release.cells if _meta(c).get("grade_id")]
-    answers, extras, seen = {}, {}, []
-    release_code = {c.source for c in release.cells if c.cell_type == "code" and not _meta(c)}
-    owner = None
-    for cell in (submitted.cells if submitted is not None else []):
-        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
-            continue
-        meta, grade_id = _meta(cell), _meta(cell).get("grade_id")
-        if grade_id:
-            seen.append(grade_id)
-        if grade_id in release_ids and _release_meta(release, grade_id).get("solution"):
-            if grade_id in answers:
-                flags.append(("review", f"answer cell {grade_id} appears twice (first one graded)"))
-                continue
-            answers[grade_id] = cell.get("source", "")
-            owner = grade_id
-        elif (not meta and cell.get("cell_type") == "code" and cell.get("source", "").strip()
-              and cell.get("source") not in release_code):
-            extras.setdefault(owner, []).append(cell.get("source", ""))
+    answers, extras, seen, flags = _learner_code(submitted, release, release_ids)
     if submitted is not None:
         flags += _compare(submitted, release, release_ids, seen, answers)
-    cells = []
-    for key, source in ((None, s) for s in extras.get(None, [])):
-        cells.append(nbformat.v4.new_code_cell(source))
-    for cell in release.cells:
-        cell = nbformat.from_dict(json.loads(json.dumps(cell)))
-        grade_id = _meta(cell).get("grade_id")
-        if grade_id in answers:
-            cell.source = answers[grade_id]
-        cells.append(cell)
-        cells += [nbformat.v4.new_code_cell(s) for s in extras.get(grade_id, [])] if grade_id in answers else []
-    nb = nbformat.from_dict(json.loads(json.dumps(release)))
-    nb.cells = cells
     for owner, source in [*answers.items(), *((g, s) for g, group in extras.items() for s in group)]:
         reasons = scan(source, protected)
         if reasons:
             where = f"in {owner}" if owner else "before the first answer"
             flags.append(("review", f"suspicious code {where}: {'; '.join(reasons)[:300]}"))
-    return nb, sorted(set(flags), key=flags.index)
+    return _assemble(release, answers, extras), sorted(set(flags), key=flags.index)
+
+
+def _source(cell):
+    """A cell's source as text, whatever the file holds (a list of lines, or something else)."""
+    source = cell.get("source", "")
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return source if isinstance(source, str) else ""
+
+
+def _learner_code(submitted, release, release_ids):
+    """``(answers, extras, seen, flags)``: answer sources by ``grade_id``, the learner's own code
+    cells by the answer they follow (``None``: before the first), and every ``grade_id`` met."""
+    answers, extras, seen, flags, owner = {}, {}, [], [], None
+    release_code = {c.source for c in release.cells if c.cell_type == "code" and not _meta(c)}
+    for cell in (submitted.cells if submitted is not None else []):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            continue
+        meta, grade_id, source = _meta(cell), _grade_id(cell), _source(cell)
+        seen += [grade_id] if grade_id else []
+        if grade_id in release_ids and _release_meta(release, grade_id).get("solution"):
+            if grade_id in answers:
+                flags.append(("review", f"answer cell {grade_id} appears twice (first one graded)"))
+                continue
+            answers[grade_id], owner = source, grade_id
+        elif not meta and cell.get("cell_type") == "code" and source.strip() and source not in release_code:
+            extras.setdefault(owner, []).append(source)
+    return answers, extras, seen, flags
+
+
+def _assemble(release, answers, extras):
+    """The release's cells with the answers put in, each followed by the learner's own cells."""
+    cells = [nbformat.v4.new_code_cell(source) for source in extras.get(None, [])]
+    for cell in release.cells:
+        cell = nbformat.from_dict(json.loads(json.dumps(cell)))
+        grade_id = _meta(cell).get("grade_id")
+        if grade_id in answers:
+            cell.source = answers[grade_id]
+            cells += [cell, *(nbformat.v4.new_code_cell(s) for s in extras.get(grade_id, []))]
+        else:
+            cells.append(cell)
+    nb = nbformat.from_dict(json.loads(json.dumps(release)))
+    nb.cells = cells
+    return nb
 
 
 def _release_meta(release, grade_id):
@@ -207,7 +229,7 @@ def _compare(submitted, release, release_ids, seen, answers):
     kept = [g for g in seen if g in release_ids]
     if kept != [g for g in release_ids if g in kept]:
         flags.append(("review", "cells reordered (graded in the source's order)"))
-    by_id = {_meta(c).get("grade_id"): c for c in submitted.cells if isinstance(c, dict) and _meta(c).get("grade_id")}
+    by_id = {_grade_id(c): c for c in submitted.cells if _grade_id(c)}
     for grade_id in release_ids:
         ours, theirs = _release_meta(release, grade_id), by_id.get(grade_id)
         if theirs is None:
