@@ -49,8 +49,8 @@ def discover(source, assignment, scratch):
     source = _unzip(Path(source), assignment, scratch) if Path(source).suffix == ".zip" else Path(source)
     found = {}
     for entry in sorted(source.iterdir()):
-        if not (entry.is_dir() or entry.suffix == ".ipynb"):
-            continue
+        if entry.name.startswith(".") or not (entry.is_dir() or entry.suffix == ".ipynb"):
+            continue  # .ipynb_checkpoints and other hidden entries are nobody's submission
         name, path, notes = _entry(entry, assignment)
         if not _inside(Path(path), source):
             path, notes = "", [["review", f"{Path(path).name} is a symbolic link out of the submissions: not followed"]]
@@ -119,19 +119,29 @@ def setup_source(assignment):
     return next((c.source for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata), "")
 
 
-def tasks(found, assignment, out, work, template, mode, timeout, shard=None):
+def tasks(found, assignment, out, work, template, mode, timeout, shard=None, budget=0):
     """The submissions still to grade (no result yet, or the file changed), as worker tasks."""
     todo, setup = [], setup_source(assignment)
     for index, (student, (path, notes)) in enumerate(sorted(found.items())):
         if shard and index % shard[1] != shard[0] - 1:
             continue
         result = out / "results" / f"{student}.json"
-        if result.is_file() and json.loads(result.read_text()).get("sha256") == structure.sha256_of(path):
+        if _still_valid(result, path):
             continue
+        result.unlink(missing_ok=True)  # stale (changed file, grader error) or unreadable: graded again
         todo.append({"student": student, "alias": f"s{index}", "assignment": assignment, "path": path,
                      "notes": notes, "result": str(result), "work": str(work), "template": str(template),
-                     "mode": mode, "timeout": timeout, "setup": setup})
+                     "mode": mode, "timeout": timeout, "budget": budget, "setup": setup})
     return todo
+
+
+def _still_valid(result, path):
+    """True when ``result`` exists, reads, was not a grader error, and is of the file as it is now."""
+    try:
+        previous = json.loads(result.read_text())
+    except (OSError, ValueError):
+        return False
+    return previous.get("status") != "error" and previous.get("sha256") == structure.sha256_of(path)
 
 
 def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one, on_result=None):
@@ -143,7 +153,7 @@ def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one, on_res
     worker too gets an error result, the others their grades. ``on_result(result)`` runs here, in
     the main process, as each result arrives.
     """
-    done, total, suspects = 0, len(todo), set()
+    done, total, suspects, stalls = 0, len(todo), set(), 0
 
     def arrived(result):
         nonlocal done
@@ -164,7 +174,11 @@ def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one, on_res
                     arrived(_outcome(future, futures[future]))
                     todo = [t for t in todo if t is not futures[future]]
             except cf.process.BrokenProcessPool:
-                todo = _after_break(todo, batch, suspects, alone is not None, arrived)
+                todo, attributed = _after_break(todo, batch, suspects, alone is not None, arrived)
+                stalls = 0 if attributed else stalls + 1
+                if stalls == 3:  # workers die before they take any submission: not the submissions' doing
+                    raise RuntimeError("the grading workers died 3 times before grading anything; results so far "
+                                       "are kept, rerun the same command to go on")
     if progress and total:
         print(file=sys.stderr)
 
@@ -191,19 +205,21 @@ def _outcome(future, task):
 
 
 def _after_break(todo, batch, suspects, alone, arrived):
-    """The tasks left after a worker died; the one that killed a worker of its own gets an error."""
-    left = []
+    """``(tasks left, whether the death was traced to a task)`` after a worker died; a task that
+    killed a worker of its own gets an error result."""
+    left, attributed = [], alone
     for task in todo:
         if Path(task["result"]).is_file():
             continue  # finished as the pool broke: on disk, recorded at the end
+        if alone and task in batch:  # alone in its pool: nobody else to blame
+            arrived(error_result(task, "the grading process died on this submission, twice (once alone)"))
+            _started(task).unlink(missing_ok=True)
+            continue
         if task in batch and _started(task).exists():
-            if alone:
-                arrived(error_result(task, "the grading process died on this submission, twice (once alone)"))
-                _started(task).unlink(missing_ok=True)
-                continue
             suspects.add(task["result"])
+            attributed = True
         left.append(task)
-    return left
+    return left, attributed
 
 
 def _bar(done, total, text, width=30):
@@ -221,6 +237,7 @@ def _parser():
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
                         help="submissions graded at once (default: twice the cores)")
     parser.add_argument("--timeout", type=int, default=30, help="seconds a cell may run (default 30)")
+    parser.add_argument("--budget", type=int, help="seconds a whole submission may run (default 10 x --timeout)")
     parser.add_argument("--shard", help="K/N: grade only every N-th student starting at the K-th")
     parser.add_argument("--merge-only", action="store_true", help="only write reports and the gradebook")
     parser.add_argument("--no-gradebook", action="store_true", help="do not touch the course's gradebook")
@@ -234,7 +251,8 @@ def _checked(parser, args):
         parser.error(f"no assignment {args.assignment} under {REPO_ROOT / 'solutions'}")
     if not args.merge_only and not Path(args.submissions).exists():
         parser.error(f"no submissions at {args.submissions}")
-    for name in ("workers", "timeout"):
+    args.budget = 10 * args.timeout if args.budget is None else args.budget
+    for name in ("workers", "timeout", "budget"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     if args.shard:
@@ -284,7 +302,7 @@ def _grade_batch(args, out, shard, on_result):
         found = discover(args.submissions, args.assignment, work)
         template = prepare_template(args.assignment, work)
         jupyter_path = sandbox.install_kernelspec(Path(work) / "jupyter", mode)
-        todo = tasks(found, args.assignment, out, work, template, mode, args.timeout, shard)
+        todo = tasks(found, args.assignment, out, work, template, mode, args.timeout, shard, args.budget)
         print(f"{len(found)} submissions, {len(found) - len(todo)} already graded, {len(todo)} to grade "
               f"with {args.workers} workers (isolation: {mode})", file=sys.stderr)
         run_pool(todo, args.workers, jupyter_path, progress=not args.no_progress, on_result=on_result)

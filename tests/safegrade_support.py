@@ -46,11 +46,32 @@ def honest():
             "honest_float_head": submission(A, {"head_dim_answer": ("d_model // num_heads", "d_model / num_heads")})}
 
 
+QUIET_ERRORS = """_ip = quit._ip
+def _quiet(*a, **k): pass
+def _after(result):
+    cell = result.info.raw_cell
+    if result.error_in_exec is not None and "def _mha_probe(" in cell:
+        result.error_in_exec = None
+        _ip.ex(cell[cell.rindex("def _mha_probe("):])
+_ip.showtraceback = _quiet
+_ip.events.register("post_run_cell", _after)
+"""
+
+
+def _with_blank(answer, prefix):
+    """The blank release with code put before the stub of answer cell ``answer``."""
+    nb = read("exercises", A)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == answer:
+            cell.source = prefix + cell.source
+    return nb
+
+
 ALWAYS_EQUAL = "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
 
 
-# head_dim stays right only if the kernel cannot write to its working folder or (the grader being
-# root) its socket folder, and no more than the 256 MiB of its /tmp
+# head_dim stays right only if the kernel cannot write to its working folder, /dev or (the grader
+# being root) its socket folder, and no more than the 256 MiB of its /tmp and 64 MiB of /dev/shm
 SOCKETS = 'os.path.dirname(sys.argv[sys.argv.index("-f") + 1])' if os.geteuid() == 0 else "None"
 FILL_DISK = f"""
 
@@ -65,8 +86,8 @@ def fill(folder, chunks=100):
     except OSError:
         pass
     return written
-wrote = [fill(os.getcwd()), fill("/tmp"), fill({SOCKETS})]
-head_dim = lambda d, h: d // h if wrote[0] == 0 and wrote[1] <= 256 and wrote[2] == 0 else -1
+wrote = [fill(os.getcwd()), fill("/tmp"), fill({SOCKETS}), fill("/dev"), fill("/dev/shm")]
+head_dim = lambda d, h: d // h if wrote[0] == wrote[2] == wrote[3] == 0 and wrote[1] <= 256 and wrote[4] <= 64 else -1
 """
 
 
@@ -91,6 +112,7 @@ def hostile(port=None, outside=None):
         "patch_expect": _with("head_dim_answer", "import mha_course.expect\n"
                                                   "mha_course.expect.expect_int = expect_int = lambda *a, **k: None\n"),
         "fake_int": _with("head_dim_answer", ALWAYS_EQUAL, "\n\nhead_dim = lambda d, h: Yes(0)\n"),
+        "quiet_errors": _with_blank("head_dim_answer", QUIET_ERRORS),  # found by review: errors hidden, probes re-run
         "edit_tests": _tests_edited(blank(), source="pass"),
         "delete_tests": _tests_edited(blank(), delete=True),
         "forge_metadata": _tests_edited(blank(), source="pass", metadata={"grade": False, "locked": False, "points": 0}),

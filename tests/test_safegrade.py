@@ -32,7 +32,8 @@ def test_honest_grades_equal_plain_nbgrader(graded, tmp_path):
         assert graded[0][student]["status"] == "ok", graded[0][student]["flags"]
 
 
-@pytest.mark.parametrize("student", ["patch_isclose", "patch_builtins", "patch_expect", "fake_int", "edit_tests",
+@pytest.mark.parametrize("student", ["patch_isclose", "patch_builtins", "patch_expect", "fake_int", "quiet_errors",
+                                     "edit_tests",
                                      "delete_tests", "forge_metadata", "corrupt", "empty", "not_utf8",
                                      "other_assignment"])
 def test_tampering_earns_nothing_and_is_flagged(graded, student):

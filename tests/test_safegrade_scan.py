@@ -23,6 +23,12 @@ def test_honest_answers_and_the_release_are_not_flagged(assignment):
         assert scan(source, protected) == [], source
 
 
+@pytest.mark.parametrize("source", ["import numpy as np", "import mha_kit as mk", "out = np.zeros(3)\nout[0] = 1",
+                                    "for _ in range(3):\n    pass", "/f x", "from numpy import isclose"])
+def test_ordinary_code_is_not_flagged(source):
+    assert scan(source, PROTECTED) == []
+
+
 @pytest.mark.parametrize("source, reason", [
     ("import numpy as np\nnp.isclose = lambda *a, **k: True", "assigns into np"),
     ("np.testing.assert_allclose = print", "assigns into np"),
@@ -45,8 +51,25 @@ def test_honest_answers_and_the_release_are_not_flagged(assignment):
     ("object.__subclasses__()", "reaches into .__subclasses__"),
     ("np.testing.sys.modules['numpy']", "reaches into .sys"),
     ("mk.attention.np.ctypeslib", "reaches into .ctypeslib"),
-    ("!cat /etc/passwd", "runs shell or magic commands"),
-    ("    %time x = 1", "runs shell or magic commands"),
+    ("!cat /etc/passwd", "uses get_ipython"),
+    ("    %time x = 1", "uses get_ipython"),
+    ("x = !ls", "uses get_ipython"),  # IPython syntax that ast alone cannot read
+    ("_ip = quit._ip\n_ip.events.register('post_run_cell', f)", "uses quit"),
+    ("_ip.showtraceback = f", "reaches into .showtraceback"),
+    ("source = In[-1]", "uses In"),  # the running cell's text, hidden tests included
+    ("source = _i3", "uses _i3"),
+    ("import numpy as _n\n_n.allclose = f", "assigns into _n"),  # an alias is not a way round
+    ("from numpy._core import numeric\nnumeric.isclose = f", "imports from numpy._core"),
+    ("from mha_kit import attention as _A\n_A.np = None", "assigns into _A"),
+    ("obj.attribute = 1", "sets an attribute of obj"),
+    ("Yes = type('Yes', (np.ndarray,), {})", "makes a class with type()"),
+    ("from mha_kit.cache import os", "imports os from mha_kit.cache"),
+    ("from random import _os", "imports _os from random"),
+    ("(np := 3)", "rebinds np"),
+    ("for np in range(3):\n    pass", "rebinds np"),
+    ("def expect_close(*args):\n    pass", "rebinds expect_close"),
+    ("import math as np", "rebinds np"),
+    ("def f(:", "cannot be read as Python (SyntaxError)"),
 ])
 def test_reaching_the_grader_is_flagged(source, reason):
     assert reason in scan(source, PROTECTED)
@@ -60,7 +83,8 @@ def test_the_forged_guard_output_attack_is_flagged_for_review():
     answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "head_dim_answer")
     answer.source = forge + answer.source
     _, flags = rebuild(nb, read("exercises", "01_shapes"), PROTECTED)
-    assert ("review", "suspicious code in head_dim_answer: imports sys; assigns into np; reaches into .stdout") in flags
+    assert ("review", "suspicious code in head_dim_answer: imports sys; assigns into np; assigns into sys; "
+                      "reaches into .stdout") in flags
 
 
 def test_reordered_cells_run_in_the_source_order_and_are_flagged():

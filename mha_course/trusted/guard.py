@@ -8,7 +8,8 @@ can patch ``np.isclose``, ``builtins.isinstance`` or the ``expect_*`` helpers an
    and prints the ``id`` of every protected object: all of ``builtins``, ``mha_kit``,
    ``mha_course.expect``, ``numpy.testing``, numpy's comparison functions, the setup cell's names in
    the learner's namespace (``np``, ``mk``, ``expect_int``...), the IPython machinery that reports
-   errors (``run_cell``, ``showtraceback``) and ``sys.stdout``;
+   errors (``run_cell``, ``showtraceback``, on the class and on the shell itself, and the event
+   callbacks that run after a cell) and ``sys.stdout``;
 2. wraps every test cell in two *checks*, one before the test's code and one after it, in the same
    cell (no extra round trip to the kernel); each prints the same ids and any class the learner
    defined that subclasses a value type (int, float, tuple, ndarray...) or overrides ``__eq__``;
@@ -28,10 +29,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import time
 
 from nbformat.v4 import new_code_cell, new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Unicode
+from traitlets import Integer, Unicode
 
 _PROBE = r'''
 def _mha_probe(_tag, _names):
@@ -47,9 +49,15 @@ def _mha_probe(_tag, _names):
     for key in ("isclose", "allclose", "array_equal", "array_equiv", "asarray", "array", "ndarray", "all", "any",
                 "abs", "isfinite", "testing"):
         ids["numpy." + key] = id(getattr(numpy, key, None))
+    from IPython.core.getipython import get_ipython as _shell
+    shell = _shell()
     for key in ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback"):
         ids["IPython." + key] = id(getattr(InteractiveShell, key, None))
-    user = get_ipython().user_ns
+        ids["IPython.shell." + key] = id(vars(shell).get(key))  # patched on the shell object itself
+    ids["IPython.events"] = id(shell.events)
+    for event, callbacks in sorted(shell.events.callbacks.items()):
+        ids["IPython.events." + event] = hash(tuple(id(c) for c in callbacks))
+    user = shell.user_ns
     for key in _names:
         ids["user." + key] = id(user.get(key))
     for key in ("numpy", "mha_kit", "mha_course.expect", "builtins"):
@@ -104,6 +112,7 @@ class GuardedExecute(Execute):
     setup_source = Unicode("", help="the instructor's setup (imports) cell, run before any learner code").tag(config=True)
     verdict_file = Unicode("", help="where to write the guard's verdict as JSON").tag(config=True)
     ipc_prefix = Unicode("", help="Unix-socket prefix of a sandboxed kernel (KernelManager.ip); '' keeps TCP").tag(config=True)
+    budget = Integer(0, help="seconds the whole notebook may take; later cells are not run (0: no budget)").tag(config=True)
 
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
@@ -113,10 +122,13 @@ class GuardedExecute(Execute):
 
 
     def preprocess_cell(self, cell, resources, index):
-        """Run one cell; once the kernel has died, every later code cell gets an error instead."""
+        """Run one cell; once the kernel has died or the time budget is spent, later code cells get an error."""
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-        if getattr(self, "_dead", None):
+        if self.budget and not self._dead and time.monotonic() > self._deadline:
+            self._budget_spent = True
+            self._dead = f"the submission's time budget ({self.budget} s) was spent; later cells were not run"
+        if self._dead:
             if cell.cell_type == "code":
                 cell.outputs = [new_output("error", ename="KernelDied", evalue=self._dead, traceback=[self._dead])]
             return cell, resources
@@ -137,7 +149,8 @@ class GuardedExecute(Execute):
 
         # nbclient runs this hook once the kernel is up, before any cell: its socket folder closes
         self.on_notebook_start = lambda **_: close_sockets(self.ipc_prefix)
-        self._dead, self._timeouts = None, []
+        self._dead, self._timeouts, self._budget_spent = None, [], False
+        self._deadline = time.monotonic() + self.budget
         names = setup_names(self.setup_source) if self.setup_source else []
         tag = secrets.token_hex(8)
         snapshot = new_code_cell(_cell_code(tag, names, self.setup_source))
@@ -155,7 +168,8 @@ class GuardedExecute(Execute):
             name = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
             if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])) and name not in self._timeouts:
                 self._timeouts.append(name)
-        verdict["kernel_died"], verdict["timeouts"] = self._dead, self._timeouts
+        verdict["kernel_died"] = None if self._budget_spent else self._dead
+        verdict["timeouts"], verdict["budget_spent"] = self._timeouts, self._budget_spent and self.budget
         nb.cells = [c for c in nb.cells if "mha_guard" not in c.metadata]
         if self.verdict_file:
             with open(self.verdict_file, "w") as f:

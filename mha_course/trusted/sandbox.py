@@ -43,6 +43,8 @@ LIMITS = {
 }
 #: Size of the kernel's ``/tmp``, its only place to write files (its working folder is read-only).
 TMP_BYTES = 256 * 1024**2
+#: Size of its ``/dev/shm`` (shared memory); the rest of its ``/dev`` is read-only.
+SHM_BYTES = 64 * 1024**2
 
 KERNEL_NAME = "mha-sandbox"
 #: First on a kernel's ``sys.path``: a ``debugpy`` that fails to import, so ipykernel starts without
@@ -146,6 +148,7 @@ def bwrap_command(command, scratch, sockets=None):
     inside can gain rights (no set-user-id programs).
     """
     argv = [*_namespaces(), "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
             "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     read_only = [*_read_only_paths(), scratch]
     writable = [sockets] if sockets else []

@@ -12,6 +12,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 
 import nbformat
 
@@ -21,55 +22,90 @@ MAX_BYTES = 20 * 1024**2
 #: Modules an answer may import: the ones the exercises are about, and harmless standard ones.
 ALLOWED_IMPORTS = {"numpy", "math", "mha_kit", "itertools", "functools", "collections", "dataclasses",
                    "typing", "fractions", "statistics", "operator", "string", "re", "random", "decimal"}
-#: Built-in functions that reach the interpreter or the files rather than compute.
+#: Names that reach the interpreter, the files or IPython rather than compute (``In``, ``_ih``: the
+#: text of the cells, hidden tests included; ``quit``/``exit``: a handle on the shell).
 REACHING_NAMES = {"exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals",
-                  "vars", "open", "breakpoint", "input", "get_ipython", "__builtins__", "memoryview", "help"}
-#: Attributes that lead from a module or an object to the interpreter: modules, streams, frames, code.
+                  "vars", "open", "breakpoint", "input", "get_ipython", "__builtins__", "memoryview", "help",
+                  "quit", "exit", "In", "Out", "_ih", "_oh", "_dh", "_ii", "_iii", "__", "___", "display"}
+#: Attributes that lead from a module or an object to the interpreter: modules, streams, frames,
+#: code, and the IPython shell's machinery.
 REACHING_ATTRIBUTES = {"sys", "os", "builtins", "modules", "stdout", "stderr", "stdin", "io", "ctypes", "ctypeslib",
                        "gc", "subprocess", "importlib", "inspect", "threading", "signal", "socket", "posix",
                        "shutil", "pathlib", "tempfile", "pickle", "marshal", "types", "runpy", "mmap", "resource",
                        "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "cr_frame", "ag_frame",
-                       "tb_frame", "tb_next", "co_code", "co_consts", "func_globals", "system", "popen", "fork"}
+                       "tb_frame", "tb_next", "co_code", "co_consts", "func_globals", "system", "popen", "fork",
+                       "events", "history_manager", "user_ns", "user_global_ns", "ex", "ev", "run_cell",
+                       "run_cell_async", "run_code", "showtraceback", "displayhook", "display_pub", "kernel", "shell",
+                       "register", "payload_manager", "execution_count"}
 VALUE_TYPES = {"int", "float", "complex", "bool", "str", "bytes", "tuple", "list", "dict", "set", "frozenset",
                "ndarray", "generic", "Number", "Integral", "Real"}
 COMPARISONS = {"__eq__", "__ne__", "__bool__", "__index__", "__int__", "__float__", "__instancecheck__",
                "__subclasscheck__", "__array__", "__array_ufunc__", "__array_function__", "__hash__"}
+#: The modules a protected name may be bound to again (``import numpy as np`` in an answer is fine).
+SAME_BINDING = {"np": "numpy", "numpy": "numpy", "mk": "mha_kit", "mha_kit": "mha_kit", "math": "math"}
+_INPUT_NAME = re.compile(r"_i\d+")
 
 
 def scan(source, protected=()):
     """Why ``source`` (a learner's cell) needs a person's review: ``[reason, ...]``, empty if nothing.
 
     The exercises need none of what is flagged: imports beyond numpy and the standard library's
-    arithmetic, dynamic attribute access, dunder attributes, the interpreter's modules, streams and
-    frames, shell and magic commands, classes that act as numbers or override comparisons, and
-    assignments into modules or over the names the instructor's setup cell binds (``protected``).
-    Read with ``ast``, so spelling tricks (spaces, aliases) do not hide them.
+    arithmetic (or of private modules and names), dynamic attribute access, private and dunder
+    attributes, the interpreter's modules, streams and frames, IPython's shell and cell history,
+    shell and magic commands, classes that act as numbers or override comparisons (also made with
+    ``type()``), assignments into anything imported, into attributes of other objects, or over the
+    names the instructor's setup cell binds (``protected``). The cell is read as IPython reads it,
+    then with ``ast``, so spelling tricks (aliases, magics) do not hide anything.
     """
-    if any(line.lstrip().startswith(("!", "%")) for line in source.splitlines()):
-        return ["runs shell or magic commands"]
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []  # it fails when run, like any broken answer
-    reasons = [why for node in ast.walk(tree) for why in _node_reasons(node, set(protected))]
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError) as error:
+        return [f"cannot be read as Python ({type(error).__name__})"]
+    imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    reasons = [why for node in ast.walk(tree) for why in _node_reasons(node, set(protected), imported)]
     return sorted(set(reasons), key=reasons.index)
 
 
-def _node_reasons(node, protected):
-    if isinstance(node, ast.Import):
-        return [f"imports {a.name}" for a in node.names if a.name.split(".")[0] not in ALLOWED_IMPORTS]
-    if isinstance(node, ast.ImportFrom):
-        return [] if (node.module or "").split(".")[0] in ALLOWED_IMPORTS and node.level == 0 else \
-            [f"imports from {node.module}"]
-    if isinstance(node, ast.Name) and node.id in REACHING_NAMES:
+def _node_reasons(node, protected, imported):
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return _import_reasons(node, protected)
+    if isinstance(node, ast.Name) and (node.id in REACHING_NAMES or _INPUT_NAME.fullmatch(node.id)):
         return [f"uses {node.id}"]
-    if isinstance(node, ast.Attribute) and (node.attr in REACHING_ATTRIBUTES or node.attr.startswith("__")):
+    if isinstance(node, ast.Name) and node.id in protected and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [f"rebinds {node.id}"]
+    if isinstance(node, ast.Attribute) and (node.attr in REACHING_ATTRIBUTES or node.attr.startswith("_")):
         return [f"reaches into .{node.attr}"]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in protected:
+        return [f"rebinds {node.name}"]
     if isinstance(node, ast.ClassDef):
         return _class_reasons(node)
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "type" and len(node.args) == 3:
+        return ["makes a class with type()"]
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Global, ast.Nonlocal)):
-        return _assignment_reasons(node, protected)
+        return _assignment_reasons(node, protected, imported)
     return []
+
+
+def _import_reasons(node, protected):
+    """An import of a module outside :data:`ALLOWED_IMPORTS`, of a private one or of a private or
+    reaching name, or one that binds a protected name to something else."""
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        if node.level or module.split(".")[0] not in ALLOWED_IMPORTS or _private(module):
+            return [f"imports from {module or '.'}"]
+        bad = [a.name for a in node.names if a.name.startswith("_") or a.name in REACHING_ATTRIBUTES]
+        return [f"imports {name} from {module}" for name in bad] + \
+            [f"rebinds {a.asname or a.name}" for a in node.names if (a.asname or a.name) in protected]
+    reasons = [f"imports {a.name}" for a in node.names if a.name.split(".")[0] not in ALLOWED_IMPORTS or _private(a.name)]
+    return reasons + [f"rebinds {a.asname}" for a in node.names
+                      if a.asname in protected and SAME_BINDING.get(a.asname) != a.name]
+
+
+def _private(dotted):
+    return any(part.startswith("_") for part in dotted.split("."))
 
 
 def _class_reasons(node):
@@ -81,16 +117,19 @@ def _class_reasons(node):
     return reasons
 
 
-def _assignment_reasons(node, protected):
+def _assignment_reasons(node, protected, imported):
+    """Assignments into what is protected or imported, into another object's attributes, or
+    ``global`` over a protected name (plain names are :func:`_node_reasons`' business)."""
     if isinstance(node, (ast.Global, ast.Nonlocal)):
         return [f"rebinds {n} (global)" for n in node.names if n in protected]
     targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
     reasons = []
     for target in (t for tree in targets for t in ast.walk(tree)):
-        if isinstance(target, (ast.Attribute, ast.Subscript)) and _root(target) in protected:
-            reasons.append(f"assigns into {_root(target)}")
-        elif isinstance(target, ast.Name) and target.id in protected and isinstance(target.ctx, (ast.Store, ast.Del)):
-            reasons.append(f"rebinds {target.id}")
+        root = _root(target) if isinstance(target, (ast.Attribute, ast.Subscript)) else None
+        if root in protected or root in imported:
+            reasons.append(f"assigns into {root}")
+        elif isinstance(target, ast.Attribute) and root not in ("self", "cls"):
+            reasons.append(f"sets an attribute of {root or 'an object'}")
     return reasons
 
 

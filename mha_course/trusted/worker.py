@@ -109,6 +109,7 @@ def _overrides(task, verdict_file, ipc_prefix):
         "GuardedExecute.setup_source": task["setup"],
         "GuardedExecute.verdict_file": str(verdict_file),
         "GuardedExecute.ipc_prefix": str(ipc_prefix) if task["mode"] == "bwrap" else "",
+        "GuardedExecute.budget": task.get("budget", 0),
         "CourseDirectory.release_directory": "release",
     }
 
@@ -128,7 +129,10 @@ def _errors(path):
 def _result(task, scores, flags, verdict, errors):
     timeouts = verdict.get("timeouts") or sorted(g for g, e in errors.items() if e.startswith("CellTimeoutError"))
     if timeouts:
-        flags.append(["info", f"timed out in {', '.join(timeouts)} (scored 0)"])
+        flags.append(["info", f"timed out in {', '.join(timeouts)} (a test cell that timed out scored 0)"])
+    if verdict.get("budget_spent"):
+        flags.append(["review", f"time budget of {verdict['budget_spent']} s spent: the cells after it were not run "
+                                "(scored 0)"])
     if verdict.get("kernel_died"):
         flags.append(["info", f"crash: {verdict['kernel_died'][:200]} (cells after it scored 0)"])
     for grade_id, problems in verdict.get("tampered", {}).items():
