@@ -1,6 +1,7 @@
 """safegrade finds submissions in nbgrader's layout, a flat folder or a zip, under odd names too; bad options are refused."""
 from __future__ import annotations
 
+import json
 import zipfile
 
 import pytest
@@ -94,3 +95,27 @@ def test_missing_submissions_folder_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(tmp_path / "nowhere"), "--assignment", A])
     assert f"no submissions at {tmp_path / 'nowhere'}" in capsys.readouterr().err
+
+
+def test_a_rerun_grades_again_what_changed_failed_or_cannot_be_read(tmp_path):
+    from mha_course.safegrade import tasks
+    from mha_course.trusted.structure import sha256_of
+
+    names = ["same", "changed", "errored", "corrupt", "new"]
+    found = {name: (str(_touch(tmp_path / "sub" / f"{name}.ipynb", name)), []) for name in names}
+    (tmp_path / "out" / "results").mkdir(parents=True)
+    for name in names[:-1]:
+        sha = sha256_of(found[name][0]) if name != "changed" else "0" * 64
+        status = "error" if name == "errored" else "ok"
+        text = "{not json" if name == "corrupt" else json.dumps({"sha256": sha, "status": status})
+        (tmp_path / "out" / "results" / f"{name}.json").write_text(text)
+    todo = tasks(found, A, tmp_path / "out", tmp_path, tmp_path, "bwrap", 30)
+    assert sorted(t["student"] for t in todo) == ["changed", "corrupt", "errored", "new"]
+    # a stale result is gone at once: a batch killed before grading it again cannot keep the old grade
+    assert sorted(p.stem for p in (tmp_path / "out" / "results").glob("*.json")) == ["same"]
+
+
+def test_hidden_entries_are_nobodys_submission(tmp_path):
+    _touch(tmp_path / "ann.ipynb")
+    _touch(tmp_path / ".ipynb_checkpoints" / "ann-checkpoint.ipynb")
+    assert sorted(discover(tmp_path, A, tmp_path)) == ["ann"]
