@@ -112,6 +112,7 @@ def hostile(port=None, outside=None):
         "patch_expect": _with("head_dim_answer", "import mha_course.expect\n"
                                                   "mha_course.expect.expect_int = expect_int = lambda *a, **k: None\n"),
         "fake_int": _with("head_dim_answer", ALWAYS_EQUAL, "\n\nhead_dim = lambda d, h: Yes(0)\n"),
+        "mutate_table": _with("head_dim_answer", "mk.DTYPE_BITS.update(bf16=8)\n"),
         "quiet_errors": _with_blank("head_dim_answer", QUIET_ERRORS),  # found by review: errors hidden, probes re-run
         "edit_tests": _tests_edited(blank(), source="pass"),
         "delete_tests": _tests_edited(blank(), delete=True),

@@ -33,6 +33,7 @@ def test_honest_grades_equal_plain_nbgrader(graded, tmp_path):
 
 
 @pytest.mark.parametrize("student", ["patch_isclose", "patch_builtins", "patch_expect", "fake_int", "quiet_errors",
+                                     "mutate_table",
                                      "edit_tests",
                                      "delete_tests", "forge_metadata", "corrupt", "empty", "not_utf8",
                                      "other_assignment"])

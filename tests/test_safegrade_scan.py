@@ -24,6 +24,7 @@ def test_honest_answers_and_the_release_are_not_flagged(assignment):
 
 
 @pytest.mark.parametrize("source", ["import numpy as np", "import mha_kit as mk", "out = np.zeros(3)\nout[0] = 1",
+                                    "cache = mk.KVCache(1, 2, 3)\ncache.append(k, v)", "rows = []\nrows.append(1)",
                                     "for _ in range(3):\n    pass", "/f x", "from numpy import isclose"])
 def test_ordinary_code_is_not_flagged(source):
     assert scan(source, PROTECTED) == []
@@ -70,6 +71,8 @@ def test_ordinary_code_is_not_flagged(source):
     ("def expect_close(*args):\n    pass", "rebinds expect_close"),
     ("import math as np", "rebinds np"),
     ("def f(:", "cannot be read as Python (SyntaxError)"),
+    ("mk.PRESETS.update(other)", "changes mk in place (.update)"),
+    ("from mha_kit import DTYPE_BITS\nDTYPE_BITS.clear()", "changes DTYPE_BITS in place (.clear)"),
 ])
 def test_reaching_the_grader_is_flagged(source, reason):
     assert reason in scan(source, PROTECTED)

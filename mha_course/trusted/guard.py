@@ -5,7 +5,8 @@ can patch ``np.isclose``, ``builtins.isinstance`` or the ``expect_*`` helpers an
 ``GuardedExecute`` (configured in place of ``Execute`` in ``Autograde.autograde_preprocessors``)
 
 1. inserts a *snapshot* cell before any learner code: it runs the instructor's setup cell (imports)
-   and prints the ``id`` of every protected object: all of ``builtins``, ``mha_kit``,
+   and prints the ``id`` of every protected object: all of ``builtins``, ``mha_kit`` and every one
+   of its modules (with a digest of the contents of their public tables, such as ``PRESETS``),
    ``mha_course.expect``, ``numpy.testing``, numpy's comparison functions, the setup cell's names in
    the learner's namespace (``np``, ``mk``, ``expect_int``...), the IPython machinery that reports
    errors (``run_cell``, ``showtraceback``, on the class and on the shell itself, and the event
@@ -46,6 +47,15 @@ def _mha_probe(_tag, _names):
         for key, value in list(space.items()):
             if (not key.startswith("__") or key == "__import__") and key not in ("input", "raw_input"):
                 ids[label + "." + key] = id(value)
+    for name, module in sorted(sys.modules.items()):  # every submodule, and what public tables hold
+        if module is not None and (name.startswith("mha_kit") or name == "mha_course.expect"):
+            for key, value in list(vars(module).items()):
+                if key.startswith("__"):
+                    continue
+                ids[name + ":" + key] = id(value)
+                if not key.startswith("_") and isinstance(value, (dict, list, set, numpy.ndarray)):
+                    data = value.tobytes() if isinstance(value, numpy.ndarray) else repr(value)
+                    ids[name + ":" + key + "#contents"] = hash(data)
     for key in ("isclose", "allclose", "array_equal", "array_equiv", "asarray", "array", "ndarray", "all", "any",
                 "abs", "isfinite", "testing"):
         ids["numpy." + key] = id(getattr(numpy, key, None))

@@ -41,6 +41,11 @@ VALUE_TYPES = {"int", "float", "complex", "bool", "str", "bytes", "tuple", "list
                "ndarray", "generic", "Number", "Integral", "Real"}
 COMPARISONS = {"__eq__", "__ne__", "__bool__", "__index__", "__int__", "__float__", "__instancecheck__",
                "__subclasscheck__", "__array__", "__array_ufunc__", "__array_function__", "__hash__"}
+#: Methods that change a table or an array in place: called on anything imported, they change what
+#: the tests compare with (``mk.PRESETS.update(...)``).
+MUTATORS = {"update", "clear", "pop", "popitem", "setdefault", "append", "extend", "insert", "remove", "sort",
+            "reverse", "fill", "put", "itemset", "resize", "setflags", "add", "discard", "seterr", "seterrcall",
+            "set_printoptions", "setbufsize"}
 #: The modules a protected name may be bound to again (``import numpy as np`` in an answer is fine).
 SAME_BINDING = {"np": "numpy", "numpy": "numpy", "mk": "mha_kit", "mha_kit": "mha_kit", "math": "math"}
 _INPUT_NAME = re.compile(r"_i\d+")
@@ -84,6 +89,9 @@ def _node_reasons(node, protected, imported):
         return _class_reasons(node)
     if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "type" and len(node.args) == 3:
         return ["makes a class with type()"]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+        root = _root(node.func)
+        return [f"changes {root} in place (.{node.func.attr})"] if root in protected or root in imported else []
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Global, ast.Nonlocal)):
         return _assignment_reasons(node, protected, imported)
     return []
