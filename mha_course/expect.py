@@ -129,6 +129,7 @@ def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
     """
     if not isinstance(got, np.ndarray):
         _fail(f"expected {what} as a numpy array, got {type(got).__name__}")
+    got = _plain(got)
     expected = np.asarray(expected)
     if got.shape != expected.shape:
         _fail(f"shape of {what}: expected {expected.shape}, got {got.shape}")
@@ -143,11 +144,17 @@ def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
     _fail(f"{what} does not match the reference (largest difference {worst:.3g})")
 
 
+def _plain(array):
+    """A plain ``ndarray`` copy: a subclass (a masked array, say) compares only part of itself."""
+    return array if type(array) is np.ndarray else np.array(array, copy=True, subok=False)
+
+
 def expect_equal(got, expected, what):
     """Check a small exact answer (a set, a bool array, a string) with a one-line message."""
     if isinstance(expected, np.ndarray):
         if not isinstance(got, np.ndarray):
             _fail(f"expected {what} as a numpy array, got {type(got).__name__}")
+        got = _plain(got)
         if got.dtype != expected.dtype:
             _fail(f"expected {what} of dtype {expected.dtype}, got {got.dtype}")
         if got.shape != expected.shape:

@@ -47,15 +47,29 @@ def _mha_probe(_tag, _names):
         for key, value in list(space.items()):
             if (not key.startswith("__") or key == "__import__") and key not in ("input", "raw_input"):
                 ids[label + "." + key] = id(value)
+    def inner(label, value):  # a function's code, defaults and closure; a class's own methods
+        for part in ("__code__", "__defaults__", "__kwdefaults__", "__closure__"):
+            if isinstance(value, types.FunctionType):
+                ids[label + "." + part] = id(getattr(value, part))
+        if isinstance(value, type) and value.__module__.startswith(("mha_kit", "mha_course")):
+            for key, member in list(vars(value).items()):
+                ids[label + "." + key] = id(member)
+                inner(label + "." + key, member)
     for name, module in sorted(sys.modules.items()):  # every submodule, and what public tables hold
         if module is not None and (name.startswith("mha_kit") or name == "mha_course.expect"):
             for key, value in list(vars(module).items()):
                 if key.startswith("__"):
                     continue
                 ids[name + ":" + key] = id(value)
+                inner(name + ":" + key, value)
                 if not key.startswith("_") and isinstance(value, (dict, list, set, numpy.ndarray)):
                     data = value.tobytes() if isinstance(value, numpy.ndarray) else repr(value)
                     ids[name + ":" + key + "#contents"] = hash(data)
+    for key in ("isclose", "allclose", "array_equal", "array_equiv", "isfinite", "all", "any", "asarray", "array"):
+        inner("numpy." + key, getattr(numpy, key, None))
+    for key, value in list(vars(numpy).items()):  # every public numpy callable, by identity
+        if not key.startswith("_") and callable(value):
+            ids["numpy:" + key] = id(value)
     for key in ("isclose", "allclose", "array_equal", "array_equiv", "asarray", "array", "ndarray", "all", "any",
                 "abs", "isfinite", "testing"):
         ids["numpy." + key] = id(getattr(numpy, key, None))
@@ -85,8 +99,13 @@ def _mha_probe(_tag, _names):
                 seen.add(id(sub))
                 classes.append(sub)
                 stack.append(sub)
+    from ipykernel.compiler import get_tmp_directory
+    cells = get_tmp_directory()  # where ipykernel says the code of every cell comes from
+    def from_a_cell(cls):  # named "__main__", or with a method written in a cell, whatever it is named
+        return cls.__module__ == "__main__" or any(
+            isinstance(f, types.FunctionType) and f.__code__.co_filename.startswith(cells) for f in vars(cls).values())
     for cls in classes:
-        if getattr(cls, "__module__", None) == "__main__":
+        if from_a_cell(cls):
             bad = [v.__name__ for v in values if issubclass(cls, v)]
             bad += [m for m in ("__eq__", "__ne__", "__bool__", "__index__", "__int__", "__float__", "__instancecheck__",
                                 "__array__", "__array_ufunc__", "__array_function__") if m in vars(cls)]

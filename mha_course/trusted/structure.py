@@ -19,14 +19,15 @@ import nbformat
 #: A notebook larger than this is not read (exercise notebooks are well under 1 MiB).
 MAX_BYTES = 20 * 1024**2
 
-#: Modules an answer may import: the ones the exercises are about, and harmless standard ones.
-ALLOWED_IMPORTS = {"numpy", "math", "mha_kit", "itertools", "functools", "collections", "dataclasses",
-                   "typing", "fractions", "statistics", "operator", "string", "re", "random", "decimal"}
+#: Modules an answer may import: the ones the exercises are about, and a few harmless standard ones
+#: (``functools``, ``operator``, ``typing``, ``string`` reach any attribute by a string: not here).
+ALLOWED_IMPORTS = {"numpy", "math", "mha_kit", "itertools", "collections", "fractions"}
 #: Names that reach the interpreter, the files or IPython rather than compute (``In``, ``_ih``: the
 #: text of the cells, hidden tests included; ``quit``/``exit``: a handle on the shell).
 REACHING_NAMES = {"exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals",
                   "vars", "open", "breakpoint", "input", "get_ipython", "__builtins__", "memoryview", "help",
-                  "quit", "exit", "In", "Out", "_ih", "_oh", "_dh", "_ii", "_iii", "__", "___", "display"}
+                  "quit", "exit", "In", "Out", "_ih", "_oh", "_dh", "_ii", "_iii", "__", "___", "display",
+                  "update_wrapper", "wraps", "attrgetter", "methodcaller", "get_type_hints", "Formatter"}
 #: Attributes that lead from a module or an object to the interpreter: modules, streams, frames,
 #: code, and the IPython shell's machinery.
 REACHING_ATTRIBUTES = {"sys", "os", "builtins", "modules", "stdout", "stderr", "stdin", "io", "ctypes", "ctypeslib",
@@ -37,8 +38,6 @@ REACHING_ATTRIBUTES = {"sys", "os", "builtins", "modules", "stdout", "stderr", "
                        "events", "history_manager", "user_ns", "user_global_ns", "ex", "ev", "run_cell",
                        "run_cell_async", "run_code", "showtraceback", "displayhook", "display_pub", "kernel", "shell",
                        "register", "payload_manager", "execution_count"}
-VALUE_TYPES = {"int", "float", "complex", "bool", "str", "bytes", "tuple", "list", "dict", "set", "frozenset",
-               "ndarray", "generic", "Number", "Integral", "Real"}
 COMPARISONS = {"__eq__", "__ne__", "__bool__", "__index__", "__int__", "__float__", "__instancecheck__",
                "__subclasscheck__", "__array__", "__array_ufunc__", "__array_function__", "__hash__"}
 #: Methods that change a table or an array in place: called on anything imported, they change what
@@ -83,6 +82,12 @@ def _node_reasons(node, protected, imported):
         return [f"rebinds {node.id}"]
     if isinstance(node, ast.Attribute) and (node.attr in REACHING_ATTRIBUTES or node.attr.startswith("_")):
         return [f"reaches into .{node.attr}"]
+    if isinstance(node, ast.Attribute) and node.attr in REACHING_NAMES:
+        return [f"uses {node.attr}"]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and _reaching_text(node.value):
+        return [f"names {node.value[:40]!r} in a string"]
+    if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return _store_reasons(node, protected, imported)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in protected:
         return [f"rebinds {node.name}"]
     if isinstance(node, ast.ClassDef):
@@ -92,9 +97,16 @@ def _node_reasons(node, protected, imported):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
         root = _root(node.func)
         return [f"changes {root} in place (.{node.func.attr})"] if root in protected or root in imported else []
-    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Global, ast.Nonlocal)):
-        return _assignment_reasons(node, protected, imported)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return [f"rebinds {n} (global)" for n in node.names if n in protected]
     return []
+
+
+def _reaching_text(text):
+    """A string that names what the scan flags as code (``"__globals__"``, ``"cache.os"``)."""
+    parts = text.split(".")
+    return "__" in text or all(p.isidentifier() for p in parts) and any(
+        p.startswith("_") or p in REACHING_ATTRIBUTES or p in REACHING_NAMES for p in parts)
 
 
 def _import_reasons(node, protected):
@@ -117,28 +129,27 @@ def _private(dotted):
 
 
 def _class_reasons(node):
-    bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
-    reasons = [f"class {node.name} subclasses {b}" for b in sorted(bases & VALUE_TYPES)]
-    reasons += [f"class {node.name} defines {f.name}" for f in node.body
-                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in COMPARISONS]
+    """A class with any base but ``object`` (an alias of ``int`` is still ``int``), a metaclass, or a
+    comparison or identity dunder defined in its body, by ``def`` or by assignment."""
+    bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "a computed base") for b in node.bases]
+    reasons = [f"class {node.name} subclasses {b}" for b in bases if b != "object"]
     reasons += [f"class {node.name} has a metaclass" for k in node.keywords if k.arg == "metaclass"]
-    return reasons
+    named = [f.name for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    named += [t.id for a in node.body if isinstance(a, (ast.Assign, ast.AnnAssign))
+              for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) if isinstance(t, ast.Name)]
+    special = COMPARISONS | {"__module__", "__qualname__", "__array_priority__", "__class__"}
+    return reasons + [f"class {node.name} defines {name}" for name in named if name in special]
 
 
-def _assignment_reasons(node, protected, imported):
-    """Assignments into what is protected or imported, into another object's attributes, or
-    ``global`` over a protected name (plain names are :func:`_node_reasons`' business)."""
-    if isinstance(node, (ast.Global, ast.Nonlocal)):
-        return [f"rebinds {n} (global)" for n in node.names if n in protected]
-    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-    reasons = []
-    for target in (t for tree in targets for t in ast.walk(tree)):
-        root = _root(target) if isinstance(target, (ast.Attribute, ast.Subscript)) else None
-        if root in protected or root in imported:
-            reasons.append(f"assigns into {root}")
-        elif isinstance(target, ast.Attribute) and root not in ("self", "cls"):
-            reasons.append(f"sets an attribute of {root or 'an object'}")
-    return reasons
+def _store_reasons(target, protected, imported):
+    """An attribute or item stored into (by ``=``, ``+=``, ``del``, a ``for`` or ``with`` target,
+    anywhere): into what is protected or imported, or into another object's attribute."""
+    root = _root(target)
+    if root in protected or root in imported:
+        return [f"assigns into {root}"]
+    if isinstance(target, ast.Attribute) and root not in ("self", "cls"):
+        return [f"sets an attribute of {root or 'an object'}"]
+    return []
 
 
 def _root(node):
