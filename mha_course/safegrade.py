@@ -167,7 +167,8 @@ def run_pool(todo, workers, jupyter_path, progress=True, grade=grade_one, on_res
         batch = [alone] if alone else todo
         for task in batch:
             _started(task).unlink(missing_ok=True)
-        with cf.ProcessPoolExecutor(1 if alone else workers, initializer=init_worker, initargs=(jupyter_path,)) as pool:
+        size, initargs = 1 if alone else workers, (jupyter_path, os.getpid())
+        with cf.ProcessPoolExecutor(size, initializer=init_worker, initargs=initargs) as pool:
             futures = {pool.submit(_attempt, grade, task): task for task in batch}
             try:
                 for future in cf.as_completed(futures):

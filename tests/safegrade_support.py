@@ -58,6 +58,45 @@ _ip.events.register("post_run_cell", _after)
 """
 
 
+HIDDEN_SUBCLASS = """
+
+Base = np.ndarray
+class Anything(Base):
+    __module__ = "numpy"
+    __array_ufunc__ = lambda self, *args, **kwargs: True
+_split_heads = split_heads
+def split_heads(x, num_heads):
+    return _split_heads(x, num_heads).view(Anything)
+"""
+
+MASKED = """
+
+def split_heads(x, num_heads):
+    b, n, d = x.shape
+    out = np.ma.masked_all((b, num_heads, n, d // num_heads))
+    out[0, 0, 0, 0] = x[0, 0, 0]
+    return out
+"""
+
+# head_dim stays right only if something killed one of the forks: together they want 3.6 GB of
+# memory, over the 3 GiB that a kernel's cgroup allows all its processes
+MEMORY_FORKS = """
+
+import os
+children = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        block = np.ones(150_000_000)
+        import time
+        time.sleep(2)
+        os._exit(0)
+    children.append(pid)
+killed = any(os.WIFSIGNALED(os.waitpid(pid, 0)[1]) for pid in children)
+head_dim = lambda d, h: d // h if killed else -1
+"""
+
+
 def _with_blank(answer, prefix):
     """The blank release with code put before the stub of answer cell ``answer``."""
     nb = read("exercises", A)
@@ -114,6 +153,20 @@ def hostile(port=None, outside=None):
         "fake_int": _with("head_dim_answer", ALWAYS_EQUAL, "\n\nhead_dim = lambda d, h: Yes(0)\n"),
         "mutate_table": _with("head_dim_answer", "mk.DTYPE_BITS.update(bf16=8)\n"),
         "quiet_errors": _with_blank("head_dim_answer", QUIET_ERRORS),  # found by review: errors hidden, probes re-run
+        # found by the second review
+        "rewrite_helpers": _with_blank("head_dim_answer", "import functools\ndef _pass(*a, **k):\n    return None\n"
+                                       "for _h in (expect_int, expect_shape, expect_close):\n    functools.update_wrapper("
+                                       "_h, _pass, assigned=('__code__',), updated=())\n"),
+        "string_access": _with_blank("head_dim_answer", "import operator\n_get = operator.attrgetter('__code__')\n"
+                                     "for _h in (expect_int, expect_shape, expect_close):\n"
+                                     "    operator.attrgetter('__globals__')(_h)['__builtins__']['setattr']("
+                                     "_h, '__code__', _get(lambda *a, **k: None))\n"),
+        "loop_target": _with("head_dim_answer", "", "\n\n_orig = np.swapaxes\nfor np.swapaxes in "
+                                                   "[lambda a, i, j: _orig(a, i, j)]:\n    pass\n"),
+        "hidden_subclass": _with("split_heads_answer", "", HIDDEN_SUBCLASS),
+        "masked_array": _with("split_heads_answer", "", MASKED),
+        "flood": _with("head_dim_answer", "", "\n\nfor _ in range(20):\n    print('x' * 1_000_000)\n"),
+        "memory_forks": _with("head_dim_answer", "", MEMORY_FORKS),
         "edit_tests": _tests_edited(blank(), source="pass"),
         "delete_tests": _tests_edited(blank(), delete=True),
         "forge_metadata": _tests_edited(blank(), source="pass", metadata={"grade": False, "locked": False, "points": 0}),

@@ -33,7 +33,7 @@ def test_honest_grades_equal_plain_nbgrader(graded, tmp_path):
 
 
 @pytest.mark.parametrize("student", ["patch_isclose", "patch_builtins", "patch_expect", "fake_int", "quiet_errors",
-                                     "mutate_table",
+                                     "mutate_table", "rewrite_helpers", "string_access", "loop_target", "flood",
                                      "edit_tests",
                                      "delete_tests", "forge_metadata", "corrupt", "empty", "not_utf8",
                                      "other_assignment"])
@@ -48,6 +48,8 @@ def test_tampering_earns_nothing_and_is_flagged(graded, student):
     ("memory_bomb", NO_HEAD_DIM, None), ("fake_output", NO_HEAD_DIM, None),
     ("exit_kernel", {"merge_heads_matches_mha_kit"}, "crash"), ("segfault", {"merge_heads_matches_mha_kit"}, "crash"),
     ("huge_output", set(), None),
+    ("hidden_subclass", {"split_heads_matches_mha_kit", "merge_heads_matches_mha_kit"}, "tampering"),
+    ("masked_array", {"split_heads_matches_mha_kit"}, None),  # compared as a plain array
 ])
 def test_hostile_runs_do_not_stop_the_batch(graded, student, lost, flag):
     result = graded[0][student]
@@ -69,6 +71,15 @@ def test_sandbox_limits_what_is_written(graded):
     if result["isolation"] != "bwrap":
         pytest.skip("no bubblewrap here: the kernel writes where the grader can")
     assert scores(result) == expected_scores(A, set()), result["errors"]  # read-only folder, small /tmp
+
+
+def test_sandbox_limits_the_memory_of_all_processes_together(graded):
+    import os
+
+    result = graded[0]["memory_forks"]
+    if result["isolation"] != "bwrap" or not os.access("/sys/fs/cgroup/memory", os.W_OK):
+        pytest.skip("no memory cgroup for the kernels here: only the per-process address-space limit")
+    assert scores(result) == expected_scores(A, set()), result["errors"]  # one fork was killed
 
 
 def test_sandbox_hides_the_solutions(graded):

@@ -142,6 +142,16 @@ class GuardedExecute(Execute):
     verdict_file = Unicode("", help="where to write the guard's verdict as JSON").tag(config=True)
     ipc_prefix = Unicode("", help="Unix-socket prefix of a sandboxed kernel (KernelManager.ip); '' keeps TCP").tag(config=True)
     budget = Integer(0, help="seconds the whole notebook may take; later cells are not run (0: no budget)").tag(config=True)
+    max_output_bytes = Integer(8 * 1024**2, help="output kept from the whole notebook; the rest is dropped").tag(config=True)
+
+    def output(self, outs, msg, display_id, cell_index):
+        """Keep at most ``max_output_bytes`` of output: a flood would fill the grader's memory first."""
+        content = msg.get("content", {})
+        self._output_bytes += len(str(content.get("text", ""))) + sum(len(str(v)) for v in content.get("data", {}).values())
+        if self._output_bytes > self.max_output_bytes:
+            self._output_capped = True
+            return None
+        return super().output(outs, msg, display_id, cell_index)
 
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
@@ -179,6 +189,7 @@ class GuardedExecute(Execute):
         # nbclient runs this hook once the kernel is up, before any cell: its socket folder closes
         self.on_notebook_start = lambda **_: close_sockets(self.ipc_prefix)
         self._dead, self._timeouts, self._budget_spent = None, [], False
+        self._output_bytes, self._output_capped = 0, False
         self._deadline = time.monotonic() + self.budget
         names = setup_names(self.setup_source) if self.setup_source else []
         tag = secrets.token_hex(8)
@@ -199,6 +210,7 @@ class GuardedExecute(Execute):
                 self._timeouts.append(name)
         verdict["kernel_died"] = None if self._budget_spent else self._dead
         verdict["timeouts"], verdict["budget_spent"] = self._timeouts, self._budget_spent and self.budget
+        verdict["output_capped"] = self._output_capped and self.max_output_bytes
         nb.cells = [c for c in nb.cells if "mha_guard" not in c.metadata]
         if self.verdict_file:
             with open(self.verdict_file, "w") as f:

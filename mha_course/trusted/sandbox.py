@@ -172,29 +172,37 @@ def close_sockets(ipc_prefix):
         os.chmod(os.path.dirname(ipc_prefix), 0o755)
 
 
-#: Where each kernel gets its own pids cgroup (cgroup v1), when the machine lets us create one.
-PIDS_CGROUP = Path("/sys/fs/cgroup/pids/mha_safegrade")
+#: Where each kernel gets cgroups of its own (cgroup v1), when the machine lets us create them: a
+#: cap on its processes, and on the memory of all of them together (``RLIMIT_AS`` is per process).
+CGROUPS = {"pids": (Path("/sys/fs/cgroup/pids/mha_safegrade"), "pids.max", "RLIMIT_NPROC"),
+           "memory": (Path("/sys/fs/cgroup/memory/mha_safegrade"), "memory.limit_in_bytes", "RLIMIT_AS")}
 
 
-def _join_pids_cgroup(limit):
-    """Put this process (and so the kernel) in a fresh pids cgroup of at most ``limit`` processes."""
-    try:
-        folder = PIDS_CGROUP / f"k{os.getpid()}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "pids.max").write_text(str(limit))
-        (folder / "cgroup.procs").write_text(str(os.getpid()))
-        return True
-    except OSError:
-        return False
+def _join_cgroups(limits):
+    """Put this process (and so the kernel) in fresh cgroups; return the ones joined."""
+    joined = []
+    for kind, (root, knob, limit) in CGROUPS.items():
+        try:
+            folder = root / f"k{os.getpid()}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / knob).write_text(str(limits.get(limit, LIMITS[limit])))
+            if kind == "memory" and (folder / "memory.memsw.limit_in_bytes").exists():  # swap counts too
+                (folder / "memory.memsw.limit_in_bytes").write_text(str(limits.get(limit, LIMITS[limit])))
+            (folder / "cgroup.procs").write_text(str(os.getpid()))
+            joined.append(kind)
+        except OSError:
+            pass
+    return joined
 
 
 def remove_empty_cgroups():
-    """Remove the kernels' pids cgroups that no process uses any more."""
-    for folder in PIDS_CGROUP.glob("k*") if PIDS_CGROUP.is_dir() else ():
-        try:
-            folder.rmdir()
-        except OSError:
-            pass
+    """Remove the kernels' cgroups that no process uses any more."""
+    for root, _, _ in CGROUPS.values():
+        for folder in root.glob("k*") if root.is_dir() else ():
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
 
 def _option(argv, name, default=None):
@@ -230,24 +238,24 @@ def launch(argv):
     os.dup2(devnull, 2)
     # RLIMIT_NPROC counts every process of a user id, so it is set inside, for the kernel's user only.
     _set_limits({k: v for k, v in limits.items() if k != "RLIMIT_NPROC"})
-    _join_pids_cgroup(limits.get("RLIMIT_NPROC", 256))
-    _die_with_grader()
+    _join_cgroups(limits)
+    die_with(int(os.environ.get("MHA_GRADER_PID", os.getppid())))  # set by the worker that starts kernels
     os.execve(command[0], command, env)
 
 
-def _die_with_grader():
-    """Get SIGKILL when the grading process dies (killed batch): bwrap, and so the whole sandbox, go too.
+def die_with(parent):
+    """Get SIGKILL when the process ``parent`` (this one's parent) dies; exit now if it already has.
 
-    jupyter_client starts kernels in a session of their own, out of reach of a signal to the
-    grader's process group, and bwrap's own ``--die-with-parent`` guards only what runs inside it.
+    For a kernel's launcher (its grader; bwrap, and so the whole sandbox, go too) and for a pool
+    worker (the batch). jupyter_client starts kernels in a session of their own, out of reach of a
+    signal to the grader's process group, and bwrap's ``--die-with-parent`` guards only its inside.
     """
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
-    grader = int(os.environ.get("MHA_GRADER_PID", os.getppid()))  # set by the worker that starts kernels
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG, kept across execve
-    if os.getppid() != grader:  # the grader died before the line above, even before this process ran
+    if os.getppid() != parent:  # it died before the line above, even before this process ran
         os._exit(1)
 
 

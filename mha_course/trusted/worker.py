@@ -26,8 +26,11 @@ def _preprocessors():
     return [GUARD if name.endswith(".Execute") else name for name in names]
 
 
-def init_worker(jupyter_path):
-    """Pool initializer: kernels are looked up (``mha-sandbox``) in ``jupyter_path``."""
+def init_worker(jupyter_path, batch_pid=None):
+    """Pool initializer: kernels are looked up (``mha-sandbox``) in ``jupyter_path``; the worker
+    dies with the batch process ``batch_pid``."""
+    if batch_pid:
+        sandbox.die_with(batch_pid)
     os.environ["JUPYTER_PATH"] = jupyter_path
     os.environ["MHA_GRADER_PID"] = str(os.getpid())  # a kernel whose grader is gone does not start
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
@@ -130,6 +133,9 @@ def _result(task, scores, flags, verdict, errors):
     timeouts = verdict.get("timeouts") or sorted(g for g, e in errors.items() if e.startswith("CellTimeoutError"))
     if timeouts:
         flags.append(["info", f"timed out in {', '.join(timeouts)} (a test cell that timed out scored 0)"])
+    if verdict.get("output_capped"):
+        flags.append(["review", f"printed more than {verdict['output_capped'] // 2**20} MiB: the rest of the output, "
+                                "checks included, was dropped"])
     if verdict.get("budget_spent"):
         flags.append(["review", f"time budget of {verdict['budget_spent']} s spent: the cells after it were not run "
                                 "(scored 0)"])
