@@ -65,14 +65,14 @@ def _mha_probe(_tag, _names):
                 if not key.startswith("_") and isinstance(value, (dict, list, set, numpy.ndarray)):
                     data = value.tobytes() if isinstance(value, numpy.ndarray) else repr(value)
                     ids[name + ":" + key + "#contents"] = hash(data)
-    for key in ("isclose", "allclose", "array_equal", "array_equiv", "isfinite", "all", "any", "asarray", "array"):
-        inner("numpy." + key, getattr(numpy, key, None))
-    for key, value in list(vars(numpy).items()):  # every public numpy callable, by identity
-        if not key.startswith("_") and callable(value):
-            ids["numpy:" + key] = id(value)
-    for key in ("isclose", "allclose", "array_equal", "array_equiv", "asarray", "array", "ndarray", "all", "any",
-                "abs", "isfinite", "testing"):
+    compared = ("isclose", "allclose", "array_equal", "array_equiv", "asarray", "array", "ndarray", "all", "any",
+                "abs", "isfinite", "testing")
+    for key in compared:
         ids["numpy." + key] = id(getattr(numpy, key, None))
+        inner("numpy." + key, getattr(numpy, key, None))
+    for key, value in list(vars(numpy).items()):  # every other public numpy callable, by identity
+        if not key.startswith("_") and callable(value) and key not in compared:
+            ids["numpy:" + key] = id(value)
     from IPython.core.getipython import get_ipython as _shell
     shell = _shell()
     for key in ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback"):

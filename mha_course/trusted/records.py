@@ -73,11 +73,14 @@ class GradebookWriter:
 
     def _add_assignment(self):
         """The assignment and its cells go in as ``generate_assignment`` puts them, once."""
-        from nbgrader.api import Gradebook
+        from nbgrader.api import Gradebook, MissingEntry
 
-        with Gradebook(self.url) as gradebook:
-            if self.assignment in [a.name for a in gradebook.assignments]:
-                return
+        with Gradebook(self.url) as gradebook:  # whole: a batch killed while adding it left only a part
+            try:
+                if gradebook.find_notebook(self.assignment, self.assignment).grade_cells:
+                    return
+            except MissingEntry:
+                pass
         with tempfile.TemporaryDirectory(prefix="mha_sg_db_") as tmp:
             shutil.copytree(REPO_ROOT / "solutions" / self.assignment, Path(tmp) / "solutions" / self.assignment)
             api = course_api(tmp, **{"CourseDirectory.db_url": self.url, "CourseDirectory.release_directory": "release"})

@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 #: Resource limits of a kernel: ``{name: value}``; sizes in bytes, CPU in seconds.
@@ -239,8 +240,29 @@ def launch(argv):
     # RLIMIT_NPROC counts every process of a user id, so it is set inside, for the kernel's user only.
     _set_limits({k: v for k, v in limits.items() if k != "RLIMIT_NPROC"})
     _join_cgroups(limits)
-    die_with(int(os.environ.get("MHA_GRADER_PID", os.getppid())))  # set by the worker that starts kernels
-    os.execve(command[0], command, env)
+    grader = int(os.environ.get("MHA_GRADER_PID", os.getppid()))  # set by the worker that starts kernels
+    child = os.fork()
+    if child == 0:
+        die_with(grader if os.getppid() == grader else os.getppid())
+        os.execve(command[0], command, env)
+    _supervise(child, grader)
+
+
+def _supervise(child, grader, poll=0.2):
+    """Wait for the sandbox ``child``; kill it as soon as the grader is gone (a killed batch).
+
+    A parent-death signal alone is not enough: bwrap, as root, does not always keep it. This
+    process stays in the kernel's process group, so jupyter_client's kill reaches both.
+    """
+    while True:
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            os._exit(max(os.waitstatus_to_exitcode(status), 0))
+        if os.getppid() != grader:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            os._exit(1)
+        time.sleep(poll)
 
 
 def die_with(parent):
