@@ -5,7 +5,7 @@ here. :func:`install_kernelspec` writes a kernelspec ``mha-sandbox`` whose ``arg
 so nbgrader's ``Execute`` starts every kernel through it. The module then
 
 * lowers the resource limits (:data:`LIMITS`: address space, CPU seconds, file size) and, where the
-  machine lets it, puts the kernel in a pids cgroup of its own;
+  machine lets it, puts the kernel in pids and memory cgroups of its own;
 * scrubs the environment (only ``PATH``, ``HOME``, ``LANG`` and the variables Python needs);
 * on Linux with bubblewrap, ``exec``s ``bwrap``: new PID, network, IPC and UTS namespaces (no
   network at all), a read-only view of the system folders and the Python environment, the
@@ -18,6 +18,8 @@ so nbgrader's ``Execute`` starts every kernel through it. The module then
 * inside the sandbox (``--inside``), before the kernel starts: caps the number of processes
   (``RLIMIT_NPROC``) and, when the grader runs as root, gives up root for a user id of the kernel's
   own (see :func:`_namespaces`);
+* stays as the sandbox's supervisor: when the grading process is gone (a killed batch), it kills
+  the sandbox and with it the kernel;
 * without bubblewrap, runs the kernel as an ordinary process with the limits only; the grader
   prints a banner and writes ``"isolation": "limits-only"`` into every report.
 """
