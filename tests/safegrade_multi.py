@@ -13,9 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
-
 from grading_support import ROOT, WRONG_ANSWERS, points_of_tests, read, submission, tests_of_answer
+from safegrade_support import results
 
 # {assignment: (answer grade_id, code put before the solution, code put after it, words the flag must hold)}
 HOSTILE = {
@@ -76,15 +75,6 @@ def honest(assignment):
             "one_wrong": wrong(assignment)}
 
 
-def write(assignment, students, folder):
-    """Write ``{student: notebook}`` as nbgrader's submitted/ layout under ``folder``."""
-    for student, nb in students.items():
-        path = Path(folder) / student / assignment / f"{assignment}.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, path)
-    return Path(folder)
-
-
 def start(assignment, folder, out, *extra):
     """Start ``python -m mha_course.safegrade`` on ``folder`` (no gradebook); returns the process."""
     command = [sys.executable, "-m", "mha_course.safegrade", "--assignment", assignment, str(folder),
@@ -98,12 +88,7 @@ def finish(process, out):
     _, stderr = process.communicate(timeout=600)
     if process.returncode:
         raise RuntimeError(f"safegrade failed ({process.returncode}):\n{stderr[-4000:]}")
-    return {p.stem: json.loads(p.read_text()) for p in sorted((Path(out) / "results").glob("*.json"))}
-
-
-def scores(result):
-    """``{test grade_id: score}`` of one result."""
-    return {gid: score for gid, (score, _) in result["scores"].items()}
+    return results(out)
 
 
 def die_once_grade(task):

@@ -14,9 +14,9 @@ from grading_support import ROOT, expected_scores, read, submission
 A = "01_shapes"
 
 
-def _with(answer, prefix="", suffix=""):
-    """The full solution with code put before/after the answer cell ``answer``'s solution."""
-    nb = submission(A, {})
+def _with(answer, prefix="", suffix="", nb=None):
+    """``nb`` (default: the full solution) with code put before/after answer cell ``answer``."""
+    nb = submission(A, {}) if nb is None else nb
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == answer:
             cell.source = prefix + cell.source + suffix
@@ -97,14 +97,18 @@ head_dim = lambda d, h: d // h if killed else -1
 """
 
 
-def _with_blank(answer, prefix):
-    """The blank release with code put before the stub of answer cell ``answer``."""
-    nb = read("exercises", A)
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == answer:
-            cell.source = prefix + cell.source
-    return nb
+REWRITE_HELPERS = """import functools
+def _pass(*a, **k):
+    return None
+for _h in (expect_int, expect_shape, expect_close):
+    functools.update_wrapper(_h, _pass, assigned=('__code__',), updated=())
+"""
 
+STRING_ACCESS = """import operator
+_get = operator.attrgetter('__code__')
+for _h in (expect_int, expect_shape, expect_close):
+    operator.attrgetter('__globals__')(_h)['__builtins__']['setattr'](_h, '__code__', _get(lambda *a, **k: None))
+"""
 
 ALWAYS_EQUAL = "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
 
@@ -152,15 +156,10 @@ def hostile(port=None, outside=None):
                                                   "mha_course.expect.expect_int = expect_int = lambda *a, **k: None\n"),
         "fake_int": _with("head_dim_answer", ALWAYS_EQUAL, "\n\nhead_dim = lambda d, h: Yes(0)\n"),
         "mutate_table": _with("head_dim_answer", "mk.DTYPE_BITS.update(bf16=8)\n"),
-        "quiet_errors": _with_blank("head_dim_answer", QUIET_ERRORS),  # found by review: errors hidden, probes re-run
-        # found by the second review
-        "rewrite_helpers": _with_blank("head_dim_answer", "import functools\ndef _pass(*a, **k):\n    return None\n"
-                                       "for _h in (expect_int, expect_shape, expect_close):\n    functools.update_wrapper("
-                                       "_h, _pass, assigned=('__code__',), updated=())\n"),
-        "string_access": _with_blank("head_dim_answer", "import operator\n_get = operator.attrgetter('__code__')\n"
-                                     "for _h in (expect_int, expect_shape, expect_close):\n"
-                                     "    operator.attrgetter('__globals__')(_h)['__builtins__']['setattr']("
-                                     "_h, '__code__', _get(lambda *a, **k: None))\n"),
+        # found by the reviews: on the blank release, each one aimed at full marks
+        "quiet_errors": _with("head_dim_answer", QUIET_ERRORS, nb=blank()),  # errors hidden, probes re-run
+        "rewrite_helpers": _with("head_dim_answer", REWRITE_HELPERS, nb=blank()),
+        "string_access": _with("head_dim_answer", STRING_ACCESS, nb=blank()),
         "loop_target": _with("head_dim_answer", "", "\n\n_orig = np.swapaxes\nfor np.swapaxes in "
                                                    "[lambda a, i, j: _orig(a, i, j)]:\n    pass\n"),
         "hidden_subclass": _with("split_heads_answer", "", HIDDEN_SUBCLASS),
@@ -192,10 +191,10 @@ def hostile(port=None, outside=None):
     }
 
 
-def write(students, folder):
-    """Write ``students`` as nbgrader's submitted/ layout under ``folder``."""
+def write(students, folder, assignment=A):
+    """Write ``students`` (notebooks or raw bytes) as nbgrader's submitted/ layout under ``folder``."""
     for student, nb in students.items():
-        path = Path(folder) / student / A / f"{A}.ipynb"
+        path = Path(folder) / student / assignment / f"{assignment}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(nb) if isinstance(nb, bytes) else nbformat.write(nb, path)
     return Path(folder)

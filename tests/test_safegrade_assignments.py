@@ -11,7 +11,8 @@ import pytest
 
 from grading_support import expected_scores
 from mha_course.course import ASSIGNMENTS
-from safegrade_multi import HOSTILE, finish, honest, hostile, scores, start, touched_by, write
+from safegrade_multi import HOSTILE, finish, honest, hostile, start, touched_by
+from safegrade_support import scores, write
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -23,7 +24,7 @@ def graded(tmp_path_factory):
     try:
         for assignment in ASSIGNMENTS:
             students = {name: nb for name, (nb, _) in honest(assignment).items()}
-            folder = write(assignment, {**students, "hostile": hostile(assignment)}, tmp / assignment / "submitted")
+            folder = write({**students, "hostile": hostile(assignment)}, tmp / assignment / "submitted", assignment)
             runs[assignment] = start(assignment, folder, tmp / assignment / "out")
         return {a: finish(process, tmp / a / "out") for a, process in runs.items()}
     finally:

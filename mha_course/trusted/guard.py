@@ -36,6 +36,8 @@ from nbformat.v4 import new_code_cell, new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
+from .structure import setup_names
+
 _PROBE = r'''
 def _mha_probe(_tag, _names):
     import builtins, sys, types, numbers, json
@@ -123,17 +125,6 @@ def _mha_probe(_tag, _names):
 def _cell_code(tag, names, setup=""):
     # The probe is defined and deleted in the same cell, so no earlier learner code can replace it.
     return "\n".join([setup, _PROBE, f"_mha_probe({tag!r}, {names!r})", "del _mha_probe"])
-
-
-def setup_names(setup):
-    """Names a setup cell binds (``import numpy as np`` -> ``np``), read with ``ast``."""
-    import ast
-
-    names = []
-    for node in ast.walk(ast.parse(setup)):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names += [(alias.asname or alias.name).split(".")[0] for alias in node.names]
-    return names
 
 
 def _is_test(cell):

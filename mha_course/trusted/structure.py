@@ -50,6 +50,20 @@ SAME_BINDING = {"np": "numpy", "numpy": "numpy", "mk": "mha_kit", "mha_kit": "mh
 _INPUT_NAME = re.compile(r"_i\d+")
 
 
+def setup_names(setup):
+    """Names a setup cell binds (``import numpy as np`` -> ``np``), read with ``ast``."""
+    names = []
+    for node in ast.walk(ast.parse(setup)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    return names
+
+
+def protected_names(setup):
+    """What an answer must not rebind or assign into: the setup cell's names, and the modules."""
+    return {"numpy", "mha_kit", "math", *setup_names(setup)}
+
+
 def scan(source, protected=()):
     """Why ``source`` (a learner's cell) needs a person's review: ``[reason, ...]``, empty if nothing.
 

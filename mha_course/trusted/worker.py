@@ -14,7 +14,6 @@ import nbformat
 from ..course import course_api
 from ..grading import scores_of
 from . import sandbox, structure
-from .guard import setup_names
 
 GUARD = "mha_course.trusted.guard.GuardedExecute"
 
@@ -95,8 +94,7 @@ def _notebook(task, release_path):
     """The notebook to run (the release with the learner's answers in) and the flags found so far."""
     submitted, problem = structure.load(task["path"])
     release = nbformat.read(release_path, as_version=4)
-    protected = {"numpy", "mha_kit", "math", *setup_names(task["setup"])}
-    notebook, flags = structure.rebuild(submitted, release, protected)
+    notebook, flags = structure.rebuild(submitted, release, structure.protected_names(task["setup"]))
     flags = [list(f) for f in flags]
     if problem:
         flags.insert(0, ["review", f"{problem}: graded as the blank release"])
