@@ -17,6 +17,16 @@ from .attention import (
     value_output_matrices,
 )
 from .cache import KVCache, cached_attention, decode_attention
+from .heads import (
+    HeadShard,
+    fuse_qkv,
+    head_scores,
+    kv_cache_bytes_per_device,
+    kv_replication,
+    shard_heads,
+    split_qkv,
+    tensor_parallel_attention,
+)
 from .config import PRESETS, AttentionConfig, LatentAttentionConfig, get_preset
 from .counting import (
     arithmetic_intensity,
@@ -42,6 +52,18 @@ from .latent import (
     latent_decode_attention,
     latent_decode_step,
     rope,
+)
+from .serving import (
+    BlockPool,
+    CacheSlots,
+    PagedKVCache,
+    RollingKVCache,
+    cache_slots,
+    dequantize_per_head,
+    quantize_per_head,
+    quantized_cache_bytes,
+    rolling_cached_attention,
+    shared_prefix_blocks,
 )
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
