@@ -143,10 +143,11 @@ class PagedKVCache:
         if shared_tail:
             self._copy_tail()
         self.block_table += [self.pool.allocate() for _ in range(new_blocks)]
-        for i in range(t):  # one slot per token; a kernel would write whole runs at once
-            block, slot = divmod(self.length + i, size)
-            self.pool.k[self.block_table[block], :, slot] = k[:, i]
-            self.pool.v[self.block_table[block], :, slot] = v[:, i]
+        positions = np.arange(self.length, self.length + t)
+        blocks = np.asarray(self.block_table, dtype=np.intp)[positions // size]  # (t,) physical block of each token
+        slots = positions % size  # (t,) its slot in that block
+        self.pool.k[blocks, :, slots] = k.transpose(1, 0, 2)  # (h_kv, t, d_h) -> (t, h_kv, d_h)
+        self.pool.v[blocks, :, slots] = v.transpose(1, 0, 2)
         self.length += t
 
     def _copy_tail(self):

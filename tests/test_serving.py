@@ -301,3 +301,9 @@ def test_quantized_cache_bytes_exact():
     elements = cfg.num_layers * mk.kv_elements_per_token(cfg)  # one token, all layers
     assert mk.quantized_cache_bytes(elements, 0) == mk.kv_cache_bytes_per_token(cfg) // 2
     assert mk.quantized_cache_bytes(1000, 2 * 8 * 80) == 1000 + 4 * 1280  # fp32 scales
+
+
+def test_appending_no_tokens_changes_nothing():
+    for cache in (mk.PagedKVCache(mk.BlockPool(2, 2, 1, 1)), mk.RollingKVCache(1, 1, window=2)):
+        cache.append(np.zeros((1, 0, 1)), np.zeros((1, 0, 1)))
+        assert len(cache) == 0 and cache.keys.shape == (1, 0, 1)
