@@ -177,6 +177,11 @@ def test_wrong_lines_are_gone(chapter):
         assert line not in text, f"book/{chapter}.ipynb still says {line!r}"
 
 
+def test_common_mistakes_keeps_all_ten():
+    headings = re.findall(r"^## (\d+)\. ", "\n".join(markdown("common_mistakes")), flags=re.M)
+    assert headings == [str(i) for i in range(1, 11)]
+
+
 @pytest.mark.parametrize("chapter", CHAIN_CHAPTERS)
 def test_chapter_ends_with_a_follow_up_chain(chapter):
     last = markdown(chapter)[-1]
