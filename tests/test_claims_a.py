@@ -1,0 +1,74 @@
+"""The corrected claims of the first six chapters, recomputed independently (issue 11).
+
+Each test pins a quantity a chapter states in prose and prints with mha_kit: if mha_kit came to
+compute it differently (say, a KV cache that grew with the number of query heads), the test fails.
+Expected values are written as the products the chapters explain, never read back from the code
+under test.
+"""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import mha_kit as mk
+from mha_kit import roofline
+
+LLAMA = mk.PRESETS["llama-3-70b"]
+V2 = mk.PRESETS["deepseek-v2"]
+
+
+# ---------------------------------------------------------------------------------------------
+# first_principles, why_interviewers_ask: more heads do not cost KV cache
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("h", [1, 2, 8, 16, 512])  # one 512-wide head ... 512 heads of one number
+def test_cache_per_token_at_fixed_width_does_not_depend_on_heads(h):
+    cfg = mk.AttentionConfig(d_model=512, num_heads=h)  # one layer, every head keeps its own K, V
+    assert mk.kv_elements_per_token(cfg) == 2 * 512  # 2 * h * d_h = 2 * d
+    assert mk.kv_cache_bytes_per_token(cfg, "bf16") == 2 * 512 * 2  # 2,048 bytes in bf16
+
+
+@pytest.mark.parametrize("h", [8, 16, 32, 64, 128])  # query heads over 8 KV heads of 128
+def test_cache_counts_kv_heads_not_query_heads(h):
+    cfg = mk.AttentionConfig(d_model=h * 128, num_heads=h, num_kv_heads=8, head_dim=128, num_layers=80)
+    assert mk.kv_cache_bytes_per_token(cfg, "bf16") == 80 * 2 * 8 * 128 * 2  # 327,680 bytes
+
+
+def test_one_wide_head_caches_as_much_as_eight_narrow_heads():
+    one = mk.kv_cache_bytes_per_token(mk.AttentionConfig(d_model=512, num_heads=1))
+    eight = mk.kv_cache_bytes_per_token(mk.AttentionConfig(d_model=512, num_heads=8))
+    assert one == eight == 2048
+
+
+# ---------------------------------------------------------------------------------------------
+# first_principles: what more heads do cost, and W_O's share
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("h, scores", [(1, 16_384), (8, 131_072), (512, 8_388_608)])
+def test_scores_and_exponentials_grow_with_heads(h, scores):
+    cfg = mk.AttentionConfig(d_model=512, num_heads=h)
+    assert mk.score_count(cfg, 128) == scores == h * 128 * 128
+    assert mk.sequence_attention_macs(cfg, 128) == 2 * 128 * 128 * 512  # 16,777,216 for every h
+
+
+@pytest.mark.parametrize("h", [1, 8, 64])  # d_h = 64, 8, 1
+def test_a_heads_score_table_has_rank_at_most_its_width(h):
+    cfg = mk.AttentionConfig(d_model=64, num_heads=h)
+    x = np.random.default_rng(1).standard_normal((32, 64))  # n = 32 tokens
+    w_q, w_k, _, _ = mk.init_weights(cfg, seed=0)
+    q0, k0 = mk.split_heads(x @ w_q, h)[0], mk.split_heads(x @ w_k, h)[0]  # (n, d_h) each
+    assert np.linalg.matrix_rank(q0 @ k0.T) == min(32, 64 // h)
+
+
+@pytest.mark.parametrize("d, h", [(512, 8), (4, 2), (8192, 64), (4096, 32)])
+def test_w_o_holds_a_quarter_of_the_projection_parameters(d, h):
+    cfg = mk.AttentionConfig(d_model=d, num_heads=h)
+    assert mk.projection_params_by_matrix(cfg)["o"] == d * d
+    assert Fraction(mk.projection_params_by_matrix(cfg)["o"], mk.projection_params(cfg)) == Fraction(1, 4)
+
+
+def test_w_o_share_grows_when_kv_heads_are_shared():
+    # Llama 3 70B: W_O is 8192^2; the layer is 2 * 8192^2 + 2 * 8192 * 8 * 128
+    total = 2 * 8192 * 8192 + 2 * 8192 * 8 * 128
+    assert mk.projection_params(LLAMA) == total
+    assert Fraction(mk.projection_params_by_matrix(LLAMA)["o"], mk.projection_params(LLAMA)) == Fraction(4, 9)
