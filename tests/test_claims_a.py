@@ -72,3 +72,51 @@ def test_w_o_share_grows_when_kv_heads_are_shared():
     total = 2 * 8192 * 8192 + 2 * 8192 * 8 * 128
     assert mk.projection_params(LLAMA) == total
     assert Fraction(mk.projection_params_by_matrix(LLAMA)["o"], mk.projection_params(LLAMA)) == Fraction(4, 9)
+
+
+# ---------------------------------------------------------------------------------------------
+# worked_example: sharing key-value heads leaves the attention arithmetic alone
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("h_kv", [64, 8, 1])
+def test_decode_intensity_is_the_group_size(h_kv):
+    cfg = LLAMA.with_kv_heads(h_kv)
+    flops = 2 * mk.attention_macs(cfg, 8192)
+    assert flops == 2 * 2 * 64 * 8192 * 128  # query heads only
+    assert mk.kv_bytes_read(cfg, 8192) == 8192 * 2 * h_kv * 128 * 2
+    assert Fraction(flops, mk.kv_bytes_read(cfg, 8192)) == Fraction(64, h_kv)  # g = h / h_kv
+
+
+# ---------------------------------------------------------------------------------------------
+# tradeoffs: DeepSeek-V2's decode intensity against the GPUs' ridge points, and its 2.25 groups
+# ---------------------------------------------------------------------------------------------
+
+H100 = (3.35e12, 989e12)  # bytes/s, dense bf16 FLOP/s (datasheet)
+H200 = (4.8e12, 989e12)
+
+
+def test_deepseek_v2_decode_intensity_is_2176_over_9():
+    flops = 2 * mk.attention_macs(V2, 8192)
+    assert flops == 2 * 128 * 8192 * (2 * 512 + 64)  # absorbed form: scores over d_c + d_rope, mix over d_c
+    assert mk.kv_bytes_read(V2, 8192) == 8192 * 576 * 2
+    assert Fraction(flops, mk.kv_bytes_read(V2, 8192)) == Fraction(2176, 9)  # 241.8 FLOPs per byte
+    assert f"{mk.arithmetic_intensity(V2, 8192):.1f}" == "241.8"
+
+
+def test_deepseek_v2_decode_is_compute_bound_on_an_h200_not_on_an_h100():
+    assert round(roofline.ridge_point(*H200)) == 206
+    assert round(roofline.ridge_point(*H100)) == 295
+    assert roofline.limited_by(V2, 8192, *H200) == "compute"
+    assert roofline.limited_by(V2, 8192, *H100) == "memory"
+
+
+def test_the_benchmark_mla_stand_in_stays_memory_bound():
+    stand_in = roofline.benchmark_variants()["MLA"]
+    assert stand_in.num_heads == 64
+    assert Fraction(2 * mk.attention_macs(stand_in, 8192), mk.kv_bytes_read(stand_in, 8192)) == Fraction(1088, 9)
+    assert roofline.limited_by(stand_in, 8192, *H200) == "memory"
+
+
+def test_mla_caches_as_much_as_gqa_with_two_and_a_quarter_kv_heads():
+    assert mk.kv_elements_per_token(V2) == 512 + 64
+    assert Fraction(mk.kv_elements_per_token(V2), 2 * V2.qk_nope_head_dim) == Fraction(9, 4)
