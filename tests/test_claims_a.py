@@ -120,3 +120,22 @@ def test_the_benchmark_mla_stand_in_stays_memory_bound():
 def test_mla_caches_as_much_as_gqa_with_two_and_a_quarter_kv_heads():
     assert mk.kv_elements_per_token(V2) == 512 + 64
     assert Fraction(mk.kv_elements_per_token(V2), 2 * V2.qk_nope_head_dim) == Fraction(9, 4)
+
+
+# ---------------------------------------------------------------------------------------------
+# kv_cache_calculator: what the formula contains, and an 8-bit cache doubling the tokens
+# ---------------------------------------------------------------------------------------------
+
+def test_calculator_formula_for_llama_3_70b_sequences():
+    per_sequence = mk.kv_cache_bytes(LLAMA, 8192, 1, "bf16")
+    assert per_sequence == 80 * 2 * 8 * 128 * 2 * 8192  # 2.5 GiB
+    assert mk.kv_cache_bytes(LLAMA, 8192, 32, "bf16") == 32 * per_sequence == 80 * 2**30  # 80 GiB
+    assert mk.format_bytes(32 * per_sequence, "GB") == "85.9 GB"
+
+
+@pytest.mark.parametrize("memory", [63_939_477_504, 10**9, 131_072 * 7 + 5])
+def test_an_8_bit_cache_holds_twice_the_tokens_of_bf16(memory):
+    llama8 = mk.PRESETS["llama-3-8b"]
+    assert mk.kv_cache_bytes_per_token(llama8, "bf16") == 32 * 2 * 8 * 128 * 2  # 128 KiB
+    assert mk.max_context_tokens(llama8, memory, "bf16") == memory // (32 * 2 * 8 * 128 * 2)
+    assert mk.max_context_tokens(llama8, memory, "fp8") == memory // (32 * 2 * 8 * 128)
