@@ -125,7 +125,7 @@ def _check_head_weights(weights, tokens):
     if (weights < 0).any() or not np.allclose(weights.sum(axis=-1), 1.0):
         raise ValueError("expected attention weights: non-negative, each row (one query) summing to one")
     n, s = weights.shape[1:]
-    tokens = [f"token {i + 1}" for i in range(s)] if tokens is None else [str(t) for t in tokens]
+    tokens = [f"token {i}" for i in range(s)] if tokens is None else [str(t) for t in tokens]  # 0-based, as in the book
     if len(tokens) != s or n > s:
         raise ValueError(f"expected {s} token labels for {n} queries over {s} keys, got {len(tokens)}")
     return weights, tokens
@@ -150,7 +150,7 @@ def head_weights_heatmaps(weights, tokens=None):
         Softmax weights of each head, rows summing to one (``multi_head_attention``'s second
         output). Query ``i`` is row ``i``; keys are the last ``s`` tokens, queries the last ``n``.
     tokens : sequence of str, length s, optional
-        Token labels; default ``token 1``, ``token 2``, ...
+        Token labels; default ``token 0``, ``token 1``, ... (0-based, as in the book)
 
     Returns
     -------
@@ -221,7 +221,7 @@ def _step_texts(steps):
     return [
         ("Q, K, V", f"x {(n, d)} @ W_Q, W_K, W_V {(d, h * d_h)} -> Q, K, V {(n, h * d_h)}, "
                     f"{h} heads of {d_h}"),
-        ("One head", f"head 0: softmax(Q K^T / sqrt({d_h})) V; token 1 weights {first}, sum 1"),
+        ("One head", f"head 0: softmax(Q K^T / sqrt({d_h})) V; token 0 weights {first}, sum 1"),
         ("h heads", f"{h} heads of d/h = {d}/{h} = {d_h}, each weighing the tokens its own way"),
         ("Parameters", f"W_Q, W_K, W_V, W_O: {params} parameters for h = 1 and for h = {h}"),
         ("Join", f"concat {steps['concat'].shape} @ W_O {(h * d_h, d)} -> output {steps['out'].shape}, "
@@ -270,7 +270,7 @@ def _draw_matrices(ax, mats, names, splits, signed):
         for col in range(d_h or m.shape[1], m.shape[1], d_h or 1):
             ax.axvline(start + col - 0.5, color="0.2", linestyle="--", linewidth=1)
     ax.set_xticks([s + (m.shape[1] - 1) / 2 for s, m in zip(starts, mats)], names, fontsize=8)
-    ax.set_yticks(range(image.shape[0]), [f"token {i + 1}" for i in range(image.shape[0])], fontsize=8)
+    ax.set_yticks(range(image.shape[0]), [f"token {i}" for i in range(image.shape[0])], fontsize=8)
 
 
 def _draw_qkv(ax, steps):
