@@ -20,7 +20,6 @@ def close_figures():
     plt.close("all")
 
 
-
 def test_cost_vs_length_draws_the_counts_and_the_crossovers():
     (ax,) = plots.cost_vs_length(LLAMA.config, LENGTHS, LLAMA.intermediate_size).axes
     projections, attention, _, ffn, _ = ax.get_lines()
