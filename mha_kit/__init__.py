@@ -29,6 +29,7 @@ from .counting import (
     dense_decoder_params,
     flash_attention_io,
     flash_block_sizes,
+    flash_io_break_even,
     kv_bytes_read,
     kv_cache_bytes,
     kv_cache_bytes_per_token,

@@ -271,3 +271,19 @@ def flash_attention_io(n, d, sram_elements) -> int:
     _, b_c = flash_block_sizes(d, sram_elements)
     t_c = -(-n // b_c)
     return 3 * n * d + 2 * n + t_c * (3 * n * d + 4 * n)
+
+
+def flash_io_break_even(n, d):
+    """Smallest SRAM size ``M`` (elements) at which Algorithm 1 moves fewer elements than Algorithm 0.
+
+    The count of :func:`flash_attention_io` changes only with ``B_c = ceil(M / 4d)``, and the
+    smallest ``M`` giving block width ``B_c`` is ``4d (B_c - 1) + 1``. Returns ``None`` when no
+    ``M`` up to ``4nd`` (one block holding every key) wins.
+    """
+    n, d = check_positive_int("n", n), check_positive_int("d", d)
+    standard = standard_attention_io(n, d)
+    for b_c in range(1, n + 1):
+        m = max(4 * d * (b_c - 1) + 1, 4 * d)  # the smallest M with this B_c that holds one row of each
+        if flash_attention_io(n, d, m) < standard:
+            return m
+    return None

@@ -546,3 +546,16 @@ def test_flash_block_sizes_sram_too_small():
         mk.flash_block_sizes(64, 255)
     with pytest.raises(ValueError, match=r"^sram_elements must be a positive integer, got 0$"):
         mk.flash_attention_io(8, 64, 0)
+
+
+@pytest.mark.parametrize("n, d", [(1, 1), (5, 2), (40, 3), (64, 8), (200, 4)])
+def test_flash_io_break_even_against_a_scan_of_every_m(n, d):
+    standard = mk.standard_attention_io(n, d)
+    winners = [m for m in range(4 * d, 4 * n * d + 1) if mk.flash_attention_io(n, d, m) < standard]
+    assert mk.flash_io_break_even(n, d) == (winners[0] if winners else None)
+
+
+def test_flash_io_break_even_for_a_long_head_of_128():
+    m = mk.flash_io_break_even(8192, 128)
+    assert mk.flash_attention_io(8192, 128, m) < mk.standard_attention_io(8192, 128) <= mk.flash_attention_io(8192, 128, m - 1)
+    assert 128 * 128 < m < 4 * 128 * 128  # a few times d^2, as the paper's remark on d^2 << M suggests
