@@ -559,3 +559,12 @@ def test_flash_io_break_even_for_a_long_head_of_128():
     m = mk.flash_io_break_even(8192, 128)
     assert mk.flash_attention_io(8192, 128, m) < mk.standard_attention_io(8192, 128) <= mk.flash_attention_io(8192, 128, m - 1)
     assert 128 * 128 < m < 4 * 128 * 128  # a few times d^2, as the paper's remark on d^2 << M suggests
+
+
+def test_flash_io_break_even_quoted_in_the_cost_chapter():
+    # Algorithm 1 beats Algorithm 0 when 3nd + 2n + T_c (3nd + 4n) < 4nd + 4n^2, i.e. when
+    # T_c < (nd + 4n^2 - 2n) / (3nd + 4n) = 84.8 for n = 8192, d = 128: T_c <= 84 needs
+    # B_c >= ceil(8192 / 84) = 98, and the smallest M with ceil(M / 4d) = 98 is 4*128*97 + 1.
+    n, d = 8192, 128
+    assert (n * d + 4 * n * n - 2 * n) // (3 * n * d + 4 * n) == 84
+    assert mk.flash_io_break_even(n, d) == 4 * d * (math.ceil(n / 84) - 1) + 1 == 49_665
