@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -41,21 +42,48 @@ def _grade_ids(api, assignment):
     return [c.metadata["nbgrader"]["grade_id"] for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
 
 
-def grade(submissions, root=None, solutions=REPO_ROOT / "solutions", overrides=None):
+def use_learner_edition(assignment, root):
+    """Make the kernels nbgrader starts from now on see the learner edition of ``assignment``.
+
+    Builds it under ``root/.learner/<assignment>`` and writes a ``python3`` kernelspec whose
+    ``env`` puts it first on ``PYTHONPATH``, in ``root/.jupyter`` placed first on ``JUPYTER_PATH``
+    (the grading process itself keeps the real ``mha_kit``). Without a sandbox the real package
+    stays readable through the file system; the sandbox of ``mha_course.safegrade`` hides it.
+    """
+    from .learner_edition import build
+
+    edition = build(assignment, Path(root) / ".learner" / assignment)
+    spec_dir = Path(root) / ".jupyter" / "kernels" / "python3"
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (learner edition)", "language": "python",
+            "env": {"PYTHONPATH": str(edition.resolve()), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}}
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    jupyter = str((Path(root) / ".jupyter").resolve())
+    paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p and p != jupyter]
+    os.environ["JUPYTER_PATH"] = os.pathsep.join([jupyter, *paths])
+    return edition
+
+
+def grade(submissions, root=None, solutions=REPO_ROOT / "solutions", overrides=None, learner_edition=True):
     """Autograde ``{assignment: {student: notebook_path}}``; return ``{assignment: {student: scores}}``.
 
     ``root`` is the course folder to use (a temporary one by default, deleted afterwards);
-    ``overrides`` are passed to :func:`mha_course.course.course_config`.
+    ``overrides`` are passed to :func:`mha_course.course.course_config`. With ``learner_edition``
+    (the default) the kernels see the assignment's learner edition of ``mha_kit``
+    (:func:`use_learner_edition`), as the instructor's grading does.
     """
     if root is None:
         with tempfile.TemporaryDirectory(prefix="mha_grade_") as tmp:
-            return grade(submissions, tmp, solutions, overrides)
+            return grade(submissions, tmp, solutions, overrides, learner_edition)
     root = Path(root)
     results = {}
     api = course_api(root, **(overrides or {}))
     for assignment, students in submissions.items():
         shutil.copytree(Path(solutions) / assignment, root / "solutions" / assignment, dirs_exist_ok=True)
         run_step(api.generate_assignment(assignment, force=True), f"generate_assignment {assignment}")
+        if learner_edition:
+            use_learner_edition(assignment, root)
         results[assignment] = {}
         for student, notebook in students.items():
             target = root / "submitted" / student / assignment
