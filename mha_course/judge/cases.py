@@ -56,7 +56,7 @@ def _type_name(value):
 def _encode_array(value):
     if value.dtype.kind not in ARRAY_KINDS or value.dtype.fields is not None:
         return {"kind": "other", "type": f"numpy.ndarray of dtype {value.dtype.str}"}
-    data = np.ascontiguousarray(value)
+    data = np.array(value, copy=True, order="C", subok=False)  # C order; 0-d stays 0-d
     return {"kind": "ndarray", "dtype": data.dtype.str, "shape": list(data.shape),
             "data": base64.b64encode(data.tobytes()).decode("ascii")}
 
@@ -76,6 +76,8 @@ def encode(value, depth=0):
         return {"kind": "str", "value": value}
     if kind in (tuple, list, set, frozenset):
         return {"kind": kind.__name__, "items": [encode(item, depth + 1) for item in kind.__iter__(value)]}
+    if issubclass(kind, tuple) and hasattr(kind, "_fields"):  # a namedtuple: its values, as a tuple
+        return {"kind": "tuple", "items": [encode(item, depth + 1) for item in tuple.__iter__(value)]}
     if kind is dict:
         return {"kind": "dict", "items": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(value)]}
     if kind is np.ndarray:
@@ -138,7 +140,7 @@ def run(question, call, *cases):
 
     results = call_all(call, cases)
     payload = {"format": FORMAT, "question": question, "results": [encoded for encoded, _ in results]}
-    display({MIME: payload, "text/plain": f"[{question}: {len(cases)} result(s) sent to the grader]"}, raw=True)
+    display({MIME: payload, "text/plain": f"[{question}: results sent to the grader]"}, raw=True)
     judge = _inline_judge()
     if judge is None:
         return
