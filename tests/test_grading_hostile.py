@@ -111,7 +111,7 @@ HOSTILE = [
      {"softmax_answer"}, "mk.softmax is not available in 04_implement_attention: it is what Q1 asks you to write"),
     ("01_shapes", "always_equal", {"head_dim_answer": ALWAYS_EQUAL}, {"head_dim_answer"}, "not plain data (__main__.Yes)"),
     ("01_shapes", "int_subclass", {"head_dim_answer": INT_SUBCLASS}, {"head_dim_answer"}, "not plain data (__main__.Sneaky)"),
-    ("01_shapes", "masked_array", {"merge_heads_answer": MASKED}, {"merge_heads_answer"}, "not plain data (numpy.ma.core.MaskedArray)"),
+    ("01_shapes", "masked_array", {"merge_heads_answer": MASKED}, {"merge_heads_answer"}, "not plain data (numpy.ma.MaskedArray)"),
     ("01_shapes", "swap_restored_mid_cell", {"head_dim_answer": SWAP_MID_CELL}, {"head_dim_answer"}, "as an int, got float"),
     ("01_shapes", "swap_from_a_thread", {"head_dim_answer": THREAD}, {"head_dim_answer"}, "as an int, got float"),
     ("01_shapes", "swap_from_a_finalizer", {"head_dim_answer": FINALIZER}, {"head_dim_answer"}, "as an int, got float"),
