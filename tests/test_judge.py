@@ -178,3 +178,22 @@ def test_every_question_id_of_the_notebooks_is_known():
     used = {q for a in gs.ASSIGNMENTS for c in gs.read("solutions", a).cells
             if c.metadata.get("nbgrader", {}).get("grade") for q, _ in parse_runs(c.source)}
     assert used == set(QUESTIONS)
+
+
+def test_in_the_learners_own_kernel_a_failure_is_one_line():
+    """Run a test cell in a kernel of the full environment: the reason at once, and nothing else."""
+    import grading_support as gs
+    from nbclient import NotebookClient
+
+    nb = gs.submission("01_shapes", {"head_dim_answer": ("d_model // num_heads", "d_model / num_heads")})
+    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True).execute()
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert [(e.ename, e.traceback) for e in errors] == [
+        ("AssertionError", ["AssertionError: expected head size d_h (d=512, h=8) as an int, got float (64.0): "
+                            "use // or int(...)"])]
+
+
+def test_a_loop_over_heads_that_stacks_the_outputs_is_no_copy():
+    code = ("def grouped_attention(q, k, v):\n    g = q.shape[0] // k.shape[0]\n"
+            "    return np.stack([softmax(q[i] @ k[i // g].T) @ v[i // g] for i in range(q.shape[0])])")
+    assert no_copies({"gqa_answer": code}) is None

@@ -8,7 +8,7 @@ A test cell of the exercises reads::
 
     run("kv_bytes_read", _call, ("llama-3-70b", 8192, 16))
 
-:func:`run` calls ``_call(*case)`` for every case and displays ONE output of mime type
+:func:`run` calls ``_call(*case)`` for every case and, when graded, displays ONE output of mime type
 :data:`MIME` holding the question id and, per case, the result encoded as plain data
 (:func:`encode`): ints, floats, bools, strings, None, tuples, lists, dicts, sets and numeric numpy
 arrays (dtype, shape, bytes). Anything else (an int subclass, an object whose ``__eq__`` says
@@ -18,8 +18,9 @@ process (:mod:`mha_course.judge.core`) compares the results with ``mha_kit``'s r
 expected values never enter the kernel, so nothing the kernel does can make a wrong answer right.
 
 In a learner's own environment (the full course installed, not the grading kernel's learner
-edition) :func:`run` also judges at once and raises ``AssertionError`` with the one-line reason
-(or re-raises the learner's own exception), so that running a cell, nbgrader's Validate and
+edition, and not under ``nbgrader autograde``) :func:`run` judges at once instead: it prints
+nothing when every case passes and raises ``AssertionError`` with the one-line reason (or
+re-raises the learner's own exception), so that running a cell, nbgrader's Validate and
 ``python -m mha_course.check`` give instant feedback.
 
 This module imports nothing that holds a reference answer: it is copied as it is into the
@@ -99,6 +100,7 @@ def encode_error(error):
 
 def call_all(call, cases):
     """``[(encoded result, exception or None)]``: ``call(*case)`` for every case, errors kept per case."""
+    __tracebackhide__ = True  # IPython: a learner's error shows their code, not this function
     out = []
     for case in cases:
         args = case if type(case) is tuple else (case,)
@@ -139,18 +141,40 @@ def run(question, call, *cases):
     from IPython.display import display
 
     results = call_all(call, cases)
-    payload = {"format": FORMAT, "question": question, "results": [encoded for encoded, _ in results]}
-    display({MIME: payload, "text/plain": f"[{question}: results sent to the grader]"}, raw=True)
+    encoded = [data for data, _ in results]
     judge = _inline_judge()
-    if judge is None:
+    if judge is None:  # graded: the judge outside the kernel reads the results from this output
+        payload = {"format": FORMAT, "question": question, "results": encoded}
+        display({MIME: payload, "text/plain": f"[{question}: results sent to the grader]"}, raw=True)
         return
-    failure = judge(question, cases, payload["results"])
+    failure = judge(question, cases, encoded)
     if failure is not None:
         index, _, message = failure
         error = results[index][1]
         if error is not None:
             raise error  # the learner's own error, with its traceback into their code
+        _show_in_one_line()
         raise AssertionError(message) from None
+
+
+class AssertionError(AssertionError):  # noqa: A001 (same name: IPython and nbgrader report "AssertionError")
+    """A failed case, judged at once in the learner's own environment; shown as one line."""
+
+
+def _one_line(shell, etype, value, tb, tb_offset=None):
+    """IPython custom exception handler: the reason, without a traceback through this module."""
+    shell._showtraceback(etype, value, [f"AssertionError: {value}"])
+
+
+def _show_in_one_line():
+    """Let IPython show this module's :class:`AssertionError` as its one-line reason."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and AssertionError not in (shell.custom_exceptions or ()):
+        shell.set_custom_exc((AssertionError,), _one_line)
 
 
 def config(spec):
