@@ -28,6 +28,7 @@ site_buttons = _load("site_buttons")
 search_text = _load("search_text")
 learner_edition = _load("learner_edition")
 practice_pages = _load("practice_pages")
+accessible_pages = _load("accessible_pages")
 
 # --- buttons -----------------------------------------------------------------------------------
 
@@ -238,3 +239,19 @@ def test_followup_admonitions_become_cards(tmp_path):
 
 def test_a_book_without_chains_has_no_cards(tmp_path):
     assert _build_fixture(tmp_path, with_chain=False) == []
+
+
+# --- accessibility repairs ---------------------------------------------------------------------
+
+
+def test_animation_slider_gets_a_label_once():
+    body = '<input id="_anim_slider12ab" type="range"\n  class="anim-slider">'
+    repaired = accessible_pages.repair(body)
+    assert repaired == '<input aria-label="Animation frame" id="_anim_slider12ab" type="range"\n  class="anim-slider">'
+    assert accessible_pages.repair(repaired) == repaired  # a labelled slider is left alone
+    assert accessible_pages.repair('<input id="other">') == '<input id="other">'
+
+
+def test_bibliography_entries_become_list_items():
+    body = '<div role="list" class="citation-list"><div class="citation" id="x" role="doc-biblioentry">'
+    assert accessible_pages.repair(body) == '<div role="list" class="citation-list"><div class="citation" id="x" role="listitem">'

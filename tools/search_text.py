@@ -172,16 +172,20 @@ def rewrite_search_index(path):
 SEARCH_HOOK = """
 (function () {
   // Replace each formula by its readable text before Sphinx cuts the result's summary.
-  if (typeof Search === "undefined" || !Search.htmlToText) return;
-  const original = Search.htmlToText;
-  Search.htmlToText = function (htmlString, anchor) {
-    const doc = new DOMParser().parseFromString(htmlString, "text/html");
-    doc.querySelectorAll(".math").forEach(function (el) {
-      const tex = el.textContent.trim();
-      el.textContent = Object.prototype.hasOwnProperty.call(MHA_SEARCH_MATH, tex) ? MHA_SEARCH_MATH[tex] : tex;
-    });
-    return original(doc.documentElement.outerHTML, anchor);
-  };
+  function install() {
+    const original = Search.htmlToText;
+    Search.htmlToText = function (htmlString, anchor) {
+      const doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll(".math").forEach(function (el) {
+        const tex = el.textContent.trim();
+        el.textContent = Object.prototype.hasOwnProperty.call(MHA_SEARCH_MATH, tex) ? MHA_SEARCH_MATH[tex] : tex;
+      });
+      return original(doc.documentElement.outerHTML, anchor);
+    };
+  }
+  // searchtools.js comes after this script: hook in once the page's scripts have run.
+  if (typeof Search !== "undefined") install();
+  else document.addEventListener("DOMContentLoaded", install);
 })();
 """
 

@@ -250,24 +250,29 @@
     return fraction(value(top), bottom === undefined ? 1n : value(bottom));
   }
 
+  // A Python dict built from [key, value] pairs: a repeated key keeps its first place and takes
+  // the last value, as {Fraction(1, 2): a, Fraction(1, L): b} does when L is 2.
+  function pythonDict(pairs, keyOf) {
+    const table = new Map();
+    for (const [key, value] of pairs || []) table.set(keyOf(key), value);
+    return table;
+  }
+
   // expect_int(got, expected, what, hints, wrong): the message, or null when right
   function intMessage(got, expected, what, hints, wrong, values) {
     if (got === expected) return null;
     let message = `${what}: expected ${formatInt(expected)}, got ${formatInt(got)}`;
-    for (const [value, hint] of wrong || []) {
-      if (BigInt(value) === got) return `${message}: ${hint}`;
-    }
+    const mistakes = pythonDict(wrong, (value) => BigInt(value).toString());
+    if (mistakes.has(got.toString())) return `${message}: ${mistakes.get(got.toString())}`;
     if (expected === 0n || got === 0n) return message;
     const [num, den] = fraction(got, expected);
     let ratio = null;
     if (den === 1n) ratio = `${num}x too large`;
     else if (num === 1n) ratio = `${den}x too small`;
     if (!ratio) return message;
-    const match = (hints || []).find(([key]) => {
-      const [a, b] = hintRatio(key, values || {});
-      return a === num && b === den;
-    });
-    return `${message} (${ratio}${match ? ": " + match[1] : ""})`;
+    const table = pythonDict(hints, (key) => hintRatio(key, values || {}).join("/"));
+    const hint = table.get(`${num}/${den}`);
+    return `${message} (${ratio}${hint ? ": " + hint : ""})`;
   }
 
   function isClose(a, b, rtol) {
@@ -278,7 +283,7 @@
   function floatMessage(got, expected, what, hints, rtol) {
     if (isClose(got, expected, rtol)) return null;
     let message = `${what}: expected ${formatGeneral(expected, 6)}, got ${formatGeneral(got, 6)}`;
-    for (const [ratio, hint] of hints || []) {
+    for (const [ratio, hint] of pythonDict(hints, Number)) {
       if (isClose(got, ratio * expected, rtol)) return `${message} (${hint})`;
     }
     return message;
