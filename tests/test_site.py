@@ -565,18 +565,36 @@ def test_every_figure_has_alt_text(site):
     )
 
 
-def test_search_results_show_readable_math(server, visit):
-    """A search hit on a title or a passage with math shows text, not TeX source."""
-    tab = visit()
-    load(tab, f"{server}/search.html?q=scores")
+def _search_text(tab, url):
     page = tab.page
+    page.goto(url, wait_until="load")
     page.locator("#search-results li").first.wait_for(state="attached")
     page.wait_for_function("() => document.querySelectorAll('#search-results li p.context').length > 0")
     page.wait_for_timeout(500)  # the summaries arrive one fetch at a time
-    text = page.locator("#search-results").inner_text()
-    tex = re.findall(r"\\\(|\\\[|\\[a-zA-Z]+\{|[a-z]_\{", text)
-    assert not tex, f"TeX in the search results: {tex[:10]}\n{text[:2000]}"
+    return page.locator("#search-results").inner_text()
+
+
+TEX = re.compile(r"\\\(|\\\[|\\[a-zA-Z]+\{|[a-z]_\{")
+
+
+def test_search_results_show_readable_math(server, visit):
+    """A search hit on a title or a passage with math shows text, not TeX source."""
+    tab = visit()
+    text = _search_text(tab, f"{server}/search.html?q=scores")
+    assert "√d_h" in text, text[:2000]
+    assert not TEX.findall(text), f"TeX in the search results: {TEX.findall(text)[:10]}\n{text[:2000]}"
     assert not tab.problems, "\n".join(tab.problems)
+
+
+def test_search_works_from_disk(browser, site):
+    """Opened from disk, search still lists pages with readable summaries, and nothing fails."""
+    tab = PageVisit(browser)
+    try:
+        text = _search_text(tab, (site.html / "search.html").as_uri() + "?q=scores")
+        assert "√d_h" in text and not TEX.findall(text), text[:2000]
+        assert not tab.problems, "\n".join(tab.problems)
+    finally:
+        tab.close()
 
 
 def test_search_index_titles_have_no_tex(site):

@@ -252,6 +252,19 @@ def test_animation_slider_gets_a_label_once():
     assert accessible_pages.repair('<input id="other">') == '<input id="other">'
 
 
+def test_animation_frame_gets_alt_text():
+    repaired = accessible_pages.repair('<img id="_anim_img9f">')
+    assert repaired == f'<img alt="{accessible_pages.FRAME_ALT}" id="_anim_img9f">'
+    assert accessible_pages.repair('<img alt="x" id="_anim_img9f">') == '<img alt="x" id="_anim_img9f">'
+
+
 def test_bibliography_entries_become_list_items():
     body = '<div role="list" class="citation-list"><div class="citation" id="x" role="doc-biblioentry">'
     assert accessible_pages.repair(body) == '<div role="list" class="citation-list"><div class="citation" id="x" role="listitem">'
+
+
+def test_page_text_for_search_from_disk_has_readable_math():
+    from docutils.core import publish_doctree
+
+    doctree = publish_doctree("Scale by :math:`\\sqrt{d_h}` here.\n\n.. math:: h \\cdot n^2\n\n.. raw:: html\n\n   <div>widget</div>\n")
+    assert search_text.readable_page_text(doctree) == "Scale by √d_h here. h · n²"

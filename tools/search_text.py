@@ -7,7 +7,10 @@ typesets it in the browser. When the build has finished this extension
 * rewrites the titles in ``searchindex.js`` (``1/\\sqrt{d_h}`` becomes ``1/√d_h``), and
 * writes ``_static/mha-search.js``, loaded by the search page only: a table from every formula
   on the site to its readable text, and a hook that puts that text in place of the formulas
-  when the summary is cut.
+  when the summary is cut;
+* writes ``_static/mha-search-pages.js``, the readable text of every page: opened from disk
+  (file://), the browser refuses the search page's requests for the pages it summarises, so
+  there the summaries are cut from this text instead.
 
 :func:`tex_to_text` does the conversion, once, in Python.
 """
@@ -16,6 +19,8 @@ import html
 import json
 import re
 from pathlib import Path
+
+from docutils import nodes
 
 SYMBOLS = {
     "cdot": "·", "times": "×", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "approx": "≈",
@@ -186,8 +191,41 @@ SEARCH_HOOK = """
   // searchtools.js comes after this script: hook in once the page's scripts have run.
   if (typeof Search !== "undefined") install();
   else document.addEventListener("DOMContentLoaded", install);
+
+  // From disk the browser fetches no page: answer with the page's text written at build time.
+  if (window.location.protocol === "file:" && window.MHA_SEARCH_PAGES) {
+    const root = new URL(document.documentElement.dataset.content_root || "./", window.location.href).href;
+    const fetchPage = window.fetch.bind(window);
+    window.fetch = function (resource, options) {
+      const url = new URL(String(resource), window.location.href).href;
+      const docname = url.startsWith(root) ? url.slice(root.length).replace(/\\.html$/, "") : null;
+      if (docname !== null && Object.prototype.hasOwnProperty.call(window.MHA_SEARCH_PAGES, docname)) {
+        const main = document.createElement("div");
+        main.setAttribute("role", "main");
+        main.textContent = window.MHA_SEARCH_PAGES[docname];
+        return Promise.resolve(new Response(main.outerHTML, {headers: {"Content-Type": "text/html"}}));
+      }
+      return fetchPage(resource, options);
+    };
+  }
 })();
 """
+
+
+def readable_page_text(doctree):
+    """A page's text with every formula in readable form (for summaries cut from disk)."""
+    doctree = doctree.deepcopy()
+    for node in list(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block)))):
+        node.replace_self(nodes.Text(" " + tex_to_text(node.astext()) + " "))
+    for node in list(doctree.findall(nodes.raw)):
+        node.parent.remove(node)
+    return re.sub(r"\s+", " ", doctree.astext()).strip()
+
+
+def write_page_texts(app):
+    texts = {docname: readable_page_text(app.env.get_doctree(docname)) for docname in sorted(app.env.found_docs)}
+    script = "window.MHA_SEARCH_PAGES = " + json.dumps(texts, ensure_ascii=False) + ";\n"
+    (Path(app.outdir) / "_static" / "mha-search-pages.js").write_text(script, encoding="utf-8")
 
 
 def write_search_text(app, exception):
@@ -205,11 +243,13 @@ def write_search_text(app, exception):
     script = "const MHA_SEARCH_MATH = " + json.dumps(table, ensure_ascii=False, indent=0) + ";\n" + SEARCH_HOOK
     (outdir / "_static").mkdir(exist_ok=True)
     (outdir / "_static" / "mha-search.js").write_text(script, encoding="utf-8")
+    write_page_texts(app)
 
 
 def add_hook(app, pagename, templatename, context, doctree):
     if pagename == "search":
-        app.add_js_file("mha-search.js", priority=900)  # after searchtools.js
+        app.add_js_file("mha-search-pages.js", priority=900)
+        app.add_js_file("mha-search.js", priority=901)
 
 
 def setup(app):
