@@ -483,6 +483,39 @@ def test_flashcards_from_the_chapters(server, visit, site):
     assert not tab.problems, "\n".join(tab.problems)
 
 
+FIXTURE_CARDS = [
+    {"id": f"book/kv_cache_calculator#{i}", "doc": "book/kv_cache_calculator", "page": "6. KV-cache calculator",
+     "url": "kv_cache_calculator.html", "tag": tag, "question_text": question, "question_html": question,
+     "answer_html": '<p><strong>Strong answer.</strong> The cache is '
+                    '<span class="math notranslate nohighlight">\\(2 \\cdot h_{kv} \\cdot d_h\\)</span> per token and layer.</p>'}
+    for i, (tag, question) in enumerate([("E", "Q1. Does the cache depend on h?"), ("M", "Q2. Do 16 heads double it?")], start=1)
+]
+
+
+def test_flashcards_by_keyboard(server, visit):
+    """With cards (served here in place of the build's, as chapters have no chain yet): show one,
+    reveal its answer from the keyboard with its math typeset, mark it known, move on."""
+    tab = visit()
+    tab.page.route("**/_static/mha-flashcards.js", lambda route: route.fulfill(
+        content_type="text/javascript", body="window.MHA_FLASHCARDS = " + json.dumps(FIXTURE_CARDS) + ";"))
+    load(tab, f"{server}/{DRILLS}.html")
+    page = tab.page
+    widget = page.locator("[data-mha-widget=flashcards]")
+    assert "[E] Q1. Does the cache depend on h?" in widget.inner_text()
+    reveal = widget.locator(".mha-reveal")
+    assert reveal.inner_text() == "Show the answer" and not widget.locator(".mha-card-answer").is_visible()
+    reveal.focus()
+    page.keyboard.press("Enter")
+    answer = widget.locator(".mha-card-answer")
+    assert answer.is_visible() and reveal.get_attribute("aria-expanded") == "true"
+    answer.locator("mjx-container").first.wait_for()  # MathJax typeset the answer's formula
+    widget.get_by_role("button", name="I knew it").click()
+    assert "[M] Q2." in widget.inner_text() and "Card 2 of 2; you knew 1." in widget.inner_text()
+    stored = json.loads(page.evaluate("() => localStorage.getItem('mha-flashcards-progress')"))
+    assert stored == {"book/kv_cache_calculator#1": "known"}
+    assert not tab.problems, "\n".join(tab.problems)
+
+
 PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
 
 

@@ -769,7 +769,7 @@
     const question = el("div", { class: "mha-card-question", id: "mha-card-question" });
     const source = el("p", { class: "mha-card-source" });
     const answer = el("div", { class: "mha-card-answer", id: "mha-card-answer", hidden: true });
-    const reveal = el("button", { type: "button", class: "mha-button", "aria-expanded": "false", "aria-controls": "mha-card-answer", text: "Show the answer" });
+    const reveal = el("button", { type: "button", class: "mha-button mha-reveal", "aria-expanded": "false", "aria-controls": "mha-card-answer", text: "Show the answer" });
     const counter = el("p", { class: "mha-progress", "aria-live": "polite" });
     const mark = (value) => () => { const p = store(CARDS, {}); p[cards[index].id] = value; save(CARDS, p); move(1); };
     const known = el("button", { type: "button", class: "mha-button", text: "I knew it", onclick: mark("known") });
