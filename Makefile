@@ -66,6 +66,8 @@ release: learner-book
 	mkdir -p _build/release
 	cp -R _build/learner/html _build/release/site
 	tar -C . --exclude=.ipynb_checkpoints -cf - exercises | tar -C _build/release -xf -
+	printf '%s\n' "site/index.html: the book (open it in a browser, or serve the folder)." \
+		"exercises/: the assignments; see the book's chapter Exercises." > _build/release/README.txt
 	tar -C _build -czf _build/mha-course-release.tar.gz release
 	@echo "release: _build/release/ (site/ and exercises/), packed as _build/mha-course-release.tar.gz"
 
