@@ -14,6 +14,7 @@ number they show with mha_kit, run the axe-core accessibility checker on every p
 check that the learner edition holds no answer, no hidden test and no placeholder link.
 """
 
+import dataclasses
 import functools
 import http.server
 import json
@@ -382,6 +383,22 @@ def test_calculator_by_keyboard(server, visit):
     if kind.input_value() == "kv":
         page.locator("[data-name=kv_heads]").fill("7")
         assert "must be divisible by num_kv_heads (7)" in page.locator(".mha-error").inner_text()
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+def test_calculator_mla_preset_and_own_shape(server, visit):
+    """An MLA preset shows the latent's fields and numbers; editing a field leaves the preset."""
+    tab = visit()
+    load(tab, f"{server}/{CALCULATOR}.html")
+    page = tab.page
+    page.select_option("[data-name=preset]", "deepseek-v2")
+    cfg = mk.PRESETS["deepseek-v2"]
+    assert page.locator("[data-name=latent]").is_visible() and not page.locator("[data-name=kv_heads]").is_visible()
+    assert _results(page)[1] == mk.format_bytes(mk.kv_cache_bytes_per_token(cfg, "bf16"))
+    page.locator("[data-name=mla_heads]").fill("64")
+    assert page.locator("[data-name=preset]").input_value() == ""  # "your own"
+    fewer_heads = mk.arithmetic_intensity(dataclasses.replace(cfg, num_heads=64), 8192, "bf16")
+    assert _results(page)[5] == f"{float(f'{fewer_heads:.4g}'):g} FLOPs per byte"
     assert not tab.problems, "\n".join(tab.problems)
 
 

@@ -28,6 +28,7 @@ from mha_kit import units
 
 STATIC = Path(__file__).resolve().parent.parent / "book" / "_static"
 DATA_FILE = "mha-data.js"
+CARDS_FILE = "mha-flashcards.js"  # written by followup_cards.py
 SCRIPT_FILE = "mha-practice.js"
 STYLE_FILE = "mha-practice.css"
 MARKER = "data-mha-widget"
@@ -123,11 +124,13 @@ class Flashcards(_Widget):
 
 def add_assets(app, pagename, templatename, context, doctree):
     """Load the data, the script and the style sheet on the pages that hold a widget."""
-    if MARKER not in (context.get("body") or ""):
+    body = context.get("body") or ""
+    if MARKER not in body:
         return
     app.add_css_file(STYLE_FILE)
     app.add_js_file(DATA_FILE)
-    app.add_js_file("mha-flashcards.js")
+    if f'{MARKER}="{Flashcards.widget}"' in body:
+        app.add_js_file(CARDS_FILE)
     app.add_js_file(SCRIPT_FILE)
 
 

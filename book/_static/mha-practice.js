@@ -598,24 +598,25 @@
     const kvFields = el("div", { class: "mha-row" },
       field("Query heads <var>h</var>", inputs.heads), field("Key-value heads <var>h<sub>kv</sub></var>", inputs.kv_heads),
       field("Head size <var>d<sub>h</sub></var>", inputs.head_dim));
+    const mlaHeads = numberInput(64, "mla_heads");
     const mlaFields = el("div", { class: "mha-row", hidden: true },
-      field("Query heads <var>h</var>", inputs.heads.cloneNode()), field("Latent <var>d<sub>c</sub></var>", inputs.latent),
+      field("Query heads <var>h</var>", mlaHeads), field("Latent <var>d<sub>c</sub></var>", inputs.latent),
       field("Rotary key <var>d<sub>h</sub><sup>R</sup></var>", inputs.rope));
-    const mlaHeads = mlaFields.querySelector("input");
     const bitsField = field("Bits per number", inputs.bits);
     bitsField.hidden = true;
     const results = el("dl", { class: "mha-results" });
     const status = el("p", { class: "mha-error", role: "alert" });
+    const model = el("fieldset", {}, el("legend", { text: "Model" }),
+      el("div", { class: "mha-row" }, field("Preset", preset), field("Attention caches", kind), field("Layers <var>L</var>", inputs.layers)),
+      kvFields, mlaFields);
     const form = el("form", { class: "mha-calc", "aria-label": "KV-cache calculator", onsubmit: (e) => e.preventDefault() },
-      el("fieldset", {}, el("legend", { text: "Model" }),
-        el("div", { class: "mha-row" }, field("Preset", preset), field("Attention caches", kind), field("Layers <var>L</var>", inputs.layers)),
-        kvFields, mlaFields),
+      model,
       el("fieldset", {}, el("legend", { text: "Workload" }),
         el("div", { class: "mha-row" }, field("Context <var>s</var> (tokens)", inputs.context), field("Batch <var>B</var>", inputs.batch),
           field("Number format", dtype), bitsField),
         el("div", { class: "mha-row" }, el("div", { class: "mha-field" }, el("label", { for: "mha-calc-memory", text: "Memory for the cache" }),
           el("span", { class: "mha-inline" }, Object.assign(inputs.memory, { id: "mha-calc-memory" }), memoryUnit)))),
-      el("output", { class: "mha-output", "aria-live": "polite", for: "" }, results, status));
+      el("output", { class: "mha-output", "aria-live": "polite" }, results, status));
 
     function load(name) {
       const p = presets.find((x) => x.name === name);
@@ -667,7 +668,8 @@
     form.addEventListener("input", (event) => {
       if (event.target === mlaHeads) inputs.heads.value = mlaHeads.value;
       if (event.target === inputs.heads) mlaHeads.value = inputs.heads.value;
-      if (event.target !== preset && event.target !== dtype && event.target !== memoryUnit && event.target.closest("fieldset") === form.elements[0]) preset.value = "";
+      // editing the model's shape by hand leaves the preset behind
+      if (event.target !== preset && model.contains(event.target)) preset.value = "";
       update();
     });
     form.addEventListener("change", update);
