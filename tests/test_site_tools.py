@@ -6,6 +6,7 @@ number and a follow-up admonition), since no chapter has a follow-up chain yet.
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -268,3 +269,37 @@ def test_page_text_for_search_from_disk_has_readable_math():
 
     doctree = publish_doctree("Scale by :math:`\\sqrt{d_h}` here.\n\n.. math:: h \\cdot n^2\n\n.. raw:: html\n\n   <div>widget</div>\n")
     assert search_text.readable_page_text(doctree) == "Scale by √d_h here. h · n²"
+
+
+# --- buttons in a real (small) build -----------------------------------------------------------
+
+
+def _build_with_theme(tmp_path, url):
+    source, out = tmp_path / "src", tmp_path / "html"
+    source.mkdir(parents=True)
+    (source / "index.rst").write_text("Fixture\n=======\n\nText.\n", encoding="utf-8")
+    (source / "conf.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO_ROOT / 'tools')!r})\n"
+        "extensions = ['site_buttons']\n"
+        "html_theme = 'sphinx_book_theme'\n"
+        # what jupyter-book passes when _config.yml has no repository block
+        "html_theme_options = {'repository_url': 'https://github.com/executablebooks/jupyter-book',"
+        " 'use_repository_button': True, 'use_issues_button': True}\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k != site_buttons.ENV_URL}
+    if url:
+        env[site_buttons.ENV_URL] = url
+    result = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(source), str(out)],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return (out / "index.html").read_text(encoding="utf-8")
+
+
+def test_buttons_appear_only_with_a_repository(tmp_path):
+    page = _build_with_theme(tmp_path / "with", "https://github.com/someone/mha-book")
+    assert 'href="https://github.com/someone/mha-book"' in page
+    assert "https://github.com/someone/mha-book/issues/new" in page
+    bare = _build_with_theme(tmp_path / "without", None)
+    assert "github.com" not in bare
