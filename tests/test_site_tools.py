@@ -303,3 +303,19 @@ def test_buttons_appear_only_with_a_repository(tmp_path):
     assert "https://github.com/someone/mha-book/issues/new" in page
     bare = _build_with_theme(tmp_path / "without", None)
     assert "github.com" not in bare
+
+
+# --- the leak detector the learner-edition test uses -------------------------------------------
+
+
+def test_leak_detector_finds_a_secret_however_it_is_written(tmp_path):
+    import site_support
+
+    secrets = site_support.secret_lines()
+    line = sorted(secrets)[0]
+    words = line.split(" ")
+    highlighted = "".join(f'<span class="n">{word}</span> ' for word in words)  # a page's highlighted code
+    (tmp_path / "page.html").write_text(f"<pre>{highlighted}</pre>", encoding="utf-8")
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [{"source": ["x = 1\n", line + "\n"]}]}), encoding="utf-8")
+    (tmp_path / "clean.html").write_text("<p>nothing here</p>", encoding="utf-8")
+    assert site_support.leaks(tmp_path, secrets) == {"nb.ipynb": [line], "page.html": [line]}
