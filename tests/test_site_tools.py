@@ -150,11 +150,11 @@ def _exercise_sources():
 
 
 def test_drill_hints_are_the_exercises_hints():
-    """Every hint the drills give is one an exercise gives (the same words)."""
-    sources = json.dumps(_exercise_sources())  # the hints as they stand, escaped, in the JSON
+    """Every hint the drills give is one an exercise's test cell gives, word for word."""
+    sources = _exercise_sources()  # the notebooks' JSON: a hint's quotes are not escaped, none has any
     missing = [hint for spec in practice_pages.DRILL_HINTS.values()
-               for _, hint in spec.get("ratios", []) + spec.get("wrong", []) if hint not in _exercise_sources()]
-    assert sources and not missing, f"hints no exercise gives: {missing}"
+               for _, hint in spec.get("ratios", []) + spec.get("wrong", []) if hint not in sources]
+    assert not missing, f"hints no exercise gives (copy the exercise's words, or drop the hint): {missing}"
 
 
 def test_drill_hint_keys_are_ratios():
