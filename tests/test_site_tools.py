@@ -146,12 +146,13 @@ def test_site_data_rebuilds_every_preset():
 
 
 def _exercise_sources():
-    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((REPO_ROOT / "solutions").glob("*/*.ipynb")))
+    """The judge's question specs, where the exercises' diagnostic hints live (outside the kernel)."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((REPO_ROOT / "mha_course" / "judge").glob("*.py")))
 
 
 def test_drill_hints_are_the_exercises_hints():
     """Every hint the drills give is one an exercise's test cell gives, word for word."""
-    sources = _exercise_sources()  # the notebooks' JSON: a hint's quotes are not escaped, none has any
+    sources = _exercise_sources()
     missing = [hint for spec in practice_pages.DRILL_HINTS.values()
                for _, hint in spec.get("ratios", []) + spec.get("wrong", []) if hint not in sources]
     assert not missing, f"hints no exercise gives (copy the exercise's words, or drop the hint): {missing}"
