@@ -20,11 +20,13 @@ from .attention import (
     value_output_matrices,
 )
 from .cache import KVCache, cached_attention, decode_attention
-from .config import PRESETS, AttentionConfig, LatentAttentionConfig, get_preset
+from .config import AttentionConfig, LatentAttentionConfig
+from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .counting import (
     arithmetic_intensity,
     attention_macs,
     cache_reduction,
+    dense_decoder_params,
     kv_bytes_read,
     kv_cache_bytes,
     kv_cache_bytes_per_token,

@@ -1,4 +1,4 @@
-"""Attention shapes: validated configs and real-model presets.
+"""Attention shapes: validated configs (the real-model presets are in :mod:`mha_kit.models`).
 
 Notation used across the project (see the book's notation page):
 ``n`` tokens (queries), ``s`` keys / cache length, ``d`` model width, ``h`` query heads,
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 
 
 def check_positive_int(name: str, value) -> int:
@@ -136,34 +135,4 @@ class LatentAttentionConfig:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
-# Real models. One per line; the source of each is in shared/facts/model_configs.json and in
-# the ``source`` field. Layers are the decoder's (Transformer base: the 6 decoder layers).
-_VASWANI = "arXiv:1706.03762 sec. 3.1, 3.2.2 (N=6, d_model=512, h=8, d_k=64)"
-_LLAMA3 = "meta-llama/llama-models sku_list.py; Llama 3 paper arXiv:2407.21783 Table 3"
-_DSV2 = "DeepSeek-V2 arXiv:2405.04434 sec. 3.1.2; deepseek-ai/DeepSeek-V2 config.json"
-_PRESET_LIST = (
-    AttentionConfig(512, 8, 8, 64, 6, "transformer-base", _VASWANI),
-    AttentionConfig(768, 12, 12, 64, 12, "gpt2", "HF transformers GPT2Config defaults (openai-community/gpt2)"),
-    AttentionConfig(4096, 32, 8, 128, 32, "llama-3-8b", _LLAMA3),
-    AttentionConfig(8192, 64, 8, 128, 80, "llama-3-70b", _LLAMA3),
-    AttentionConfig(16384, 128, 8, 128, 126, "llama-3.1-405b", _LLAMA3),
-    AttentionConfig(4096, 32, 8, 128, 32, "mistral-7b", "Mistral 7B arXiv:2310.06825 Table 1"),
-    AttentionConfig(4544, 71, 1, 64, 32, "falcon-7b", "tiiuae/falcon-7b config.json (multi_query=true)"),
-    AttentionConfig(8192, 128, 8, 64, 60, "falcon-40b", "tiiuae/falcon-40b config.json (num_kv_heads=8)"),
-    AttentionConfig(8192, 64, 8, 128, 95, "deepseek-67b", "DeepSeek LLM arXiv:2401.02954 Table 2"),
-    AttentionConfig(3584, 28, 4, 128, 28, "qwen2.5-7b", "Qwen/Qwen2.5-7B config.json"),
-    AttentionConfig(3584, 16, 8, 256, 42, "gemma-2-9b", "google/gemma-2-9b config.json (head_dim=256 set explicitly)"),
-    LatentAttentionConfig(5120, 128, 512, 64, 128, 128, 1536, 60, "deepseek-v2", _DSV2),
-    LatentAttentionConfig(2048, 16, 512, 64, 128, 128, None, 27, "deepseek-v2-lite", "DeepSeek-V2 arXiv:2405.04434 App. B.1"),
-)
-
-#: Read-only mapping from a short name (``"llama-3-70b"``) to the config of that model.
-PRESETS = MappingProxyType({cfg.name: cfg for cfg in _PRESET_LIST})
-
-
-def get_preset(name: str):
-    """Return ``PRESETS[name]`` or raise ``ValueError`` listing the known names."""
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}") from None
+# The presets (real models) are records in mha_kit/models.py: PRESETS, MODEL_FACTS, get_preset.

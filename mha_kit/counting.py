@@ -9,6 +9,7 @@ from __future__ import annotations
 import numbers
 
 from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
+from .models import ModelFacts
 from .units import dtype_bits, elements_to_bytes
 
 
@@ -152,3 +153,26 @@ def cache_reduction(smaller, larger) -> float:
     if larger <= 0 or smaller < 0:
         raise ValueError(f"cache sizes must be non-negative with a positive reference, got {smaller} and {larger}")
     return 1 - smaller / larger
+
+
+def dense_decoder_params(facts) -> int:
+    """Parameters of a whole dense decoder from its :class:`mha_kit.ModelFacts` record.
+
+    For ``param_layout == "llama"`` (RMSNorm, SwiGLU, no biases, untied output head)::
+
+        V*d (embeddings) + L*(attention + 3*d*d_ff + 2*d) + d (final norm) + V*d (output head)
+
+    Raises ``ValueError`` for a record without that layout or without ``vocab_size`` and
+    ``intermediate_size``.
+
+    Book: chapter "KV cache calculator" (how much context fits next to the weights).
+    """
+    if not isinstance(facts, ModelFacts):
+        raise ValueError(f"expected a ModelFacts record (mk.MODEL_FACTS[name]), got {type(facts).__name__}")
+    if facts.param_layout != "llama" or facts.vocab_size is None or facts.intermediate_size is None:
+        raise ValueError(f"{facts.name}: dense_decoder_params needs param_layout 'llama' with vocab_size and "
+                         f"intermediate_size, got param_layout={facts.param_layout!r}")
+    cfg, v, d_ff = facts.config, facts.vocab_size, facts.intermediate_size
+    d = cfg.d_model
+    per_layer = projection_params(cfg) + 3 * d * d_ff + 2 * d  # attention + SwiGLU + two norms
+    return v * d + cfg.num_layers * per_layer + d + v * d

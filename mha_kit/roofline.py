@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .config import PRESETS
+from .models import PRESETS
 from .counting import arithmetic_intensity, attention_macs, kv_bytes_read
 
 

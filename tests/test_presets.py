@@ -1,16 +1,20 @@
-"""Every model in shared/facts/model_configs.json has a preset with exactly its shape.
+"""Every model record (mk.MODEL_FACTS) against the facts file read from its sources.
 
-In CI the repository is cloned next to a copy of ``shared/``, so the file is looked up at
-``<repo root>/../shared/facts/model_configs.json``.
+``tests/data/model_configs.json`` is a copy, inside the repository, of the project's facts
+file: each value with the source it was read from and how far it was verified. These tests
+never skip. A new model is one record in ``mha_kit/models.py`` plus one row in ``PRESET_FOR``.
 """
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 import mha_kit as mk
 
-FACTS = Path(__file__).resolve().parents[2] / "shared" / "facts" / "model_configs.json"
+REPO = Path(__file__).resolve().parents[1]
+FACTS = REPO / "tests" / "data" / "model_configs.json"
+MODELS = json.loads(FACTS.read_text(encoding="utf-8"))["models"]
 
 # JSON "name" -> preset name, written out by hand so a renamed model fails loudly.
 PRESET_FOR = {
@@ -30,27 +34,22 @@ PRESET_FOR = {
 }
 
 MLA_FIELDS = ["kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank"]
+IDS = [m["name"] for m in MODELS]
 
 
-def _models():
-    if not FACTS.is_file():
-        return []
-    return json.loads(FACTS.read_text(encoding="utf-8"))["models"]
+def test_facts_file_is_inside_the_repository():
+    # A plain clone has it: nothing here may read ../shared.
+    assert FACTS.is_file() and REPO in FACTS.parents
+    assert len(MODELS) == 13
 
 
-MODELS = _models()
-needs_facts = pytest.mark.skipif(not MODELS, reason=f"model facts not found at {FACTS} (shared/ is not next to the repo)")
-
-
-@needs_facts
 def test_every_model_is_mapped_and_every_preset_is_covered():
     assert sorted(m["name"] for m in MODELS) == sorted(PRESET_FOR)
-    assert sorted(PRESET_FOR.values()) == sorted(mk.PRESETS)
+    assert sorted(PRESET_FOR.values()) == sorted(mk.PRESETS) == sorted(mk.MODEL_FACTS)
 
 
-@needs_facts
-@pytest.mark.parametrize("model", MODELS, ids=[m["name"] for m in MODELS])
-def test_preset_matches_facts(model):
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+def test_preset_shape_matches_facts(model):
     cfg = mk.PRESETS[PRESET_FOR[model["name"]]]
     assert cfg.d_model == model["hidden_size"]
     assert cfg.num_heads == model["num_heads"]
@@ -68,14 +67,130 @@ def test_preset_matches_facts(model):
         assert cfg.head_dim == model["head_dim"]
 
 
-@pytest.mark.parametrize("name", list(mk.PRESETS))
-def test_every_preset_has_a_source(name):
-    source = mk.PRESETS[name].source
-    assert isinstance(source, str) and source.strip()
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+def test_record_matches_facts(model):
+    facts = mk.MODEL_FACTS[PRESET_FOR[model["name"]]]
+    assert facts.context_length == model["max_context"]
+    assert facts.sliding_window == model.get("sliding_window")  # absent in the file: full attention
+    assert facts.vocab_size == model["vocab_size"]
+    assert facts.intermediate_size == model["intermediate_size"]
 
 
-def test_facts_path_is_next_to_the_repo():
-    # The lookup is relative to the repository root, never to the working directory.
-    repo_root = Path(__file__).resolve().parents[1]
-    assert FACTS == repo_root.parent / "shared" / "facts" / "model_configs.json"
-    assert (repo_root / "mha_kit" / "config.py").is_file()
+@pytest.mark.parametrize("name", list(mk.MODEL_FACTS))
+def test_record_config_is_the_preset(name):
+    facts = mk.MODEL_FACTS[name]
+    assert facts.name == name
+    assert facts.config is mk.PRESETS[name] is mk.get_preset(name)
+    assert facts.config.name == name and facts.config.source == facts.source
+    assert mk.get_model_facts(name) is facts
+
+
+def _bib_keys():
+    return set(re.findall(r"^@\w+\{([^,\s]+),", (REPO / "references.bib").read_text(encoding="utf-8"), re.M))
+
+
+@pytest.mark.parametrize("name", list(mk.MODEL_FACTS))
+def test_every_record_cites_a_bibliography_entry_and_a_source(name):
+    facts = mk.MODEL_FACTS[name]
+    assert facts.cite_keys and set(facts.cite_keys) <= _bib_keys()
+    assert facts.source.strip() and facts.title.strip()
+
+
+def test_cite_keys_split_the_cite_string():
+    assert mk.MODEL_FACTS["llama-3-70b"].cite_keys == ("llama3", "llama3config")
+    assert mk.MODEL_FACTS["mistral-7b"].cite == "mistral7b"
+
+
+def test_only_the_window_models_have_a_window():
+    windows = {name: f.sliding_window for name, f in mk.MODEL_FACTS.items() if f.sliding_window is not None}
+    assert windows == {"mistral-7b": 4096, "gemma-2-9b": 4096}
+
+
+def test_records_are_read_only():
+    with pytest.raises(TypeError):
+        mk.MODEL_FACTS["mine"] = mk.MODEL_FACTS["gpt2"]
+    with pytest.raises(AttributeError):
+        mk.MODEL_FACTS["gpt2"].context_length = 2048
+
+
+def test_get_model_facts_unknown_name():
+    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, .*deepseek-v2-lite$"):
+        mk.get_model_facts("llama-4")
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation of a record
+# ---------------------------------------------------------------------------------------------
+
+def _record(**overrides):
+    fields = dict(name="toy", title="Toy", cite="vaswani2017attention", source="made up",
+                  config=mk.AttentionConfig(8, 2), context_length=16)
+    return mk.ModelFacts(**{**fields, **overrides})
+
+
+def test_record_names_its_config():
+    facts = _record()
+    assert facts.config.name == "toy" and facts.config.source == "made up"
+    assert facts.config == mk.AttentionConfig(8, 2, name="toy")
+
+
+def test_record_is_keyword_only():
+    with pytest.raises(TypeError):
+        mk.ModelFacts("toy", "Toy", mk.AttentionConfig(8, 2), "key", "src", 16)
+
+
+@pytest.mark.parametrize("field", ["context_length", "sliding_window", "vocab_size", "intermediate_size"])
+@pytest.mark.parametrize("bad", [0, -1, 4.0, True])  # zero, negative, float, bool
+def test_record_bad_sizes(field, bad):
+    with pytest.raises(ValueError, match=rf"^{field} must be a positive integer, got {bad!r}"):
+        _record(**{field: bad})
+
+
+def test_record_window_longer_than_context():
+    with pytest.raises(ValueError, match=r"^sliding_window \(32\) must not exceed context_length \(16\)$"):
+        _record(sliding_window=32)
+
+
+@pytest.mark.parametrize("field", ["title", "cite", "source"])
+def test_record_empty_strings(field):
+    with pytest.raises(ValueError, match=rf"^{field} must be a non-empty string, got ' '$"):
+        _record(**{field: " "})
+
+
+def test_record_config_type_and_name():
+    with pytest.raises(ValueError, match=r"^config must be an AttentionConfig or LatentAttentionConfig, got dict$"):
+        _record(config={"d_model": 8})
+    with pytest.raises(ValueError, match=r"^config.name \('other'\) must be None or the record's name \('toy'\)$"):
+        _record(config=mk.AttentionConfig(8, 2, name="other"))
+
+
+def test_record_unknown_param_layout():
+    with pytest.raises(ValueError, match=r"^param_layout must be None or one of \('llama',\), got 'gpt'$"):
+        _record(param_layout="gpt")
+
+
+# ---------------------------------------------------------------------------------------------
+# Dense parameter count from a record
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, expected", [
+    # V*d*2 (embeddings, untied head) + L*(attention + SwiGLU 3*d*d_ff + 2 norms) + final norm
+    ("llama-3-8b", 2 * 128256 * 4096 + 32 * ((2 * 4096 * 32 + 2 * 4096 * 8) * 128 + 3 * 4096 * 14336 + 2 * 4096) + 4096),
+    ("mistral-7b", 2 * 32000 * 4096 + 32 * ((2 * 4096 * 32 + 2 * 4096 * 8) * 128 + 3 * 4096 * 14336 + 2 * 4096) + 4096),
+    ("llama-3-70b", 2 * 128256 * 8192 + 80 * ((2 * 8192 * 64 + 2 * 8192 * 8) * 128 + 3 * 8192 * 28672 + 2 * 8192) + 8192),
+])
+def test_dense_decoder_params(name, expected):
+    assert mk.dense_decoder_params(mk.MODEL_FACTS[name]) == expected
+
+
+@pytest.mark.parametrize("name, billions, digits", [("llama-3-8b", 8.03, 2), ("mistral-7b", 7.24, 2), ("llama-3-70b", 70.6, 1)])
+def test_dense_decoder_params_near_the_published_totals(name, billions, digits):
+    # The totals the checkpoints' model pages give: 8.03B, 7.24B and 70.6B parameters.
+    assert round(mk.dense_decoder_params(mk.MODEL_FACTS[name]) / 1e9, digits) == billions
+
+
+def test_dense_decoder_params_refuses_other_layouts():
+    with pytest.raises(ValueError, match=r"^gemma-2-9b: dense_decoder_params needs param_layout 'llama'.*got param_layout=None$"):
+        mk.dense_decoder_params(mk.MODEL_FACTS["gemma-2-9b"])
+    with pytest.raises(ValueError, match=r"^expected a ModelFacts record \(mk.MODEL_FACTS\[name\]\), got AttentionConfig$"):
+        mk.dense_decoder_params(mk.PRESETS["llama-3-8b"])

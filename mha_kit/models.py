@@ -1,0 +1,167 @@
+"""Model facts: one record per real model, the one place the book reads a model's numbers from.
+
+Each :class:`ModelFacts` record carries the attention shape (``.config``, the same object as
+``PRESETS[name]``), the bibliography key of its source (``.cite``, as ``{cite}`` takes it), its
+context length, sliding window, vocabulary and feed-forward sizes, and the primary source the
+numbers were read from. ``tests/data/model_configs.json`` holds the same facts with longer notes;
+``tests/test_presets.py`` checks every record against it. A new model is one record here plus
+one row in that test.
+
+>>> import mha_kit as mk
+>>> mk.MODEL_FACTS["mistral-7b"].sliding_window
+4096
+>>> mk.MODEL_FACTS["llama-3-70b"].config is mk.PRESETS["llama-3-70b"]
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
+
+#: Layouts :func:`mha_kit.dense_decoder_params` can count. ``"llama"``: pre-norm decoder with
+#: RMSNorm (one weight vector of ``d`` per norm), a SwiGLU feed-forward of three ``d x d_ff``
+#: matrices, no biases, and an output head not tied to the embeddings.
+PARAM_LAYOUTS = ("llama",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFacts:
+    """Everything the book uses about one published model.
+
+    Parameters
+    ----------
+    name : str
+        Short preset name, the key of :data:`PRESETS` (``"llama-3-70b"``).
+    title : str
+        The model's name in prose and tables (``"Llama 3 70B"``).
+    config : AttentionConfig or LatentAttentionConfig
+        The attention shape; its ``name`` and ``source`` are filled in from this record.
+    cite : str
+        ``references.bib`` key(s), comma-separated, exactly as ``{cite}`` takes them.
+    source : str
+        Where the numbers were read (paper section, configuration file).
+    context_length : int or None
+        Tokens of context the model was released for; ``None`` for no fixed maximum.
+    sliding_window : int, optional
+        Keys each query sees in sliding-window attention; ``None`` for full attention.
+    vocab_size, intermediate_size : int, optional
+        Vocabulary ``V`` and feed-forward width ``d_ff`` (for MoE models, the dense layer's).
+    param_layout : str, optional
+        One of :data:`PARAM_LAYOUTS` when :func:`mha_kit.dense_decoder_params` may count it.
+
+    Book: chapter "References" (the table of models and their sources).
+    """
+
+    name: str  # key of PRESETS
+    title: str  # "Llama 3 70B"
+    config: AttentionConfig | LatentAttentionConfig  # attention shape of every layer
+    cite: str  # references.bib key(s), "llama3,llama3config"
+    source: str  # primary source of the numbers
+    context_length: int | None  # released context, tokens (None: no fixed maximum)
+    sliding_window: int | None = None  # keys per query under sliding-window attention
+    vocab_size: int | None = None  # V
+    intermediate_size: int | None = None  # d_ff (MoE models: the dense layer's)
+    param_layout: str | None = None  # how dense_decoder_params counts the whole model
+
+    def __post_init__(self):
+        if not isinstance(self.config, (AttentionConfig, LatentAttentionConfig)):
+            raise ValueError(f"config must be an AttentionConfig or LatentAttentionConfig, got {type(self.config).__name__}")
+        if self.config.name not in (None, self.name):
+            raise ValueError(f"config.name ({self.config.name!r}) must be None or the record's name ({self.name!r})")
+        for key in ("title", "cite", "source"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key).strip():
+                raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
+        for key in ("context_length", "sliding_window", "vocab_size", "intermediate_size"):
+            if getattr(self, key) is not None:
+                object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
+        if None not in (self.sliding_window, self.context_length) and self.sliding_window > self.context_length:
+            raise ValueError(f"sliding_window ({self.sliding_window}) must not exceed context_length ({self.context_length})")
+        if self.param_layout is not None and self.param_layout not in PARAM_LAYOUTS:
+            raise ValueError(f"param_layout must be None or one of {PARAM_LAYOUTS}, got {self.param_layout!r}")
+        object.__setattr__(self, "config", replace(self.config, name=self.name, source=self.source))
+
+    @property
+    def cite_keys(self) -> tuple:
+        """The bibliography keys one by one: ``("llama3", "llama3config")``."""
+        return tuple(key.strip() for key in self.cite.split(","))
+
+
+_VASWANI = "arXiv:1706.03762 sec. 3.1, 3.2.2 (N=6, d_model=512, h=8, d_k=64)"
+_LLAMA3 = "meta-llama/llama-models sku_list.py; Llama 3 paper arXiv:2407.21783 Table 3"
+_DSV2 = "DeepSeek-V2 arXiv:2405.04434 sec. 3.1.2; deepseek-ai/DeepSeek-V2 config.json"
+GQA, MLA = AttentionConfig, LatentAttentionConfig  # short names for the table below
+
+# One record per model. Layers are the decoder's (Transformer base: its 6 decoder layers).
+# Fuller notes on every number: tests/data/model_configs.json.
+_RECORDS = (
+    ModelFacts(name="transformer-base", title="Transformer (base)", cite="vaswani2017attention", source=_VASWANI,
+               config=GQA(d_model=512, num_heads=8, num_kv_heads=8, head_dim=64, num_layers=6),
+               context_length=None, intermediate_size=2048),  # sinusoidal positions: no fixed maximum
+    ModelFacts(name="gpt2", title="GPT-2 small", cite="radford2019gpt2",
+               source="HF transformers GPT2Config defaults (openai-community/gpt2)",
+               config=GQA(d_model=768, num_heads=12, num_kv_heads=12, head_dim=64, num_layers=12),
+               context_length=1024, vocab_size=50257, intermediate_size=3072),
+    ModelFacts(name="llama-3-8b", title="Llama 3 8B", cite="llama3,llama3config", source=_LLAMA3,
+               config=GQA(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
+               context_length=8192, vocab_size=128256, intermediate_size=14336, param_layout="llama"),
+    ModelFacts(name="llama-3-70b", title="Llama 3 70B", cite="llama3,llama3config", source=_LLAMA3,
+               config=GQA(d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_layers=80),
+               context_length=8192, vocab_size=128256, intermediate_size=28672, param_layout="llama"),
+    ModelFacts(name="llama-3.1-405b", title="Llama 3.1 405B", cite="llama3", source=_LLAMA3,
+               config=GQA(d_model=16384, num_heads=128, num_kv_heads=8, head_dim=128, num_layers=126),
+               context_length=131072, vocab_size=128256, intermediate_size=53248, param_layout="llama"),
+    ModelFacts(name="mistral-7b", title="Mistral 7B", cite="mistral7b", source="Mistral 7B arXiv:2310.06825 Table 1",
+               config=GQA(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
+               context_length=8192, sliding_window=4096, vocab_size=32000, intermediate_size=14336,
+               param_layout="llama"),
+    ModelFacts(name="falcon-7b", title="Falcon-7B", cite="falcon", source="tiiuae/falcon-7b config.json (multi_query=true)",
+               config=GQA(d_model=4544, num_heads=71, num_kv_heads=1, head_dim=64, num_layers=32),
+               context_length=2048, vocab_size=65024, intermediate_size=18176),
+    ModelFacts(name="falcon-40b", title="Falcon-40B", cite="falcon", source="tiiuae/falcon-40b config.json (num_kv_heads=8)",
+               config=GQA(d_model=8192, num_heads=128, num_kv_heads=8, head_dim=64, num_layers=60),
+               context_length=2048, vocab_size=65024, intermediate_size=32768),  # d_ff = 4d, inferred
+    ModelFacts(name="deepseek-67b", title="DeepSeek LLM 67B", cite="deepseekllm", source="DeepSeek LLM arXiv:2401.02954 Table 2",
+               config=GQA(d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_layers=95),
+               context_length=4096, vocab_size=102400, intermediate_size=22016),
+    ModelFacts(name="qwen2.5-7b", title="Qwen2.5-7B", cite="qwen25", source="Qwen/Qwen2.5-7B config.json",
+               config=GQA(d_model=3584, num_heads=28, num_kv_heads=4, head_dim=128, num_layers=28),
+               context_length=131072, vocab_size=152064, intermediate_size=18944),
+    ModelFacts(name="gemma-2-9b", title="Gemma 2 9B", cite="gemma2",
+               source="google/gemma-2-9b config.json (head_dim=256 set explicitly)",
+               config=GQA(d_model=3584, num_heads=16, num_kv_heads=8, head_dim=256, num_layers=42),
+               context_length=8192, sliding_window=4096,  # window on every other layer; the rest are global
+               vocab_size=256000, intermediate_size=14336),
+    ModelFacts(name="deepseek-v2", title="DeepSeek-V2", cite="deepseekv2", source=_DSV2,
+               config=MLA(d_model=5120, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
+                          v_head_dim=128, q_lora_rank=1536, num_layers=60),
+               context_length=131072, vocab_size=102400, intermediate_size=12288),  # MoE; d_ff of the dense layer
+    ModelFacts(name="deepseek-v2-lite", title="DeepSeek-V2-Lite", cite="deepseekv2", source="DeepSeek-V2 arXiv:2405.04434 App. B.1",
+               config=MLA(d_model=2048, num_heads=16, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
+                          v_head_dim=128, q_lora_rank=None, num_layers=27),
+               context_length=None, vocab_size=102400, intermediate_size=10944),  # context not verified: left None
+)
+
+#: Read-only mapping from a preset name to its :class:`ModelFacts` record.
+MODEL_FACTS = MappingProxyType({facts.name: facts for facts in _RECORDS})
+
+#: Read-only mapping from a short name (``"llama-3-70b"``) to the config of that model.
+PRESETS = MappingProxyType({name: facts.config for name, facts in MODEL_FACTS.items()})
+
+
+def _lookup(table, name):
+    try:
+        return table[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(table)}") from None
+
+
+def get_preset(name: str):
+    """Return ``PRESETS[name]`` or raise ``ValueError`` listing the known names."""
+    return _lookup(PRESETS, name)
+
+
+def get_model_facts(name: str) -> ModelFacts:
+    """Return ``MODEL_FACTS[name]`` or raise ``ValueError`` listing the known names."""
+    return _lookup(MODEL_FACTS, name)
