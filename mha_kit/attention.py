@@ -73,13 +73,17 @@ def masked_softmax(scores, mask, empty_rows="raise"):
     """
     scores = np.asarray(scores)
     mask = np.broadcast_to(_check_mask(mask, scores.shape), scores.shape)
-    if empty_rows not in ("raise", "zero"):
-        raise ValueError(f"empty_rows must be 'raise' or 'zero', got {empty_rows!r}")
+    _check_empty_rows(empty_rows)
     filled = np.where(mask, scores, -np.inf)
     if empty_rows == "raise":
         return softmax(filled)
     empty = ~mask.any(axis=-1, keepdims=True)  # (..., n, 1): rows with nothing to attend to
     return np.where(empty, 0.0, softmax(np.where(empty, 0.0, filled)))  # any finite fill, then zeroed
+
+
+def _check_empty_rows(empty_rows):
+    if empty_rows not in ("raise", "zero"):
+        raise ValueError(f"empty_rows must be 'raise' or 'zero', got {empty_rows!r}")
 
 
 def causal_mask(n_queries, n_keys=None):
@@ -190,6 +194,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, empty_rows="raise"):
     """
     q, k, v = (np.asarray(a) for a in (q, k, v))
     _check_qkv(q, k, v)
+    _check_empty_rows(empty_rows)  # checked even without a mask, so a typo never passes silently
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (..., n, d_h) @ (..., d_h, s) -> (..., n, s)
     weights = softmax(scores) if mask is None else masked_softmax(scores, mask, empty_rows)
     return weights @ v, weights  # (..., n, s) @ (..., s, d_v) -> (..., n, d_v)

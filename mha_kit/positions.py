@@ -28,6 +28,14 @@ def _rope_positions(positions, n, name="positions"):
     return positions
 
 
+def _check_base(base):
+    """``base`` as a float, or a ``ValueError``: the angles are ``position * base**(-2i/r)``."""
+    if isinstance(base, bool) or not isinstance(base, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(base) or base <= 0:
+        raise ValueError(f"base must be a positive finite number, got {base!r}")
+    return float(base)
+
+
 def sinusoidal_positions(num_positions, d_model, base=10000.0):
     """Fixed sinusoidal position encodings of Vaswani et al. (arXiv:1706.03762, sec. 3.5).
 
@@ -53,7 +61,7 @@ def sinusoidal_positions(num_positions, d_model, base=10000.0):
     d = check_positive_int("d_model", d_model)
     if d % 2:
         raise ValueError(f"d_model ({d}) must be even: sinusoidal encodings come in sine-cosine pairs")
-    angle = np.arange(n)[:, None] * base ** (-np.arange(0, d, 2) / d)  # (n, d/2): p * omega_i
+    angle = np.arange(n)[:, None] * _check_base(base) ** (-np.arange(0, d, 2) / d)  # (n, d/2): p * omega_i
     pe = np.empty((n, d))
     pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)  # interleaved: sin, cos, sin, cos ...
     return pe
@@ -86,7 +94,7 @@ def rope(x, positions, base=10000.0):
     if r % 2:
         raise ValueError(f"rope needs an even last dimension, got {r}")
     positions = _rope_positions(positions, x.shape[-2])
-    angle = positions[:, None] * base ** (-np.arange(r // 2) * 2.0 / r)  # (n, r/2)
+    angle = positions[:, None] * _check_base(base) ** (-np.arange(r // 2) * 2.0 / r)  # (n, r/2)
     cos, sin = np.cos(angle), np.sin(angle)
     x1, x2 = x[..., : r // 2], x[..., r // 2 :]
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)

@@ -231,6 +231,8 @@ def test_masked_softmax_errors():
     scores = np.zeros((2, 3))
     with pytest.raises(ValueError, match=r"^empty_rows must be 'raise' or 'zero', got 'nan'$"):
         mk.masked_softmax(scores, np.ones((2, 3), dtype=bool), empty_rows="nan")
+    with pytest.raises(ValueError, match=r"^empty_rows must be 'raise' or 'zero', got 'zeros'$"):
+        mk.scaled_dot_product_attention(np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 3)), empty_rows="zeros")  # no mask
     with pytest.raises(ValueError, match=r"^mask must be boolean \(True = may attend\), got dtype float64$"):
         mk.masked_softmax(scores, np.ones((2, 3)))
     with pytest.raises(ValueError, match=r"^mask of shape \(2, 2, 3\) does not broadcast to scores \(2, 3\)$"):

@@ -95,6 +95,8 @@ def test_sinusoidal_errors():
         mk.sinusoidal_positions(4, 5)
     with pytest.raises(ValueError, match=r"^num_positions must be a positive integer, got 0$"):
         mk.sinusoidal_positions(0, 4)
+    with pytest.raises(ValueError, match=r"^base must be a positive finite number, got -2\.0$"):
+        mk.sinusoidal_positions(4, 4, base=-2.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,6 +170,9 @@ def test_rope_errors():
         mk.rope(np.ones((2, 4)), [0, 1, 2])
     with pytest.raises(ValueError, match=r"^positions must be integers \(token indices\), got dtype float64$"):
         mk.rope(np.ones((2, 4)), [0.0, 1.5])
+    for bad in (0, float("inf"), "10000", True):
+        with pytest.raises(ValueError, match=r"^base must be a positive finite number, got "):
+            mk.rope(np.ones((2, 4)), [0, 1], base=bad)
     with pytest.raises(ValueError, match=r"^rope expects x of shape \(\.\.\., n, r\), got \(4,\)$"):
         mk.rope(np.ones(4), [0])
     with pytest.raises(ValueError, match=r"^expected q and k of the same shape \(r,\), got \(4,\) and \(6,\)$"):
