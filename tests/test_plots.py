@@ -62,9 +62,9 @@ def test_head_weights_heatmaps_uses_token_labels(toy):
 
 
 def test_head_weights_heatmaps_queries_are_the_last_tokens():
-    # 2 queries over 4 keys (decoding with a cache): rows are tokens 3 and 4
+    # 2 queries over 4 keys (decoding with a cache): rows are tokens 2 and 3 (0-based)
     fig = plots.head_weights_heatmaps(random_weights(2, 2, 4))
-    assert [t.get_text() for t in panels(fig)[0].get_yticklabels()] == ["token 3", "token 4"]
+    assert [t.get_text() for t in panels(fig)[0].get_yticklabels()] == ["token 2", "token 3"]
 
 
 @pytest.mark.parametrize("weights, message", [

@@ -1,0 +1,94 @@
+"""The chapters 'Serving the KV cache' and 'Why several heads': shared formats and stored claims.
+
+nbval re-executes the chapters and compares every output; these tests read the stored outputs
+and say which claim broke, and check the formats other tools read (chain, tags, alt text).
+"""
+import json
+import re
+
+import pytest
+from booktoc import REPO_ROOT, toc_docnames
+
+import mha_kit as mk
+
+CHAPTERS = ["serving_kv_cache", "why_several_heads"]
+
+
+def cells(chapter):
+    return json.loads((REPO_ROOT / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))["cells"]
+
+
+def markdown(chapter):
+    return ["".join(c["source"]) for c in cells(chapter) if c["cell_type"] == "markdown"]
+
+
+def printed(chapter):
+    """Everything the chapter's code cells printed, in order."""
+    return "".join("".join(o.get("text", "")) for c in cells(chapter) if c["cell_type"] == "code"
+                   for o in c.get("outputs", []) if o.get("output_type") == "stream")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_is_in_the_toc_part_what_interviewers_ask_next(chapter):
+    assert f"book/{chapter}" in toc_docnames()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_ends_with_a_follow_up_chain(chapter):
+    last = markdown(chapter)[-1]
+    assert last.startswith(f"({chapter}-chain)=\n## Follow-up chain\n")
+    titles = re.findall(r"^:::\{admonition\} (.*)\n:class: (.*)$", last, flags=re.M)
+    assert [t[:6] for t, _ in titles] == ["[E] Q1", "[M] Q2", "[H] Q3"]
+    assert all(cls == "dropdown followup" for _, cls in titles)
+    for block in last.split(":::{admonition}")[1:]:
+        assert block.index("**Strong answer.**") < block.index("**Listening for.**") < block.index("**Trap.**")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_interview_box_question_is_tagged(chapter):
+    text = "\n".join(markdown(chapter))
+    box = text[text.index("```{admonition} In the interview"):]
+    assert re.search(r":class: tip\n\[[EMH]\] ", box), f"book/{chapter}.ipynb: untagged interview question"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_figure_is_png_with_alt_text(chapter):
+    figures = 0
+    for cell in cells(chapter):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            assert "image/svg+xml" not in data, f"book/{chapter}.ipynb: SVG figure"
+            if "image/png" in data:
+                figures += 1
+                alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt", "")
+                assert len(alt) > 40, f"book/{chapter}.ipynb: figure without alt text"
+    assert figures == 2
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_nothing_on_stderr(chapter):
+    for cell in cells(chapter):
+        assert all(o.get("name") != "stderr" for o in cell.get("outputs", [])), f"book/{chapter}.ipynb wrote to stderr"
+
+
+def test_serving_chapter_equivalences_hold_in_the_stored_outputs():
+    text = printed("serving_kv_cache")
+    assert "largest difference from the contiguous cache: 0.0\n" in text
+    assert "each forked request == full causal pass over prompt + its tokens: [True, True]" in text
+    assert "rolling cache == full attention with the window mask: True" in text
+
+
+def test_serving_chapter_reads_mistral_window_from_the_record():
+    window = mk.MODEL_FACTS["mistral-7b"].sliding_window
+    text = printed("serving_kv_cache")
+    assert f"sliding window W = {window:,} tokens" in text
+    source = "".join("".join(c["source"]) for c in cells("serving_kv_cache"))
+    assert str(window) not in source and f"{window:,}" not in source  # never typed in the chapter
+
+
+def test_heads_chapter_ranks_and_tensor_parallel_check():
+    text = printed("why_several_heads")
+    for h, d_h in ((1, 64), (4, 16), (16, 4)):
+        assert re.search(rf"^\s*{h}\s+{d_h}\s+{h} x 96 x 96\s+\[{d_h}\]\s+16,384\s", text, flags=re.M)
+    assert "sum of partials == multi_head_attention: True" in text
+    assert "toy example, fused == separate projections: True" in text
