@@ -2,6 +2,7 @@
 # make test   run every test: unit tests, nbval over the chapters and the
 #             exercise solutions, the site build and the browser test
 # make serve  read the built book on http://127.0.0.1:8000
+# make lab    open the exercises in JupyterLab, in a working copy (work/), as a learner
 # make clean  remove the build output
 #
 # Both `book` and `test` create .venv (python3.11) and install
@@ -25,7 +26,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 CHAPTERS := $(wildcard book/*.ipynb)
 SOLUTIONS := $(wildcard solutions/*/*.ipynb solutions/*.ipynb)
 
-.PHONY: all book test serve clean distclean env
+.PHONY: all book test serve lab clean distclean env
 
 all: book
 
@@ -52,6 +53,11 @@ serve:
 	@test -f _build/html/index.html || { echo "No built book: run 'make book' first."; exit 1; }
 	@echo "Serving the book on http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
 	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+
+# The working copy work/ gets the exercise files it lacks; the learner's own are never overwritten.
+LAB_PORT ?= 8888
+lab: $(STAMP)
+	$(BIN)/python -m mha_course.lab --port $(LAB_PORT)
 
 clean:
 	rm -rf _build
