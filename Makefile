@@ -9,6 +9,7 @@
 #                    the exercise solutions, the site build and the browser tests
 # make serve         read the built book on http://127.0.0.1:8000
 #                    (SITE=_build/learner/html make serve: the learner edition)
+# make lab           open the exercises in JupyterLab, in a working copy (work/), as a learner
 # make clean         remove the build output
 #
 # MHA_REPOSITORY_URL=https://github.com/<owner>/<repo> adds the repository,
@@ -37,7 +38,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 CHAPTERS := $(wildcard book/*.ipynb)
 SOLUTIONS := $(wildcard solutions/*/*.ipynb solutions/*.ipynb)
 
-.PHONY: all book learner-book release test serve clean distclean env
+.PHONY: all book learner-book release test serve lab clean distclean env
 
 all: book
 
@@ -80,6 +81,11 @@ serve:
 	@test -f $(SITE)/index.html || { echo "No built book in $(SITE): run 'make book' (or 'make learner-book') first."; exit 1; }
 	@echo "Serving $(SITE) on http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
 	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory $(SITE)
+
+# The working copy work/ gets the exercise files it lacks; the learner's own are never overwritten.
+LAB_PORT ?= 8888
+lab: $(STAMP)
+	$(BIN)/python -m mha_course.lab --port $(LAB_PORT)
 
 clean:
 	rm -rf _build

@@ -17,7 +17,9 @@ from pathlib import Path
 #: What every assignment's grading kernel has of ``mha_kit``: configs, presets, toy data, units.
 BASE_HELPERS = ("AttentionConfig", "LatentAttentionConfig", "PRESETS", "get_preset", "AttentionWeights",
                 "init_weights", "toy_example", "TOY_SEED", "DTYPE_BITS", "dtype_bits", "format_bytes",
-                "format_int", "format_percent", "roofline")
+                "format_int", "format_percent", "roofline",
+                # the model facts record that PRESETS is read from (sources, windows): facts, no answers
+                "MODEL_FACTS", "ModelFacts", "get_model_facts")
 
 
 @dataclass(frozen=True)

@@ -26,17 +26,21 @@ STUDENT = "me"
 
 
 def _questions(source_notebook):
-    """``[(question label, [test cells])]`` from the source notebook: tests follow their answer."""
+    """``[(question label, [test cells])]`` from the source notebook: a question is a ``## Qn`` heading
+    and the answers and tests under it (``Q5 (fixed_cache_bytes, q5_mistake)``)."""
     import nbformat
 
-    questions = []
+    questions, names = [], []
     for cell in nbformat.read(source_notebook, as_version=4).cells:
         meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "markdown" and cell.source.startswith("## Q") or meta.get("solution") and not questions:
+            questions.append([f"Q{len(questions) + 1}", []])
+            names.append([])
         if meta.get("solution"):
-            questions.append((f"Q{len(questions) + 1} ({meta['grade_id'].removesuffix('_answer')})", []))
+            names[-1].append(meta["grade_id"].removesuffix("_answer"))
         elif meta.get("grade") and questions:
             questions[-1][1].append(meta["grade_id"])
-    return questions
+    return [(f"{label} ({', '.join(n)})", tests) for (label, tests), n in zip(questions, names)]
 
 
 def selfgrade(notebook, assignment):

@@ -212,6 +212,10 @@ WRONG_ANSWERS = {
          {"bug_wrong_kv_head"}),
         ("cache_bytes_as_float", "fixed_cache_bytes_answer", "* bits // 8", "* bits / 8",
          {"bug_cache_without_v"}),
+        # the fix is right, the diagnosis is not: only the diagnosis point is lost
+        ("q1_names_the_mask_direction", "q1_mistake_answer", 'return "C"', 'return "D"', {"q1_mistake_named"}),
+        ("q3_names_a_distractor_in_lower_case", "q3_mistake_answer", 'return "H"', 'return "a"', {"q3_mistake_named"}),
+        ("q5_names_a_word_not_a_letter", "q5_mistake_answer", 'return "B"', 'return "only K"', {"q5_mistake_named"}),
     ],
 }
 
@@ -270,3 +274,4 @@ def score_tests(assignments):
         assert len(WRONG_ANSWERS[assignment]) >= 3
 
     return {name: obj for name, obj in locals().items() if name == "scores" or name.startswith("test_")}
+

@@ -10,8 +10,14 @@ from mha_course.judge.core import parse_runs
 
 ASSIGNMENTS = sorted(p.name for p in (gs.ROOT / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
 HEADING = re.compile(r"^## Q(\d+) \[([EMH])\] · (\d+) points?: \S", re.M)
-# Conceptual questions whose answer does not depend on a shape: nothing to vary in hidden tests.
-NO_HIDDEN_TESTS = {"changes_with_h_set"}
+# Question ids whose answer does not depend on a shape (a set of names, a letter from a list):
+# nothing to vary in hidden tests.
+CHOICE_QUESTIONS = {"changes_with_h", "bug_diagnosis"}
+
+
+def needs_hidden_tests(cell):
+    """A test cell has hidden tests unless every question it runs is a choice (nothing to vary)."""
+    return any(question not in CHOICE_QUESTIONS for question, _ in parse_runs(cell.source))
 
 
 def cells(assignment, kind):
@@ -34,7 +40,7 @@ def test_test_cells_have_docstring_points_and_hidden_tests(assignment):
         assert first.startswith('"""') and first.endswith('"""') and len(first) > 20, meta["grade_id"]
         assert meta["points"] > 0 and meta["locked"]
         assert re.fullmatch(r"[a-z0-9_]{10,}", meta["grade_id"])
-        if meta["grade_id"] not in NO_HIDDEN_TESTS:
+        if needs_hidden_tests(cell):
             assert "### BEGIN HIDDEN TESTS" in cell.source, meta["grade_id"]
 
 
@@ -46,7 +52,7 @@ def test_test_cells_are_in_the_judges_format(assignment):
         grade_id = cell.metadata["nbgrader"]["grade_id"]
         visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
         assert parse_runs(visible), grade_id
-        if grade_id not in NO_HIDDEN_TESTS:
+        if needs_hidden_tests(cell):
             hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
             assert parse_runs(hidden), grade_id
         assert "expect_" not in cell.source and "assert" not in cell.source, grade_id
@@ -59,7 +65,12 @@ def test_questions_state_difficulty_points_and_hint(assignment):
     assert headings and all(m for _, m in headings)
     assert all("<summary>Hint</summary>" in c.source for c, _ in headings)
     stated = [int(m.group(3)) for _, m in headings]
-    graded = [sum(gs.points_of_tests(assignment)[t] for t in tests) for tests in gs.tests_of_answer(assignment).values()]
+    graded, points = [], gs.points_of_tests(assignment)  # the points of the test cells under each heading
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## Q"):
+            graded.append(0)
+        elif cell.metadata.get("nbgrader", {}).get("grade") and graded:
+            graded[-1] += points[cell.metadata["nbgrader"]["grade_id"]]
     assert stated == graded  # the points a heading promises are the points its tests give
     intro = nb.cells[0].source
     assert f"({sum(stated)} in all)" in intro

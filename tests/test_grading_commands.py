@@ -149,3 +149,32 @@ def test_check_refuses_a_file_that_is_not_a_notebook(tmp_path):
     proc = run("mha_course.check", broken, cwd=tmp_path)
     assert proc.returncode == 2
     assert "is not a readable notebook" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _answer_cells_that_fail():
+    """Q3's answer cell has a SyntaxError, Q4's raises before its def: neither function gets defined."""
+    nb = gs.submission(ASSIGNMENT, {"split_heads_answer": ("    B, n, d = x.shape\n", "    B, n, d = (x.shape\n"),
+                                    "merge_heads_answer": ("def merge_heads", "raise ValueError('my own check failed')\ndef merge_heads")})
+    return nb
+
+
+def test_check_blames_the_answer_cell_that_failed_under_a_copy_name(tmp_path):
+    copy = tmp_path / "01_shapes-Copy1.ipynb"  # JupyterLab's name for a copy: the assignment is read from the cells
+    nbformat.write(_answer_cells_that_fail(), copy)
+    proc = run("mha_course.check", copy, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the cell run before this test failed with SyntaxError: '(' was never closed" in proc.stdout
+    assert "the cell run before this test failed with ValueError: my own check failed" in proc.stdout
+    assert "NameError" not in proc.stdout and "Traceback" not in proc.stdout
+    assert proc.stdout.count("FAIL:") == 2  # Q1 and Q2 are answered and pass
+
+
+def test_selfgrade_blames_the_answer_cell_that_failed_under_a_copy_name(tmp_path):
+    copy = tmp_path / "01_shapes (1).ipynb"
+    nbformat.write(_answer_cells_that_fail(), copy)
+    proc = run("mha_course.selfgrade", copy, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{copy} as 01_shapes" in proc.stdout
+    assert "split_heads_matches_mha_kit: 0 / 2  <- SyntaxError: the answer cell above failed: '(' was never closed" in proc.stdout
+    assert "merge_heads_matches_mha_kit: 0 / 1  <- ValueError: the answer cell above failed: my own check failed" in proc.stdout
+    assert "Total: 3 / 6" in proc.stdout

@@ -1,7 +1,7 @@
 """The instructor's pipeline with nbgrader's command line: release, collect, autograde, feedback, export.
 
-One student answers everything (10 points); the other fixes the GQA bug with ``i // h_kv``, which
-passes the visible test and fails a hidden one (8 points). The feedback must show the score and
+One student answers everything (15 points); the other fixes the GQA bug with ``i // h_kv``, which
+passes the visible test and fails a hidden one (13 points). The feedback must show the score and
 the one-line reason, and nothing of the hidden tests' code.
 """
 import csv
@@ -55,7 +55,7 @@ def test_exported_csv_holds_the_scores(course):
     with open(course / "grades.csv", newline="") as f:
         rows = {row["student_id"]: row for row in csv.DictReader(f)}
     assert {s: (float(r["score"]), float(r["max_score"])) for s, r in rows.items()} == {
-        "alice": (10.0, 10.0), "bob": (8.0, 10.0)}
+        "alice": (15.0, 15.0), "bob": (13.0, 15.0)}
     assert all(r["assignment"] == ASSIGNMENT for r in rows.values())
 
 

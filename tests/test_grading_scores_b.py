@@ -1,4 +1,4 @@
-"""Autograde assignments 4-6 in a temporary course: full marks, zero, lost answers, wrong answers."""
+"""Autograde the second half of the course manifest's assignments: full marks, zero, lost answers, wrong answers."""
 import grading_support as gs
 
-globals().update(gs.score_tests(("04_implement_attention", "05_decoding", "06_spot_the_bug")))
+globals().update(gs.score_tests(gs.ASSIGNMENTS[(len(gs.ASSIGNMENTS) + 1) // 2:]))

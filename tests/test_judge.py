@@ -151,8 +151,7 @@ def test_a_name_error_points_at_the_failed_answer_cell():
     test.outputs[0].data[MIME]["results"] = [{"kind": "error", "ename": "NameError", "evalue": "name 'split_heads' is not defined"}]
     nb = judge_notebook(new_notebook(cells=[answer, test]))
     assert nb.cells[1].outputs[0].ename == "NotAvailableError"
-    assert nb.cells[1].outputs[0].evalue == ("the answer cell above failed: NotAvailableError: "
-                                             "mk.split_heads is not available in 01_shapes")
+    assert nb.cells[1].outputs[0].evalue == "the answer cell above failed: mk.split_heads is not available in 01_shapes"
 
 
 @pytest.mark.parametrize("code, named", [

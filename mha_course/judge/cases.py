@@ -151,10 +151,48 @@ def run(question, call, *cases):
     if failure is not None:
         index, _, message = failure
         error = results[index][1]
-        if error is not None:
+        reason = _learner_error_reason(error)
+        if error is not None and reason is None:
             raise error  # the learner's own error, with its traceback into their code
         _show_in_one_line()
-        raise AssertionError(message) from None
+        raise AssertionError(reason or message) from None
+
+
+#: ``(ename, evalue)`` of the error of the last cell that finished running, or None (inline only): while
+#: a test cell runs, that is the cell run before it.
+_previous_cell_error = [None]
+
+
+def _remember_cell_error(result):
+    """IPython ``post_run_cell`` hook: keep the error of each cell, for the test cell run after it."""
+    error = result.error_before_exec or result.error_in_exec
+    _previous_cell_error[0] = None if error is None else (_type_name(error).rpartition(".")[2], str(error)[:MAX_TEXT])
+
+
+def _watch_cells():
+    """Inline only: remember each cell's error, so that a test can blame the answer cell that failed."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and _remember_cell_error not in shell.events.callbacks["post_run_cell"]:
+        shell.events.register("post_run_cell", _remember_cell_error)
+
+
+def _learner_error_reason(error):
+    """The one-line reason for a learner's error that is not about this test (inline), else None.
+
+    A blank answer (the release's ``raise NotImplementedError()``) is "not answered yet"; a
+    ``NameError`` right after a cell that failed (a ``SyntaxError`` or a ``raise`` in the answer
+    cell, so its function was never defined) names that cell's error.
+    """
+    if isinstance(error, NotImplementedError):
+        return "not answered yet (the answer cell still raises NotImplementedError)"
+    previous = _previous_cell_error[0]
+    if isinstance(error, NameError) and previous is not None:
+        return f"the cell run before this test failed with {previous[0]}: {previous[1]} (fix it and run it again)"
+    return None
 
 
 class AssertionError(AssertionError):  # noqa: A001 (same name: IPython and nbgrader report "AssertionError")
@@ -190,3 +228,7 @@ def config(spec):
         return mk.PRESETS[spec]
     fields = dict(spec)
     return mk.LatentAttentionConfig(**fields) if "kv_lora_rank" in fields else mk.AttentionConfig(**fields)
+
+
+if _inline_judge() is not None:
+    _watch_cells()

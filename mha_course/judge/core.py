@@ -241,7 +241,7 @@ def judge_notebook(nb, assignment=None):
             continue
         if verdict[0] == "NameError" and _answer_error(owner):
             ename, evalue = _answer_error(owner)
-            verdict = ename, f"the answer cell above failed: {ename}: {evalue}"
+            verdict = ename, f"the answer cell above failed: {evalue}"  # shown as "SyntaxError: the answer ..."
         if not any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
             cell.setdefault("outputs", []).insert(0, _error_output(*verdict))
     return nb

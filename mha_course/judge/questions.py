@@ -397,3 +397,19 @@ def _fixed_merge(got, h, n, d_h):
 def _fixed_cache(got, spec, s, B, bits):
     expect_int(got, mk.kv_cache_bytes(config(spec), s, B, bits), f"cache bytes of {_name(spec)} (s={s}, B={B}, {bits}-bit)",
                hints={Fraction(1, 2): "still only K (or only V): the cache holds both", **_BITS})
+
+
+#: The mistake each buggy function of 06 makes: a letter of the list in the notebook's introduction.
+MISTAKES = {"Q1": "C", "Q2": "F", "Q3": "H", "Q4": "E", "Q5": "B"}
+#: The letters the list offers (the others are in none of the buggy functions).
+MISTAKE_LETTERS = "ABCDEFGH"
+
+
+@question("bug_diagnosis", lambda label: f"the mistake named for {label}")
+def _bug_diagnosis(got, label):
+    if type(got) is not str or got.strip().upper() not in MISTAKE_LETTERS:
+        shown = repr(got) if type(got) is str else f"a {type(got).__name__}"
+        raise AssertionError(f"{label}: answer one letter from A to H (the list at the top), got {shown}")
+    if got.strip().upper() != MISTAKES[label]:
+        raise AssertionError(f"{label}: mistake {got.strip().upper()} is not the one this function makes: "
+                             "run the buggy function on a small case and see what differs")
