@@ -28,22 +28,34 @@ from .heads import (
     split_qkv,
     tensor_parallel_attention,
 )
+from .flash import flash_attention, online_softmax_update
+from .hardware import GPUS, Accelerator
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .counting import (
     arithmetic_intensity,
     attention_macs,
     cache_reduction,
+    crossover_length,
     dense_decoder_params,
+    flash_attention_io,
+    flash_block_sizes,
+    flash_io_break_even,
     kv_bytes_read,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     kv_elements_per_token,
+    layer_bytes,
+    layer_flops,
+    layer_intensity,
     max_context_tokens,
     projection_macs,
     projection_params,
     projection_params_by_matrix,
+    qkvo_bytes,
     score_count,
+    score_matrix_bytes,
     sequence_attention_macs,
+    standard_attention_io,
 )
 from .latent import (
     LatentCache,

@@ -176,3 +176,114 @@ def dense_decoder_params(facts) -> int:
     d = cfg.d_model
     per_layer = projection_params(cfg) + 3 * d * d_ff + 2 * d  # attention + SwiGLU + two norms
     return v * d + cfg.num_layers * per_layer + d + v * d
+
+
+# ---------------------------------------------------------------------------------------------
+# What attention costs: the n^2 terms against the per-token terms, prefill against decode,
+# and the bytes moved between HBM and SRAM (book chapter "What attention costs").
+# ---------------------------------------------------------------------------------------------
+
+def crossover_length(cfg, intermediate_size=None) -> int:
+    """Shortest sequence length ``n`` at which the ``n^2`` attention terms reach the per-token terms.
+
+    Over ``n`` tokens one layer does ``n * P`` multiply-adds in its projections (``P`` =
+    :func:`projection_params`; plus ``n * 3 * d * d_ff`` for a SwiGLU feed-forward of width
+    ``intermediate_size``) and ``c * n^2`` in scores and mix, with ``c = attention_macs(cfg, 1)``
+    (``2 * h * d_h``; no causal saving). They are equal at ``n = per_token / c``; this returns the
+    smallest whole ``n`` with ``c * n^2 >= per_token * n``.
+
+    Book: chapter "What attention costs".
+    """
+    per_token = projection_params(cfg)
+    if intermediate_size is not None:
+        per_token += 3 * cfg.d_model * check_positive_int("intermediate_size", intermediate_size)
+    return -(-per_token // attention_macs(cfg, 1))  # ceil(per_token / c)
+
+
+def score_matrix_bytes(cfg, n, dtype="bf16") -> int:
+    """Bytes of the ``h x n x n`` score matrix of one layer, the memory FlashAttention never holds."""
+    return elements_to_bytes(score_count(cfg, n), dtype)
+
+
+def qkvo_bytes(cfg, n, dtype="bf16") -> int:
+    """Bytes of one layer's queries, keys, values and outputs for ``n`` tokens: ``n * (2*h + 2*h_kv) * d_h``."""
+    cfg = _check_config(cfg, allow_latent=False)
+    n = check_positive_int("n", n)
+    return elements_to_bytes(n * (2 * cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim, dtype)
+
+
+def layer_flops(cfg, num_tokens, context_len, batch_size=1) -> int:
+    """FLOPs of one attention layer for ``num_tokens`` new tokens attending to ``context_len`` keys.
+
+    ``2 * B * (projection_macs(num_tokens) + attention_macs(context_len, num_tokens))``. Prefill
+    of a prompt: ``num_tokens = context_len = n``; one decode step: ``num_tokens = 1``.
+    """
+    b = check_positive_int("batch_size", batch_size)
+    return 2 * b * (projection_macs(cfg, num_tokens) + attention_macs(cfg, context_len, num_tokens))
+
+
+def layer_bytes(cfg, num_tokens, context_len, batch_size=1, dtype="bf16") -> int:
+    """Fewest bytes one attention layer moves from or to HBM for the work of :func:`layer_flops`.
+
+    The weights once (shared by the batch), and per sequence its input and output activations
+    (``2 * num_tokens * d``) and the cached keys and values of ``context_len`` tokens.
+    """
+    b, n = check_positive_int("batch_size", batch_size), check_positive_int("num_tokens", num_tokens)
+    s = check_positive_int("context_len", context_len)
+    per_sequence = 2 * n * cfg.d_model + s * kv_elements_per_token(cfg)
+    return elements_to_bytes(projection_params(cfg) + b * per_sequence, dtype)
+
+
+def layer_intensity(cfg, num_tokens, context_len, batch_size=1, dtype="bf16") -> float:
+    """Arithmetic intensity, FLOPs per byte: :func:`layer_flops` / :func:`layer_bytes`."""
+    return layer_flops(cfg, num_tokens, context_len, batch_size) / layer_bytes(
+        cfg, num_tokens, context_len, batch_size, dtype)
+
+
+def standard_attention_io(n, d) -> int:
+    """Elements one head's standard attention reads from and writes to HBM (Dao et al. 2022, Alg. 0).
+
+    Read ``Q, K`` (``2nd``), write ``S`` (``n^2``); read ``S``, write ``P`` (``2n^2``); read ``P``
+    and ``V``, write ``O`` (``n^2 + 2nd``): ``4nd + 4n^2`` in all, whatever the SRAM size.
+    """
+    n, d = check_positive_int("n", n), check_positive_int("d", d)
+    return 4 * n * d + 4 * n * n
+
+
+def flash_block_sizes(d, sram_elements) -> tuple:
+    """``(B_r, B_c)`` of Algorithm 1: ``B_c = ceil(M / 4d)``, ``B_r = min(ceil(M / 4d), d)``."""
+    d, m = check_positive_int("d", d), check_positive_int("sram_elements", sram_elements)
+    if m < 4 * d:
+        raise ValueError(f"sram_elements ({m}) must hold one row each of Q, K, V and O: at least 4*d = {4 * d}")
+    b_c = -(-m // (4 * d))
+    return min(b_c, d), b_c
+
+
+def flash_attention_io(n, d, sram_elements) -> int:
+    """Elements one head's FlashAttention forward pass reads from and writes to HBM (Alg. 1).
+
+    With ``T_c = ceil(n / B_c)`` (:func:`flash_block_sizes`): initialise ``O, l, m`` in HBM
+    (``nd + 2n``); load every block of ``K`` and ``V`` once (``2nd``); in each of the ``T_c``
+    outer passes read ``Q, O, l, m`` and write ``O, l, m`` (``3nd + 4n``). In all
+    ``3nd + 2n + T_c (3nd + 4n)``, which is ``Theta(n^2 d^2 / M)`` (the paper's Theorem 2).
+    """
+    n = check_positive_int("n", n)
+    _, b_c = flash_block_sizes(d, sram_elements)
+    t_c = -(-n // b_c)
+    return 3 * n * d + 2 * n + t_c * (3 * n * d + 4 * n)
+
+
+def flash_io_break_even(n, d):
+    """Smallest SRAM size ``M`` (elements) at which Algorithm 1 moves fewer elements than Algorithm 0.
+
+    The count of :func:`flash_attention_io` changes only with ``B_c = ceil(M / 4d)``, and the
+    smallest ``M`` giving block width ``B_c`` is ``4d (B_c - 1) + 1``. Returns ``None`` when no
+    ``M`` up to ``4nd`` (one block holding every key) wins.
+    """
+    n, d = check_positive_int("n", n), check_positive_int("d", d)
+    standard = standard_attention_io(n, d)
+    for b_c in range(1, n + 1):
+        m = max(4 * d * (b_c - 1) + 1, 4 * d)  # the smallest M with this B_c that holds one row of each
+        if flash_attention_io(n, d, m) < standard:
+            return m
+    return None

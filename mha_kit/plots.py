@@ -18,6 +18,119 @@ def _figure(width=6.0, height=3.6):
     return fig, ax
 
 
+# --- What attention costs (chapter "What attention costs") ---
+
+def cost_vs_length(cfg, lengths, intermediate_size=None):
+    """Multiply-adds of one layer over a whole sequence against its length, log-log.
+
+    Lines: the projections (``n * P``), the scores and value mix (``2 h n^2 d_h``) and, when
+    ``intermediate_size`` is given, a SwiGLU feed-forward (``3 n d d_ff``); a dotted vertical
+    line at each :func:`mha_kit.crossover_length`.
+
+    Parameters
+    ----------
+    cfg : AttentionConfig or LatentAttentionConfig
+    lengths : sequence of int
+        Sequence lengths ``n`` (x axis).
+    intermediate_size : int, optional
+        ``d_ff`` of the model's feed-forward block.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Book: chapter "What attention costs".
+    """
+    from .counting import crossover_length, projection_macs, sequence_attention_macs
+
+    n = np.array(lengths, dtype=float)
+    fig, ax = _figure(6.4, 3.8)
+    ax.plot(n, [projection_macs(cfg, t) for t in lengths], color="#4C72B0", label="Q, K, V, O projections  (n·P)")
+    ax.plot(n, [sequence_attention_macs(cfg, t) for t in lengths], color="#C44E52", label="scores + mix  (2·h·n²·d_h)")
+    ax.axvline(crossover_length(cfg), color="#C44E52", linestyle=":", linewidth=1)
+    if intermediate_size is not None:
+        ffn = [3 * t * cfg.d_model * intermediate_size for t in lengths]
+        ax.plot(n, ffn, color="#55A868", label="SwiGLU feed-forward  (3·n·d·d_ff)")
+        ax.axvline(crossover_length(cfg, intermediate_size), color="#55A868", linestyle=":", linewidth=1)
+    ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)",
+           ylabel="multiply-adds per layer, whole sequence", title=f"{cfg.name or 'layer'}: where n² takes over")
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def roofline_points(gpu, points, dtype="bf16"):
+    """A roofline (attainable FLOP/s against arithmetic intensity) with labelled work on it.
+
+    Parameters
+    ----------
+    gpu : Accelerator
+        ``mk.GPUS[name]``: its bandwidth and peak set the two roofs.
+    points : mapping of str to (cfg, num_tokens, context_len, batch_size)
+        Each is placed at :func:`mha_kit.layer_intensity` on the roof.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Book: chapter "What attention costs".
+    """
+    from .counting import layer_intensity
+
+    x = np.logspace(-1, 5, 200)
+    fig, ax = _figure(6.4, 3.8)
+    ax.plot(x, np.minimum(gpu.bf16_flops, x * gpu.hbm_bandwidth) / 1e12, color="black", linewidth=1.5)
+    ax.axvline(gpu.ridge_point, color="gray", linestyle=":", linewidth=1)
+    ax.annotate(f"ridge {gpu.ridge_point:.0f} FLOP/byte", (gpu.ridge_point, 1.2), fontsize=8, color="gray")
+    for k, (label, (cfg, tokens, context, batch)) in enumerate(points.items()):
+        i = layer_intensity(cfg, tokens, context, batch, dtype)
+        y = min(gpu.bf16_flops, i * gpu.hbm_bandwidth) / 1e12
+        ax.plot([i], [y], "o", color=f"C{k}")
+        ax.annotate(label, (i, y), textcoords="offset points", xytext=(5, -12), fontsize=8, color=f"C{k}")
+    ax.set(xscale="log", yscale="log", xlabel=f"arithmetic intensity (FLOPs per byte of HBM traffic, {dtype})",
+           ylabel="attainable TFLOP/s", title=f"{gpu.title}: roofline of one attention layer")
+    return fig
+
+
+def io_vs_sram(n, d, sram_sizes, marks=None, dtype="bf16"):
+    """HBM traffic of standard attention and FlashAttention against the SRAM size, log-log.
+
+    Parameters
+    ----------
+    n, d : int
+        Sequence length and head size of one head.
+    sram_sizes : sequence of int
+        ``M`` in elements (x axis), each at least ``4 d``.
+    marks : mapping of str to int, optional
+        Labelled vertical lines at given ``M`` (an A100's SRAM, ``d^2``...).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Bytes moved (``dtype`` per element) by Algorithm 0 (flat), Algorithm 1 (falling), and the
+        leading term ``12 n^2 d^2 / M`` of Theorem 2's bound.
+
+    Book: chapter "What attention costs".
+    """
+    from .counting import flash_attention_io, standard_attention_io
+    from .units import elements_to_bytes
+
+    m = np.array(sram_sizes, dtype=float)
+    mib = lambda elements: elements_to_bytes(int(elements), dtype) / 2**20  # noqa: E731
+    fig, ax = _figure(6.4, 3.8)
+    ax.plot(m, [mib(standard_attention_io(n, d))] * len(m), color="#4C72B0", label="standard (Algorithm 0)")
+    ax.plot(m, [mib(flash_attention_io(n, d, int(s))) for s in sram_sizes], color="#C44E52",
+            marker="o", markersize=3, label="FlashAttention (Algorithm 1)")
+    ax.plot(m, [mib(12 * n * n * d * d // int(s)) for s in sram_sizes], color="#C44E52", linestyle=":",
+            label="12·n²·d²/M")
+    for label, size in (marks or {}).items():
+        ax.axvline(size, color="gray", linestyle="--", linewidth=1)
+        ax.annotate(label, (size, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -12), fontsize=8, color="gray")
+    ax.set(xscale="log", yscale="log", xlabel="fast memory M (elements)", ylabel=f"HBM reads + writes (MiB, {dtype})",
+           title=f"One head, n = {n:,}, d = {d}: bytes moved against SRAM size")
+    ax.legend(fontsize=8, loc="lower left")
+    return fig
+
+
 # --- Decoding cost and cache size (chapters "Worked example" and "KV-cache calculator") ---
 
 _LINESTYLES = ("-", "--", ":", "-.")  # tell apart configs of the same variant (same colour)

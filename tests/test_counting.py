@@ -403,3 +403,168 @@ def test_max_context_tokens_memory_is_a_whole_number_of_bytes(memory, shown):
 def test_unknown_dtype_is_refused_everywhere(call):
     with pytest.raises(ValueError, match=r"^unknown dtype 'fp12'"):
         call()
+
+
+# ---------------------------------------------------------------------------------------------
+# What attention costs: crossover length, prefill vs decode, HBM traffic of the two algorithms
+# ---------------------------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(h_kv=st.integers(1, 8), g=st.integers(1, 8), d_h=st.integers(1, 64), d=st.integers(1, 512),
+       d_ff=st.one_of(st.none(), st.integers(1, 2048)))
+def test_crossover_length_is_where_the_quadratic_terms_catch_up(h_kv, g, d_h, d, d_ff):
+    cfg = mk.AttentionConfig(d, h_kv * g, h_kv, d_h)
+    n = mk.crossover_length(cfg, d_ff)
+    per_token = lambda t: mk.projection_macs(cfg, t) + (0 if d_ff is None else t * 3 * d * d_ff)  # noqa: E731
+    assert mk.sequence_attention_macs(cfg, n) >= per_token(n)
+    assert n == 1 or mk.sequence_attention_macs(cfg, n - 1) < per_token(n - 1)
+
+
+@pytest.mark.parametrize("d, h", [(512, 8), (768, 12), (4096, 32)])  # Transformer base, GPT-2, Llama-sized MHA
+def test_crossover_length_of_mha_is_twice_the_width(d, h):
+    # P = 4 d^2 and c = 2 h d_h = 2 d, so n = 4 d^2 / (2 d) = 2 d whatever the number of heads.
+    assert mk.crossover_length(mk.AttentionConfig(d, h)) == 2 * d
+
+
+def test_crossover_length_of_llama_3_70b():
+    facts = mk.MODEL_FACTS["llama-3-70b"]
+    # projections: 2*8192*64*128 + 2*8192*8*128 = 150,994,944; c = 2*64*128 = 16,384
+    assert mk.crossover_length(facts.config) == 150_994_944 // 16_384 == 9216
+    # with the SwiGLU feed-forward: + 3*8192*28672 = 704,643,072 per token
+    assert mk.crossover_length(facts.config, facts.intermediate_size) == (150_994_944 + 704_643_072) // 16_384 == 52224
+
+
+def test_crossover_length_bad_intermediate_size():
+    with pytest.raises(ValueError, match=r"^intermediate_size must be a positive integer, got 0$"):
+        mk.crossover_length(CFG, 0)
+
+
+def test_score_matrix_and_qkvo_bytes():
+    cfg = mk.PRESETS["llama-3-70b"]
+    assert mk.score_matrix_bytes(cfg, 8192) == 64 * 8192 * 8192 * 2  # h n^2 scores in bf16: 8 GiB
+    assert mk.qkvo_bytes(cfg, 8192) == 8192 * (2 * 64 + 2 * 8) * 128 * 2  # 288 MiB
+    assert mk.score_matrix_bytes(cfg, 8192, "fp32") == 2 * mk.score_matrix_bytes(cfg, 8192)
+
+
+def test_qkvo_bytes_refuses_latent_configs():
+    with pytest.raises(ValueError, match=r"^expected an AttentionConfig, got LatentAttentionConfig$"):
+        mk.qkvo_bytes(mk.PRESETS["deepseek-v2"], 4)
+
+
+@pytest.mark.parametrize("d, h, h_kv, d_h, n, s, b", [
+    (4, 2, 2, 2, 3, 3, 1),  # toy MHA prefill
+    (12, 6, 3, 2, 1, 9, 1),  # GQA decode over 9 cached tokens
+    (12, 6, 1, 2, 1, 9, 5),  # MQA decode, a batch of 5
+])
+def test_layer_flops_and_bytes_by_hand(d, h, h_kv, d_h, n, s, b):
+    cfg = mk.AttentionConfig(d, h, h_kv, d_h)
+    weights = d * h * d_h * 2 + 2 * d * h_kv * d_h  # Q and O, K and V
+    assert mk.layer_flops(cfg, n, s, b) == b * 2 * (n * weights + 2 * h * n * s * d_h)
+    assert mk.layer_bytes(cfg, n, s, b) == 2 * (weights + b * (2 * n * d + s * 2 * h_kv * d_h))  # bf16
+    flops, moved = b * 2 * (n * weights + 2 * h * n * s * d_h), 2 * (weights + b * (2 * n * d + s * 2 * h_kv * d_h))
+    assert mk.layer_intensity(cfg, n, s, b) == pytest.approx(float(Fraction(flops, moved)), rel=1e-15)
+
+
+def test_prefill_is_compute_bound_and_decode_memory_bound_on_h100():
+    cfg, ridge = mk.PRESETS["llama-3-70b"], mk.GPUS["h100-sxm"].ridge_point
+    assert mk.layer_intensity(cfg, 8192, 8192) > 10 * ridge  # prefill of 8,192 tokens
+    assert mk.layer_intensity(cfg, 1, 8192) < 2  # one decoded token: about 1.7 FLOPs per byte
+    assert mk.layer_intensity(cfg, 1, 8192, batch_size=64) < ridge / 10  # batching does not rescue it
+
+
+def test_layer_bytes_bad_arguments():
+    with pytest.raises(ValueError, match=r"^num_tokens must be a positive integer, got 0$"):
+        mk.layer_bytes(CFG, 0, 4)
+    with pytest.raises(ValueError, match=r"^batch_size must be a positive integer, got -1$"):
+        mk.layer_flops(CFG, 1, 4, -1)
+
+
+def _simulate_standard_io(n, d):
+    """Algorithm 0 of the FlashAttention paper, line by line: (reads, writes) in elements."""
+    steps = [
+        (2 * n * d, n * n),  # 1: read Q, K; write S
+        (n * n, n * n),  # 2: read S; write P
+        (n * n + n * d, n * d),  # 3: read P, V; write O
+    ]
+    return sum(r + w for r, w in steps)
+
+
+def _simulate_flash_io(n, d, m):
+    """Algorithm 1 of the FlashAttention paper, loop by loop, block by block, in elements."""
+    b_c = math.ceil(m / (4 * d))
+    b_r = min(b_c, d)
+    moved = n * d + 2 * n  # line 2: O, l, m initialised in HBM
+    for j in range(0, n, b_c):
+        cols = min(b_c, n - j)
+        moved += 2 * cols * d  # line 6: load K_j, V_j
+        for i in range(0, n, b_r):
+            rows = min(b_r, n - i)
+            moved += 2 * rows * d + 2 * rows  # line 8: load Q_i, O_i, l_i, m_i
+            moved += rows * d + 2 * rows  # lines 12-13: write O_i, l_i, m_i
+    return moved
+
+
+@pytest.mark.parametrize("n, d", [(1, 1), (7, 3), (1024, 64), (8192, 128)])
+def test_standard_attention_io_follows_algorithm_0(n, d):
+    assert mk.standard_attention_io(n, d) == _simulate_standard_io(n, d) == 4 * n * d + 4 * n * n
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 300), d=st.integers(1, 16), extra=st.integers(0, 5000))
+def test_flash_attention_io_follows_algorithm_1(n, d, extra):
+    m = 4 * d + extra  # at least one row each of Q, K, V, O
+    assert mk.flash_attention_io(n, d, m) == _simulate_flash_io(n, d, m)
+
+
+def test_flash_attention_io_grows_like_n2_d2_over_m():
+    # Theorem 2: Theta(N^2 d^2 / M). With 4d dividing M, T_c = 4Nd/M passes, each moving three
+    # N x d matrices and four length-N vectors: 12 (1 + 4/(3d)) N^2 d^2 / M, plus lower-order terms.
+    n, d = 2**16, 64
+    for m in (2**12, 2**14, 2**16):
+        ratio = Fraction(mk.flash_attention_io(n, d, m) * m, n * n * d * d)
+        assert 12 * (1 + Fraction(4, 3 * d)) <= ratio <= 12 * (1 + Fraction(4, 3 * d)) * Fraction(101, 100), m
+
+
+def test_flash_beats_standard_only_when_sram_is_large_against_d_squared():
+    n, d = 8192, 128
+    assert mk.flash_attention_io(n, d, d * d) > mk.standard_attention_io(n, d)  # M = d^2: more traffic
+    assert mk.flash_attention_io(n, d, 192 * 1024 // 2) < mk.standard_attention_io(n, d)  # A100 SRAM, bf16
+
+
+@pytest.mark.parametrize("d, m, expected", [
+    (64, 256, (1, 1)),  # the smallest SRAM: one row of each
+    (64, 98_304, (64, 384)),  # 192 KiB of bf16 with d = 64: B_r capped at d
+    (128, 98_304, (128, 192)),
+    (128, 1000, (2, 2)),  # ceil(1000 / 512) = 2
+])
+def test_flash_block_sizes(d, m, expected):
+    assert mk.flash_block_sizes(d, m) == expected
+
+
+def test_flash_block_sizes_sram_too_small():
+    with pytest.raises(ValueError, match=r"^sram_elements \(255\) must hold one row each of Q, K, V and O: at least 4\*d = 256$"):
+        mk.flash_block_sizes(64, 255)
+    with pytest.raises(ValueError, match=r"^sram_elements must be a positive integer, got 0$"):
+        mk.flash_attention_io(8, 64, 0)
+
+
+@pytest.mark.parametrize("n, d", [(1, 1), (5, 2), (40, 3), (64, 8), (200, 4)])
+def test_flash_io_break_even_against_a_scan_of_every_m(n, d):
+    standard = mk.standard_attention_io(n, d)
+    winners = [m for m in range(4 * d, 4 * n * d + 1) if mk.flash_attention_io(n, d, m) < standard]
+    assert mk.flash_io_break_even(n, d) == (winners[0] if winners else None)
+
+
+def test_flash_io_break_even_for_a_long_head_of_128():
+    m = mk.flash_io_break_even(8192, 128)
+    assert mk.flash_attention_io(8192, 128, m) < mk.standard_attention_io(8192, 128) <= mk.flash_attention_io(8192, 128, m - 1)
+    assert 128 * 128 < m < 4 * 128 * 128  # a few times d^2, as the paper's remark on d^2 << M suggests
+
+
+def test_flash_io_break_even_quoted_in_the_cost_chapter():
+    # Algorithm 1 beats Algorithm 0 when 3nd + 2n + T_c (3nd + 4n) < 4nd + 4n^2, i.e. when
+    # T_c < (nd + 4n^2 - 2n) / (3nd + 4n) = 84.8 for n = 8192, d = 128: T_c <= 84 needs
+    # B_c >= ceil(8192 / 84) = 98, and the smallest M with ceil(M / 4d) = 98 is 4*128*97 + 1.
+    n, d = 8192, 128
+    assert (n * d + 4 * n * n - 2 * n) // (3 * n * d + 4 * n) == 84
+    assert mk.flash_io_break_even(n, d) == 4 * d * (math.ceil(n / 84) - 1) + 1 == 49_665

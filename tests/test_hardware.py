@@ -1,0 +1,51 @@
+"""mha_kit.hardware: accelerator records, each citing its spec sheet."""
+import re
+from pathlib import Path
+
+import pytest
+
+import mha_kit as mk
+
+BIB = (Path(__file__).resolve().parents[1] / "references.bib").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name, bandwidth, flops, ridge", [
+    ("a100-40gb", 1.555e12, 312e12, 312 / 1.555),  # A100 datasheet
+    ("h100-sxm", 3.35e12, 989e12, 989 / 3.35),  # H100 datasheet, dense bf16
+    ("h200-sxm", 4.8e12, 989e12, 989 / 4.8),  # same chip, faster HBM3e
+])
+def test_rates_and_ridge_point(name, bandwidth, flops, ridge):
+    gpu = mk.GPUS[name]
+    assert (gpu.hbm_bandwidth, gpu.bf16_flops) == (bandwidth, flops)
+    assert gpu.ridge_point == pytest.approx(ridge, rel=1e-12)
+
+
+def test_a100_sram_as_the_flashattention_paper_describes_it():
+    a100 = mk.GPUS["a100-40gb"]
+    assert (a100.sram_bytes_per_sm, a100.num_sms) == (196_608, 108)  # 192 KiB per SM, 108 SMs
+
+
+@pytest.mark.parametrize("name", list(mk.GPUS))
+def test_every_record_cites_the_bibliography(name):
+    keys = set(re.findall(r"^@\w+\{([^,\s]+),", BIB, re.M))
+    gpu = mk.GPUS[name]
+    assert gpu.name == name and gpu.source.strip()
+    assert {key.strip() for key in gpu.cite.split(",")} <= keys
+
+
+def _gpu(**overrides):
+    fields = dict(name="toy", title="Toy", cite="nvidiah100", source="made up", hbm_bandwidth=1e12, bf16_flops=1e14)
+    return mk.Accelerator(**{**fields, **overrides})
+
+
+@pytest.mark.parametrize("field", ["hbm_bandwidth", "bf16_flops"])
+@pytest.mark.parametrize("bad", [0, -1.0, True, "1e12"])
+def test_rates_must_be_positive_numbers(field, bad):
+    with pytest.raises(ValueError, match=rf"^{field} must be a positive number, got {re.escape(repr(bad))}$"):
+        _gpu(**{field: bad})
+
+
+def test_sram_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match=r"^sram_bytes_per_sm must be a positive integer, got 1.5"):
+        _gpu(sram_bytes_per_sm=1.5)
+    assert _gpu(num_sms=4).ridge_point == 100.0
