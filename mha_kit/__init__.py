@@ -8,10 +8,13 @@
 from .attention import (
     causal_mask,
     grouped_attention,
+    masked_softmax,
     mean_pool_kv_heads,
     merge_heads,
     multi_head_attention,
+    padding_mask,
     scaled_dot_product_attention,
+    sliding_window_mask,
     softmax,
     split_heads,
     value_output_matrices,
@@ -65,7 +68,6 @@ from .latent import (
     latent_cached_attention,
     latent_decode_attention,
     latent_decode_step,
-    rope,
 )
 from .serving import (
     BlockPool,
@@ -79,6 +81,7 @@ from .serving import (
     rolling_cached_attention,
     shared_prefix_blocks,
 )
+from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
