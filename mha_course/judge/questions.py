@@ -397,3 +397,8 @@ def _fixed_merge(got, h, n, d_h):
 def _fixed_cache(got, spec, s, B, bits):
     expect_int(got, mk.kv_cache_bytes(config(spec), s, B, bits), f"cache bytes of {_name(spec)} (s={s}, B={B}, {bits}-bit)",
                hints={Fraction(1, 2): "still only K (or only V): the cache holds both", **_BITS})
+
+
+# ---- 07 to 10: the chapters "What interviewers ask next" (their own module) -------------------
+
+from . import questions_v2  # noqa: E402,F401  (registers its questions into QUESTIONS)
