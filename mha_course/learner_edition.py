@@ -182,6 +182,13 @@ class _Edition:
                 "messages": messages}
 
 
+def refused(assignment):
+    """``{mk name: rule}`` of the ``mha_kit`` exports the learner edition of ``assignment`` switches off."""
+    edition = _Edition(assignment)
+    return {name: edition.message(name) for name in edition.exports
+            if name not in edition.allowed and edition.exports[name][1]}
+
+
 def build(assignment, dest):
     """Write the learner edition of ``assignment`` into ``dest`` (``dest/mha_kit``, ``dest/mha_course``).
 

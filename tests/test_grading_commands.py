@@ -32,7 +32,9 @@ def notebooks(tmp_path_factory):
     paths = {}
     for name, nb in (("release", gs.read("exercises", ASSIGNMENT)), ("complete", gs.submission(ASSIGNMENT, {})),
                      ("wrong", gs.submission(ASSIGNMENT, {wrong[1]: (wrong[2], wrong[3])})),
-                     ("edited", _with_a_test_switched_off(gs.submission(ASSIGNMENT, {})))):
+                     ("edited", _with_a_test_switched_off(gs.submission(ASSIGNMENT, {}))),
+                     ("reference", gs.submission(ASSIGNMENT, {"split_heads_answer": (
+                         "    B, n, d = x.shape\n", "    return mk.split_heads(x, num_heads)\n")}))):
         paths[name] = folder / name / f"{ASSIGNMENT}.ipynb"
         paths[name].parent.mkdir()
         nbformat.write(nb, paths[name])
@@ -131,3 +133,19 @@ def test_selfgrade_equals_the_judged_grade_on_every_assignment(tmp_path):
         for test, points in gs.expected_scores(assignment, lost).items():
             maximum = gs.points_of_tests(assignment)[test]
             assert f"    {test}: {points:g} / {maximum:g}" in report, report
+
+
+def test_check_names_a_reference_that_grading_switches_off(notebooks, tmp_path):
+    proc = run("mha_course.check", notebooks["reference"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ("NOT ALLOWED: mk.split_heads is not available in 01_shapes: it is what Q3 asks you to write "
+            "(in split_heads_answer; it scores 0 when graded)") in proc.stdout
+    assert "FAIL:" not in proc.stdout  # Validate alone would have passed it
+
+
+def test_check_refuses_a_file_that_is_not_a_notebook(tmp_path):
+    broken = tmp_path / "01_shapes.ipynb"
+    broken.write_text('{"cells": [')
+    proc = run("mha_course.check", broken, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "is not a readable notebook" in proc.stderr and "Traceback" not in proc.stderr

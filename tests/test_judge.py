@@ -197,3 +197,9 @@ def test_a_loop_over_heads_that_stacks_the_outputs_is_no_copy():
     code = ("def grouped_attention(q, k, v):\n    g = q.shape[0] // k.shape[0]\n"
             "    return np.stack([softmax(q[i] @ k[i // g].T) @ v[i // g] for i in range(q.shape[0])])")
     assert no_copies({"gqa_answer": code}) is None
+
+
+@pytest.mark.parametrize("source", ["run(", 'run("no_such_question", f, 1)', "run(" * 100000])
+def test_a_test_cell_the_course_does_not_know_fails_without_stopping_the_judge(source):
+    nb = judge_notebook(new_notebook(cells=[_graded(source, [])]))
+    assert "not one of the course's" in nb.cells[0].outputs[0].evalue

@@ -171,9 +171,21 @@ def results_of(cell):
             if out.get("output_type") in ("display_data", "execute_result") and MIME in out.get("data", {})]
 
 
+def _runs(source):
+    """:func:`parse_runs`, or ``None`` when the source cannot be read (a forged cell, not the course's)."""
+    try:
+        return parse_runs(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def judge_cell(cell, answers):
     """``None`` or ``(ename, message)``: the verdict on one graded test cell's results."""
-    runs = parse_runs(cell["source"])
+    from .questions import QUESTIONS
+
+    runs = _runs(cell["source"])
+    if runs is None or any(question not in QUESTIONS for question, _ in runs):
+        return "AssertionError", "this test cell is not one of the course's: restore it from the release"
     bundles = results_of(cell)
     if len(bundles) != len(runs):
         return "AssertionError", (f"the test cell sent results for {len(bundles)} of its {len(runs)} check(s): "
@@ -222,8 +234,8 @@ def judge_notebook(nb, assignment=None):
             if out.get("output_type") == "execute_result":
                 out["output_type"] = "display_data"
                 out.pop("execution_count", None)
-        if not parse_runs(cell["source"]):
-            continue
+        if _runs(cell["source"]) == []:
+            continue  # not in the judge's format: nbgrader scores it as it ran
         verdict = judge_cell(cell, answers)
         if verdict is None:
             continue
