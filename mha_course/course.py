@@ -17,7 +17,8 @@ from pathlib import Path
 #: What every assignment's grading kernel has of ``mha_kit``: configs, presets, toy data, units.
 BASE_HELPERS = ("AttentionConfig", "LatentAttentionConfig", "PRESETS", "get_preset", "AttentionWeights",
                 "init_weights", "toy_example", "TOY_SEED", "DTYPE_BITS", "dtype_bits", "format_bytes",
-                "format_int", "format_percent", "roofline")
+                "format_int", "format_percent", "roofline",
+                "ModelFacts", "MODEL_FACTS", "get_model_facts")  # the presets are read from the model facts
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ COURSE = {
                    "multi_head_answer": ("softmax_answer", "causal_mask_answer", "attention_answer"),
                    "gqa_answer": ("softmax_answer",)}),
     "05_decoding": Assignment(
-        helpers=("KVCache", "split_heads", "merge_heads", "softmax", "causal_mask", "scaled_dot_product_attention",
+        helpers=("KVCache", "split_heads", "merge_heads", "softmax", "masked_softmax", "causal_mask", "scaled_dot_product_attention",
                  "grouped_attention", "decode_attention"),
         answers={"cached_attention": "Q1", "multi_head_attention": "Q1", "attention_macs": "Q2",
                  "arithmetic_intensity": "Q3", "kv_bytes_read": "Q3"}),
@@ -68,12 +69,12 @@ COURSE = {
                  "elements_to_bytes": "Q4"},
         builds_on={"blockwise_answer": ("block_state_answer", "merge_states_answer")}),
     "08_rope": Assignment(
-        helpers=("softmax", "causal_mask", "scaled_dot_product_attention"),
+        helpers=("softmax", "masked_softmax", "causal_mask", "scaled_dot_product_attention"),
         answers={"rope": "Q1", "rope_scores": "Q2 and Q3", "rotary_attention": "Q4"},
-        builds_on={"rope_score_answer": ("rope_answer",), "distance_answer": ("rope_score_answer", "rope_answer"),
+        builds_on={"rope_score_answer": ("rope_answer",), "distance_answer": ("rope_answer",),
                    "rope_attention_answer": ("rope_answer",)}),
     "09_masks": Assignment(
-        helpers=("softmax", "scaled_dot_product_attention", "split_heads", "merge_heads"),
+        helpers=("softmax", "masked_softmax", "scaled_dot_product_attention", "split_heads", "merge_heads"),
         answers={"multi_head_attention": "Q1", "grouped_attention": "Q1", "sliding_window_mask": "Q2",
                  "padding_mask": "Q3", "causal_mask": "Q3 and Q4"}),
     "10_serving": Assignment(

@@ -90,7 +90,7 @@ REFERENCE_CALLS = {
     "09_masks": {
         "cross_attention_answer": "def cross_attention(x, context, w_q, w_k, w_v, w_o, num_heads):\n"
                                   "    return mk.multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, context=context)[0]",
-        "sliding_window_answer": "sliding_window_mask = mk.sliding_window_mask",
+        "sliding_window_answer": "def sliding_window_mask(n, window):\n    return mk.sliding_window_mask(n, window)",
         "padded_causal_answer": "def padded_causal_mask(lengths, n):\n"
                                 "    return mk.padding_mask(lengths, n) & mk.causal_mask(n)",
         "chunk_mask_answer": "def chunk_mask(n_new, n_cached):\n    return mk.causal_mask(n_new, n_cached + n_new)",
