@@ -69,6 +69,7 @@ from .latent import (
     latent_decode_attention,
     latent_decode_step,
 )
+from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
 from .serving import (
     BlockPool,
     CacheSlots,
@@ -81,7 +82,6 @@ from .serving import (
     rolling_cached_attention,
     shared_prefix_blocks,
 )
-from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example

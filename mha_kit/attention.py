@@ -62,17 +62,18 @@ def masked_softmax(scores, mask, empty_rows="raise"):
     Parameters
     ----------
     scores : ndarray, shape (..., n, s)
-    mask : ndarray of bool, broadcastable to ``scores``
+    mask : ndarray of bool, broadcastable with ``scores``
     empty_rows : {"raise", "zero"}
 
     Returns
     -------
-    ndarray, shape of ``scores``
+    ndarray, the broadcast shape of ``scores`` and ``mask``
 
     Book: chapter "Self-, cross- and masked attention".
     """
-    scores = np.asarray(scores)
-    mask = np.broadcast_to(_check_mask(mask, scores.shape), scores.shape)
+    scores, mask = np.asarray(scores), _check_mask(mask, np.shape(scores))
+    shape = np.broadcast_shapes(mask.shape, scores.shape)  # a mask may add leading axes
+    scores, mask = np.broadcast_to(scores, shape), np.broadcast_to(mask, shape)
     _check_empty_rows(empty_rows)
     filled = np.where(mask, scores, -np.inf)
     if empty_rows == "raise":
@@ -209,15 +210,19 @@ def _check_qkv(q, k, v):
         raise ValueError(f"k and v must hold the same number of keys: k {k.shape}, v {v.shape}")
 
 
-def _check_mask(mask, scores_shape):
+def _check_mask(mask, scores_shape, strict=False):
+    """A boolean mask that broadcasts with ``scores_shape``.
+
+    With ``strict``, it must also not add or lengthen axes (a layer's mask has no head axis).
+    """
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
         raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
     try:
-        fits = np.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
+        shape = np.broadcast_shapes(mask.shape, scores_shape)
     except ValueError:
-        fits = False
-    if not fits:  # a mask with more or longer axes than the scores would broadcast them up
+        shape = None
+    if shape is None or (strict and shape != tuple(scores_shape)):
         raise ValueError(f"mask of shape {mask.shape} does not broadcast to scores {tuple(scores_shape)}")
     return mask
 
@@ -274,7 +279,7 @@ def grouped_attention(q, k, v, mask=None):
     q_grouped = q.reshape(*q.shape[:-3], h_kv, g * n, q.shape[-1])  # (..., h_kv, g*n, d_h)
     if mask is not None:
         target = (*q.shape[:-3], n, k.shape[-2])  # the batch axes, then (n, s)
-        mask = np.broadcast_to(_check_mask(mask, target), target)  # e.g. (1, s) -> (..., n, s)
+        mask = np.broadcast_to(_check_mask(mask, target, strict=True), target)  # e.g. (1, s) -> (..., n, s)
         mask = np.tile(mask, (g, 1))[..., None, :, :]  # (..., 1, g*n, s): row r is query r % n
     out, weights = scaled_dot_product_attention(q_grouped, k, v, mask)  # (..., h_kv, g*n, ·)
     return (out.reshape(*q.shape[:-1], v.shape[-1]),  # (..., h, n, d_v)
@@ -353,7 +358,7 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads=None, ca
     k = split_heads(source @ w_k, h_kv)  # (..., h_kv, s, d_h)
     v = split_heads(source @ w_v, h_kv)  # (..., h_kv, s, d_h)
     if mask is not None:
-        mask = _check_mask(mask, (*x.shape[:-2], x.shape[-2], source.shape[-2]))  # (..., n, s)
+        mask = _check_mask(mask, (*x.shape[:-2], x.shape[-2], source.shape[-2]), strict=True)  # (..., n, s)
     if causal:
         mask = causal_mask(x.shape[-2]) if mask is None else mask & causal_mask(x.shape[-2])
     heads, weights = grouped_attention(q, k, v, mask)  # (..., h, n, d_h), (..., h, n, s)

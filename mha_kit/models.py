@@ -67,7 +67,8 @@ class ModelFacts:
 
     def __post_init__(self):
         if not isinstance(self.config, (AttentionConfig, LatentAttentionConfig)):
-            raise ValueError(f"config must be an AttentionConfig or LatentAttentionConfig, got {type(self.config).__name__}")
+            kind = type(self.config).__name__
+            raise ValueError(f"config must be an AttentionConfig or LatentAttentionConfig, got {kind}")
         if self.config.name not in (None, self.name):
             raise ValueError(f"config.name ({self.config.name!r}) must be None or the record's name ({self.name!r})")
         for key in ("title", "cite", "source"):
@@ -76,8 +77,9 @@ class ModelFacts:
         for key in ("context_length", "sliding_window", "vocab_size", "intermediate_size"):
             if getattr(self, key) is not None:
                 object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
-        if None not in (self.sliding_window, self.context_length) and self.sliding_window > self.context_length:
-            raise ValueError(f"sliding_window ({self.sliding_window}) must not exceed context_length ({self.context_length})")
+        window, context = self.sliding_window, self.context_length
+        if None not in (window, context) and window > context:
+            raise ValueError(f"sliding_window ({window}) must not exceed context_length ({context})")
         if self.param_layout is not None and self.param_layout not in PARAM_LAYOUTS:
             raise ValueError(f"param_layout must be None or one of {PARAM_LAYOUTS}, got {self.param_layout!r}")
         object.__setattr__(self, "config", replace(self.config, name=self.name, source=self.source))
@@ -91,56 +93,70 @@ class ModelFacts:
 _VASWANI = "arXiv:1706.03762 sec. 3.1, 3.2.2 (N=6, d_model=512, h=8, d_k=64)"
 _LLAMA3 = "meta-llama/llama-models sku_list.py; Llama 3 paper arXiv:2407.21783 Table 3"
 _DSV2 = "DeepSeek-V2 arXiv:2405.04434 sec. 3.1.2; deepseek-ai/DeepSeek-V2 config.json"
-GQA, MLA = AttentionConfig, LatentAttentionConfig  # short names for the table below
 
 # One record per model. Layers are the decoder's (Transformer base: its 6 decoder layers).
 # Fuller notes on every number: tests/data/model_configs.json.
 _RECORDS = (
-    ModelFacts(name="transformer-base", title="Transformer (base)", cite="vaswani2017attention", source=_VASWANI,
-               config=GQA(d_model=512, num_heads=8, num_kv_heads=8, head_dim=64, num_layers=6),
-               context_length=None, intermediate_size=2048),  # sinusoidal positions: no fixed maximum
-    ModelFacts(name="gpt2", title="GPT-2 small", cite="radford2019gpt2",
-               source="HF transformers GPT2Config defaults (openai-community/gpt2)",
-               config=GQA(d_model=768, num_heads=12, num_kv_heads=12, head_dim=64, num_layers=12),
-               context_length=1024, vocab_size=50257, intermediate_size=3072),
-    ModelFacts(name="llama-3-8b", title="Llama 3 8B", cite="llama3,llama3config", source=_LLAMA3,
-               config=GQA(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
-               context_length=8192, vocab_size=128256, intermediate_size=14336, param_layout="llama"),
-    ModelFacts(name="llama-3-70b", title="Llama 3 70B", cite="llama3,llama3config", source=_LLAMA3,
-               config=GQA(d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_layers=80),
-               context_length=8192, vocab_size=128256, intermediate_size=28672, param_layout="llama"),
-    ModelFacts(name="llama-3.1-405b", title="Llama 3.1 405B", cite="llama3", source=_LLAMA3,
-               config=GQA(d_model=16384, num_heads=128, num_kv_heads=8, head_dim=128, num_layers=126),
-               context_length=131072, vocab_size=128256, intermediate_size=53248, param_layout="llama"),
-    ModelFacts(name="mistral-7b", title="Mistral 7B", cite="mistral7b", source="Mistral 7B arXiv:2310.06825 Table 1",
-               config=GQA(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
-               context_length=8192, sliding_window=4096, vocab_size=32000, intermediate_size=14336,
-               param_layout="llama"),
-    ModelFacts(name="falcon-7b", title="Falcon-7B", cite="falcon", source="tiiuae/falcon-7b config.json (multi_query=true)",
-               config=GQA(d_model=4544, num_heads=71, num_kv_heads=1, head_dim=64, num_layers=32),
-               context_length=2048, vocab_size=65024, intermediate_size=18176),
-    ModelFacts(name="falcon-40b", title="Falcon-40B", cite="falcon", source="tiiuae/falcon-40b config.json (num_kv_heads=8)",
-               config=GQA(d_model=8192, num_heads=128, num_kv_heads=8, head_dim=64, num_layers=60),
-               context_length=2048, vocab_size=65024, intermediate_size=32768),  # d_ff = 4d, inferred
-    ModelFacts(name="deepseek-67b", title="DeepSeek LLM 67B", cite="deepseekllm", source="DeepSeek LLM arXiv:2401.02954 Table 2",
-               config=GQA(d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_layers=95),
-               context_length=4096, vocab_size=102400, intermediate_size=22016),
-    ModelFacts(name="qwen2.5-7b", title="Qwen2.5-7B", cite="qwen25", source="Qwen/Qwen2.5-7B config.json",
-               config=GQA(d_model=3584, num_heads=28, num_kv_heads=4, head_dim=128, num_layers=28),
-               context_length=131072, vocab_size=152064, intermediate_size=18944),
-    ModelFacts(name="gemma-2-9b", title="Gemma 2 9B", cite="gemma2",
-               source="google/gemma-2-9b config.json (head_dim=256 set explicitly)",
-               config=GQA(d_model=3584, num_heads=16, num_kv_heads=8, head_dim=256, num_layers=42),
-               context_length=8192, sliding_window=4096,  # window on every other layer; the rest are global
-               vocab_size=256000, intermediate_size=14336),
-    ModelFacts(name="deepseek-v2", title="DeepSeek-V2", cite="deepseekv2", source=_DSV2,
-               config=MLA(d_model=5120, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
-                          v_head_dim=128, q_lora_rank=1536, num_layers=60),
-               context_length=131072, vocab_size=102400, intermediate_size=12288),  # MoE; d_ff of the dense layer
-    ModelFacts(name="deepseek-v2-lite", title="DeepSeek-V2-Lite", cite="deepseekv2", source="DeepSeek-V2 arXiv:2405.04434 App. B.1",
-               config=MLA(d_model=2048, num_heads=16, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
-                          v_head_dim=128, q_lora_rank=None, num_layers=27),
-               context_length=None, vocab_size=102400, intermediate_size=10944),  # context not verified: left None
+    ModelFacts(
+        name="transformer-base", title="Transformer (base)", cite="vaswani2017attention", source=_VASWANI,
+        config=AttentionConfig(d_model=512, num_heads=8, num_kv_heads=8, head_dim=64, num_layers=6),
+        context_length=None, intermediate_size=2048),  # sinusoidal positions: no fixed maximum
+    ModelFacts(
+        name="gpt2", title="GPT-2 small", cite="radford2019gpt2",
+        source="HF transformers GPT2Config defaults (openai-community/gpt2)",
+        config=AttentionConfig(d_model=768, num_heads=12, num_kv_heads=12, head_dim=64, num_layers=12),
+        context_length=1024, vocab_size=50257, intermediate_size=3072),
+    ModelFacts(
+        name="llama-3-8b", title="Llama 3 8B", cite="llama3,llama3config", source=_LLAMA3,
+        config=AttentionConfig(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
+        context_length=8192, vocab_size=128256, intermediate_size=14336, param_layout="llama"),
+    ModelFacts(
+        name="llama-3-70b", title="Llama 3 70B", cite="llama3,llama3config", source=_LLAMA3,
+        config=AttentionConfig(d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_layers=80),
+        context_length=8192, vocab_size=128256, intermediate_size=28672, param_layout="llama"),
+    ModelFacts(
+        name="llama-3.1-405b", title="Llama 3.1 405B", cite="llama3", source=_LLAMA3,
+        config=AttentionConfig(d_model=16384, num_heads=128, num_kv_heads=8, head_dim=128, num_layers=126),
+        context_length=131072, vocab_size=128256, intermediate_size=53248, param_layout="llama"),
+    ModelFacts(
+        name="mistral-7b", title="Mistral 7B", cite="mistral7b", source="Mistral 7B arXiv:2310.06825 Table 1",
+        config=AttentionConfig(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
+        context_length=8192, sliding_window=4096, vocab_size=32000, intermediate_size=14336,
+        param_layout="llama"),
+    ModelFacts(
+        name="falcon-7b", title="Falcon-7B", cite="falcon", source="tiiuae/falcon-7b config.json (multi_query=true)",
+        config=AttentionConfig(d_model=4544, num_heads=71, num_kv_heads=1, head_dim=64, num_layers=32),
+        context_length=2048, vocab_size=65024, intermediate_size=18176),
+    ModelFacts(
+        name="falcon-40b", title="Falcon-40B", cite="falcon", source="tiiuae/falcon-40b config.json (num_kv_heads=8)",
+        config=AttentionConfig(d_model=8192, num_heads=128, num_kv_heads=8, head_dim=64, num_layers=60),
+        context_length=2048, vocab_size=65024, intermediate_size=32768),  # d_ff = 4d, inferred
+    ModelFacts(
+        name="deepseek-67b", title="DeepSeek LLM 67B", cite="deepseekllm",
+        source="DeepSeek LLM arXiv:2401.02954 Table 2",
+        config=AttentionConfig(d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_layers=95),
+        context_length=4096, vocab_size=102400, intermediate_size=22016),
+    ModelFacts(
+        name="qwen2.5-7b", title="Qwen2.5-7B", cite="qwen25", source="Qwen/Qwen2.5-7B config.json",
+        config=AttentionConfig(d_model=3584, num_heads=28, num_kv_heads=4, head_dim=128, num_layers=28),
+        context_length=131072, vocab_size=152064, intermediate_size=18944),
+    ModelFacts(
+        name="gemma-2-9b", title="Gemma 2 9B", cite="gemma2",
+        source="google/gemma-2-9b config.json (head_dim=256 set explicitly)",
+        config=AttentionConfig(d_model=3584, num_heads=16, num_kv_heads=8, head_dim=256, num_layers=42),
+        context_length=8192, sliding_window=4096,  # window on every other layer; the rest are global
+        vocab_size=256000, intermediate_size=14336),
+    ModelFacts(
+        name="deepseek-v2", title="DeepSeek-V2", cite="deepseekv2", source=_DSV2,
+        config=LatentAttentionConfig(d_model=5120, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
+                                     qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, num_layers=60),
+        context_length=131072, vocab_size=102400, intermediate_size=12288),  # MoE: d_ff of the dense layer
+    ModelFacts(
+        name="deepseek-v2-lite", title="DeepSeek-V2-Lite", cite="deepseekv2",
+        source="DeepSeek-V2 arXiv:2405.04434 App. B.1",
+        config=LatentAttentionConfig(d_model=2048, num_heads=16, kv_lora_rank=512, qk_rope_head_dim=64,
+                                     qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=None, num_layers=27),
+        context_length=None, vocab_size=102400, intermediate_size=10944),  # context not verified: left None
 )
 
 #: Read-only mapping from a preset name to its :class:`ModelFacts` record.

@@ -235,8 +235,20 @@ def test_masked_softmax_errors():
         mk.scaled_dot_product_attention(np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 3)), empty_rows="zeros")  # no mask
     with pytest.raises(ValueError, match=r"^mask must be boolean \(True = may attend\), got dtype float64$"):
         mk.masked_softmax(scores, np.ones((2, 3)))
-    with pytest.raises(ValueError, match=r"^mask of shape \(2, 2, 3\) does not broadcast to scores \(2, 3\)$"):
-        mk.masked_softmax(scores, np.ones((2, 2, 3), dtype=bool))  # more axes than the scores
+    with pytest.raises(ValueError, match=r"^mask of shape \(3, 3\) does not broadcast to scores \(2, 3\)$"):
+        mk.masked_softmax(scores, np.ones((3, 3), dtype=bool))
+    x, w, cfg = mk.toy_example()
+    with pytest.raises(ValueError, match=r"^mask of shape \(2, 3, 3\) does not broadcast to scores \(3, 3\)$"):
+        mk.multi_head_attention(x, *w, cfg.num_heads, mask=np.ones((2, 3, 3), dtype=bool))  # a layer's mask adds no axis
+
+
+def test_masked_softmax_mask_may_add_leading_axes_like_numpy():
+    scores = np.random.default_rng(5).standard_normal((2, 3))
+    mask = np.stack([np.ones((2, 3), dtype=bool), mk.causal_mask(2, 3)])  # (2, 2, 3)
+    p = mk.masked_softmax(scores, mask)
+    assert p.shape == (2, 2, 3)
+    np.testing.assert_allclose(p[0], mk.softmax(scores), **TOL)
+    np.testing.assert_allclose(p[1], mk.masked_softmax(scores, mask[1]), **TOL)
 
 
 # ---------------------------------------------------------------------------------------------
