@@ -56,7 +56,7 @@ COURSE = {
                    "multi_head_answer": ("softmax_answer", "causal_mask_answer", "attention_answer"),
                    "gqa_answer": ("softmax_answer",)}),
     "05_decoding": Assignment(
-        helpers=("KVCache", "split_heads", "merge_heads", "softmax", "causal_mask", "scaled_dot_product_attention",
+        helpers=("KVCache", "split_heads", "merge_heads", "softmax", "masked_softmax", "causal_mask", "scaled_dot_product_attention",
                  "grouped_attention", "decode_attention"),
         answers={"cached_attention": "Q1", "multi_head_attention": "Q1", "attention_macs": "Q2",
                  "arithmetic_intensity": "Q3", "kv_bytes_read": "Q3"}),
@@ -64,6 +64,24 @@ COURSE = {
         helpers=("softmax", "causal_mask"),
         answers={"scaled_dot_product_attention": "Q1 and Q2", "grouped_attention": "Q3", "merge_heads": "Q4",
                  "kv_cache_bytes": "Q5", "kv_cache_bytes_per_token": "Q5", "kv_elements_per_token": "Q5"}),
+    "07_flash_attention": Assignment(
+        answers={"online_softmax_update": "Q1 and Q2", "flash_attention": "Q3", "scaled_dot_product_attention": "Q3",
+                 "softmax": "Q1 to Q3", "masked_softmax": "Q3", "score_matrix_bytes": "Q4", "score_count": "Q4",
+                 "elements_to_bytes": "Q4"},
+        builds_on={"blockwise_answer": ("block_state_answer", "merge_states_answer")}),
+    "08_rope": Assignment(
+        helpers=("softmax", "masked_softmax", "causal_mask", "scaled_dot_product_attention"),
+        answers={"rope": "Q1", "rope_scores": "Q2 and Q3", "rotary_attention": "Q4"},
+        builds_on={"rope_score_answer": ("rope_answer",), "distance_answer": ("rope_answer",),
+                   "rope_attention_answer": ("rope_answer",)}),
+    "09_masks": Assignment(
+        helpers=("softmax", "masked_softmax", "scaled_dot_product_attention", "split_heads", "merge_heads"),
+        answers={"multi_head_attention": "Q1", "grouped_attention": "Q1", "sliding_window_mask": "Q2",
+                 "padding_mask": "Q3", "causal_mask": "Q3 and Q4"}),
+    "10_serving": Assignment(
+        helpers=("kv_elements_per_token",),
+        answers={"cache_slots": "Q1 and Q2", "kv_cache_bytes": "Q3", "kv_cache_bytes_per_token": "Q3 and Q4",
+                 "elements_to_bytes": "Q3 and Q4", "quantized_cache_bytes": "Q4", "max_context_tokens": "Q3"}),
 }
 
 #: The assignments, in the order the book teaches them (folder names under solutions/).

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from grading_support import ROOT, WRONG_ANSWERS, points_of_tests, read, submission, tests_of_answer
+from grading_support_v2 import HOSTILE as HOSTILE_V2
 from safegrade_support import results
 
 # {assignment: (answer grade_id, code put before the solution, code put after it, words the flag must hold)}
@@ -44,6 +45,7 @@ HOSTILE = {
                         "(buggy_attention(q, k, v), None)\n"
                         "fixed_attention = buggy_attention\n", "replaced mha_kit.scaled_dot_product_attention"),
 }
+HOSTILE.update(HOSTILE_V2)  # assignments 07-10: tests/grading_support_v2.py
 
 
 def hostile(assignment):

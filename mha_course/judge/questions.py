@@ -413,3 +413,8 @@ def _bug_diagnosis(got, label):
     if got.strip().upper() != MISTAKES[label]:
         raise AssertionError(f"{label}: mistake {got.strip().upper()} is not the one this function makes: "
                              "run the buggy function on a small case and see what differs")
+
+
+# ---- 07 to 10: the chapters "What interviewers ask next" (their own module) -------------------
+
+from . import questions_v2  # noqa: E402,F401  (registers its questions into QUESTIONS)
