@@ -53,7 +53,8 @@ TARGET_CONTEXT = 32768
 TARGET_ACHIEVABLE = 0.70  # every variant: fraction of its achievable roof's speed at 32K
 TARGET_READ = 0.70  # MHA: fraction of the read-bandwidth roof's speed at 32K
 FIT_FROM = 8192  # contexts used for the linear fit of time against bytes
-PRODUCT_FLOPS = 1 << 25  # FLOPs per thread in one timing of a variant's isolated products
+PRODUCT_FLOPS = 1 << 26  # FLOPs per thread in one timing of a variant's isolated products
+PRODUCT_TOKENS = 4096  # longest block the products are timed on: 2 MiB of float32 keys of 128
 COLUMNS = ("context", "variant", "kernel", "kv_bytes", "macs", "median_s", "spread", "gb_per_s",
            "gflop_per_s", "bound_s", "limited_by", "roofline_fraction", "achievable_s",
            "achievable_limited_by", "achievable_fraction", "read_fraction", "speedup_vs_mha")
@@ -110,29 +111,33 @@ def gemm_rate(pool, threads, size):
     return lambda: 2 * size**3 / run_times(lambda: on_threads(pool, products), 1, 0)[0]
 
 
-def product_rate(pool, threads, cfg, kernel):
+def product_rate(pool, threads, cfg, choice):
     """The decode step's own products, q.K^T and p.V, in isolation; returns FLOP/s over all threads.
 
-    Each thread multiplies one KV head's ``g`` queries by one cache-sized block of keys and values
-    (the block length ``mha_kit.choose_decode_kernel`` also tries), the same block again and again,
-    so the data sits in the core's cache and only the products' own speed counts. ``"keys_first"``
-    runs them the way that kernel does (k @ q.T, then p.T @ v).
+    Each thread multiplies one KV head's ``g`` queries by one block of keys and values of the
+    length the chosen kernel uses (``choice``: ``kernel`` and ``block_len`` from
+    :func:`mha_kit.choose_decode_kernel` at the largest context), at most ``PRODUCT_TOKENS`` so that
+    the block stays in the CPU's caches, the same block again and again: only the products' own
+    speed counts, not the memory's. ``"keys_first"`` runs them as that kernel does (k @ q.T, then
+    p.T @ v); MLA's values are a view of its keys, as in its cache.
     """
     g, d_k, d_v = _decode_dims(cfg)
-    tokens = mk.cache.decode_candidates(1 << 30, g, d_k)[1][1]  # the cache-sized block length
+    tokens = min(choice["block_len"] or PRODUCT_TOKENS, PRODUCT_TOKENS)
     rng = np.random.default_rng(1)
-    q, k, v = (rng.random(shape, dtype=np.float32) for shape in ((g, d_k), (tokens, d_k), (tokens, d_v)))
+    blocks = [(rng.random((g, d_k), dtype=np.float32), rng.random((tokens, d_k), dtype=np.float32))
+              for _ in range(threads)]  # each thread its own block
     flops = 2 * g * tokens * (d_k + d_v)
     reps = max(1, PRODUCT_FLOPS // flops)
-    if kernel == "keys_first":
-        def products():
-            for _ in range(reps):
-                (k @ q.T).T @ v  # (b, d_k) @ (d_k, g) -> (b, g); (g, b) @ (b, d_v)
-    else:
-        def products():
-            for _ in range(reps):
-                (q @ k.T) @ v  # (g, d_k) @ (d_k, b) -> (g, b); (g, b) @ (b, d_v)
-    return lambda: threads * reps * flops / run_times(lambda: on_threads(pool, [products] * threads), 1, 0)[0]
+
+    def products(q, k):
+        v = k[:, :d_v] if cfg.variant == "mla" else k  # values: as many numbers as keys, or MLA's view
+        for _ in range(reps):
+            if choice["kernel"] == "keys_first":
+                (k @ q.T).T @ v  # (b, d_k) @ (d_k, g) -> (b, g); (g, b) @ (b, d_v) -> (g, d_v)
+            else:
+                (q @ k.T) @ v  # (g, d_k) @ (d_k, b) -> (g, b); (g, b) @ (b, d_v) -> (g, d_v)
+    calls = [lambda block=block: products(*block) for block in blocks]
+    return lambda: threads * reps * flops / run_times(lambda: on_threads(pool, calls), 1, 0)[0]
 
 
 def _decode_dims(cfg):
@@ -212,7 +217,7 @@ def roof_probes(pool, threads, quick, kernels):
     probes = {"copy_bandwidth": copy_stream(pool, threads, nbytes), "read_bandwidth": read_stream(pool, threads, nbytes),
               "gemm_flop_rate": gemm_rate(pool, threads, 256 if quick else 2048)}
     for label, cfg in roofline.benchmark_variants().items():
-        probes[f"products {label}"] = product_rate(pool, threads, cfg, kernels[label])
+        probes[f"products {label}"] = product_rate(pool, threads, cfg, kernels[label])  # kernels: label -> choice
     return probes
 
 
@@ -380,7 +385,7 @@ def main(argv=None):
 def run(pool, args, contexts, repeats):
     """Choose the kernels, then time roofs and steps (see :func:`measure`)."""
     def probes_for(kernels):
-        chosen = {label: kernels[(label, max(contexts))]["kernel"] for label in roofline.benchmark_variants()}
+        chosen = {label: kernels[(label, max(contexts))] for label in roofline.benchmark_variants()}
         return roof_probes(pool, args.threads, args.quick, chosen)
     return measure(probes_for, contexts, repeats, 0 if args.quick else 2, args.threads)
 

@@ -256,3 +256,23 @@ def test_decode_intensity_mla_stand_in_and_deepseek_v2():
     assert roofline.decode_intensity(stand_in) < h200 < roofline.decode_intensity(v2) < h100
     assert roofline.limited_by(v2, 8192, 4.8e12, 989e12) == "compute"
     assert roofline.limited_by(v2, 8192, 3.35e12, 989e12) == "memory"
+
+
+def test_decode_benchmark_lines_draws_the_read_ceiling_when_given():
+    rows = [row(v, 1024, "0.001", kv_bytes="1000000") for v in VARIANTS]
+    _, ax_rate = plots.decode_benchmark_lines(rows, bandwidth=40e9, read_bandwidth=30e9).axes
+    ceilings = [line for line in ax_rate.lines if line.get_label().startswith(("copy", "read"))]
+    assert [line.get_label() for line in ceilings] == ["copy 40 GB/s", "read 30 GB/s"]
+    assert ceilings[1].get_ydata()[0] == pytest.approx(30.0)
+
+
+def test_decode_benchmark_machines_one_bar_per_machine_and_variant():
+    old = [row(v, 32768, str(0.001 * (i + 1))) for i, v in enumerate(VARIANTS)] + [row("MHA", 1024, "9")]
+    new = [row(v, 32768, str(0.002 * (i + 1))) for i, v in enumerate(VARIANTS)]
+    (ax,) = plots.decode_benchmark_machines({"old": old, "new": new}).axes
+    heights = [patch.get_height() for patch in ax.patches]
+    assert heights == pytest.approx([1, 2, 3, 4, 2, 4, 6, 8])  # ms: the 1,024-token row is left out
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["old", "new"]
+    assert ax.get_yscale() == "log" and "32,768 tokens" in ax.get_ylabel()
+    with pytest.raises(ValueError, match=r"every run needs rows at context 32768, got \['new'\]"):
+        plots.decode_benchmark_machines({"old": old, "new": [row("MHA", 1024, "1")]})
