@@ -133,9 +133,9 @@ def product_rate(pool, threads, cfg, choice):
         v = k[:, :d_v] if cfg.variant == "mla" else k  # values: as many numbers as keys, or MLA's view
         for _ in range(reps):
             if choice["kernel"] == "keys_first":
-                (k @ q.T).T @ v  # (b, d_k) @ (d_k, g) -> (b, g); (g, b) @ (b, d_v) -> (g, d_v)
+                (k @ q.T).T @ v  # (s_b, d_k) @ (d_k, g) -> (s_b, g); (g, s_b) @ (s_b, d_v) -> (g, d_v)
             else:
-                (q @ k.T) @ v  # (g, d_k) @ (d_k, b) -> (g, b); (g, b) @ (b, d_v) -> (g, d_v)
+                (q @ k.T) @ v  # (g, d_k) @ (d_k, s_b) -> (g, s_b); (g, s_b) @ (s_b, d_v) -> (g, d_v)
     calls = [lambda block=block: products(*block) for block in blocks]
     return lambda: threads * reps * flops / run_times(lambda: on_threads(pool, calls), 1, 0)[0]
 

@@ -137,8 +137,8 @@ _POOLS = {}  # num_threads -> ThreadPoolExecutor, created on first use and reuse
 _CHOICES = {}  # (h, h_kv, s, d_h, d_v, dtype, threads) -> fastest options, filled by kernel="auto"
 
 DECODE_KERNELS = {
-    "blocks": "one KV head per block, scores q @ k.T: (g, d_h) @ (d_h, b) -> (g, b)",
-    "keys_first": "one KV head per block, scores k @ q.T: (b, d_h) @ (d_h, g) -> (b, g), kept transposed",
+    "blocks": "one KV head per block, scores q @ k.T: (g, d_h) @ (d_h, s_b) -> (g, s_b)",
+    "keys_first": "one KV head per block, scores k @ q.T: (s_b, d_h) @ (d_h, g) -> (s_b, g), kept transposed",
     "batched": "a run of whole KV heads per thread, one stacked product: (heads, g, d_h) @ (heads, d_h, s)",
 }
 
@@ -234,29 +234,29 @@ def _default_block_len(s, g, h_kv, threads):
 
 
 def _block_attention(q, k, v):
-    """One block: ``q`` (m, g, d_h), already scaled; ``k`` (m, b, d_h); ``v`` (m, b, d_v), m KV heads.
+    """One block of m KV heads and s_b tokens: ``q`` (m, g, d_h), already scaled; ``k`` (m, s_b, d_h); ``v`` (m, s_b, d_v).
 
     Returns the row maxima (m, g), the row sums of ``exp(scores - max)`` (m, g) and the
     unnormalised output (m, g, d_v): what :func:`_merge_blocks` needs to combine blocks exactly.
     """
-    scores = q @ k.swapaxes(-1, -2)  # (m, g, d_h) @ (m, d_h, b) -> (m, g, b)
+    scores = q @ k.swapaxes(-1, -2)  # (m, g, d_h) @ (m, d_h, s_b) -> (m, g, s_b)
     row_max = scores.max(axis=-1, keepdims=True)  # (m, g, 1)
     _check_finite(row_max)
     np.exp(np.subtract(scores, row_max, out=scores), out=scores)  # in place: no temporaries
-    return row_max[..., 0], scores.sum(axis=-1), scores @ v  # (m, g, b) @ (m, b, d_v) -> (m, g, d_v)
+    return row_max[..., 0], scores.sum(axis=-1), scores @ v  # (m, g, s_b) @ (m, s_b, d_v) -> (m, g, d_v)
 
 
 def _keys_first_block(q, k, v):
     """As :func:`_block_attention` for one KV head (m = 1), scores computed as ``k @ q.T``.
 
-    The tall product (b, d_h) @ (d_h, g) and then (g, b) @ (b, d_v) through a transposed view:
+    The tall product (s_b, d_h) @ (d_h, g) and then (g, s_b) @ (s_b, d_v) through a transposed view:
     the same numbers, another pair of BLAS calls, faster for small g in some BLAS builds.
     """
-    scores_t = k[0] @ q[0].T  # (b, d_h) @ (d_h, g) -> (b, g)
+    scores_t = k[0] @ q[0].T  # (s_b, d_h) @ (d_h, g) -> (s_b, g)
     row_max = scores_t.max(axis=0)  # (g,)
     _check_finite(row_max)
     np.exp(np.subtract(scores_t, row_max, out=scores_t), out=scores_t)
-    return row_max[None], scores_t.sum(axis=0)[None], (scores_t.T @ v[0])[None]  # (g, b) @ (b, d_v)
+    return row_max[None], scores_t.sum(axis=0)[None], (scores_t.T @ v[0])[None]  # (g, s_b) @ (s_b, d_v)
 
 
 def _check_finite(row_max):
