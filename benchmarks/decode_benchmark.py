@@ -186,7 +186,7 @@ def measure(probes_for, contexts, repeats, warmup, threads):
     """
     variants = roofline.benchmark_variants()
     inputs = {label: decode_inputs(cfg, max(contexts)) for label, cfg in variants.items()}
-    kernels = choose_kernels(variants, inputs, contexts, threads, 1 if warmup == 0 else 3)
+    kernels = choose_kernels(variants, inputs, contexts, threads, 1 if warmup == 0 else MIN_REPEATS)
     steps = {(label, s): decode_step(variants[label], inputs[label], s, threads,
                                      {key: kernels[(label, s)][key] for key in ("kernel", "block_len")})
              for label in variants for s in contexts}
