@@ -7,6 +7,7 @@ token. Only the new token's query, key and value are computed per step.
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -121,17 +122,28 @@ def cached_attention(x_new, w_q, w_k, w_v, w_o, num_heads, cache, num_kv_heads=N
 # step is as fast as the cache can be streamed. Three things keep NumPy close to that limit:
 #   1. the g queries that share a KV head go into one product, so each key is read once:
 #      (g, d_h) @ (d_h, s) rather than g separate (1, d_h) @ (d_h, s);
-#   2. the cache is cut into blocks (one KV head, a slice of tokens) that the cores share;
+#   2. the cache is cut into blocks (a run of KV heads, a slice of tokens) that the cores share;
 #      blocks of the same head are merged with a running softmax, as flash-decoding does;
 #   3. scores are exponentiated in place, in a block small enough to stay in a core's cache.
+# Which NumPy formulation of the block is fastest depends on the shape and on the BLAS: a small
+# g makes q @ k.T a skinny product that some BLAS builds run far below their large-GEMM rate.
+# DECODE_KERNELS lists the formulations; choose_decode_kernel times them once per shape.
 
 _SCORES_PER_BLOCK = 1 << 17  # g * block_len scores: 512 KiB of float32, fits a core's L2 cache
+_KEYS_PER_BLOCK = 1 << 16  # block_len * d_h key numbers: 256 KiB of float32 ("cache" block length)
 _PARALLEL_MIN = 1 << 16  # cache elements below which one thread is faster than several
 _BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")  # first one set wins
 _POOLS = {}  # num_threads -> ThreadPoolExecutor, created on first use and reused
+_CHOICES = {}  # (h, h_kv, s, d_h, d_v, dtype, threads) -> fastest options, filled by kernel="auto"
+
+DECODE_KERNELS = {
+    "blocks": "one KV head per block, scores q @ k.T: (g, d_h) @ (d_h, s_b) -> (g, s_b)",
+    "keys_first": "one KV head per block, scores k @ q.T: (s_b, d_h) @ (d_h, g) -> (s_b, g), kept transposed",
+    "batched": "a run of whole KV heads per thread, one stacked product: (heads, g, d_h) @ (heads, d_h, s)",
+}
 
 
-def decode_attention(q, k_cache, v_cache, *, num_threads=None, block_len=None):
+def decode_attention(q, k_cache, v_cache, *, num_threads=None, block_len=None, kernel="blocks"):
     """Attention of one new token's ``h`` query heads over a cache of ``s`` tokens.
 
     No mask is needed: a new token may see every cached token, itself included. Equals
@@ -148,7 +160,12 @@ def decode_attention(q, k_cache, v_cache, *, num_threads=None, block_len=None):
         if NumPy's BLAS runs one thread per call (``OPENBLAS_NUM_THREADS=1``, see
         :func:`_default_threads`), else one, leaving the cores to BLAS.
     block_len : int, optional
-        Cached tokens per block; default: as many as keep ``g * block_len`` scores in cache.
+        Cached tokens per block; default: as many as keep ``g * block_len`` scores in cache
+        (for ``"batched"``: the whole context, or a slice per thread when ``h_kv`` is smaller).
+    kernel : {"blocks", "keys_first", "batched", "auto"}
+        Formulation of a block (:data:`DECODE_KERNELS`); every one gives the same result up to
+        rounding. ``"auto"``: the fastest for this shape and thread count, timed on first use by
+        :func:`choose_decode_kernel` and remembered.
 
     Returns
     -------
@@ -157,15 +174,29 @@ def decode_attention(q, k_cache, v_cache, *, num_threads=None, block_len=None):
     Book: chapters "Worked example" and "Measure it yourself".
     """
     q, k, v = _check_decode(q, k_cache, v_cache)
-    (h, d_h), (h_kv, s, _) = q.shape, k.shape
-    g = h // h_kv
     threads = num_threads or (_default_threads() if k.size >= _PARALLEL_MIN else 1)
-    block_len = block_len or _default_block_len(s, g, h_kv, threads)
+    if kernel == "auto":
+        options = _auto_options(q, k, v, threads)
+        kernel, block_len = options["kernel"], block_len or options["block_len"]
+    if kernel not in DECODE_KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(DECODE_KERNELS) + ['auto']}, got {kernel!r}")
+    (h, d_h), (h_kv, s, _) = q.shape, k.shape
+    heads_per_block, block_len = _layout(kernel, s, h // h_kv, h_kv, threads, block_len)
     dtype = np.result_type(q, k, v, np.float32)  # float32 stays float32, ints become float64
-    q_grouped = (q / np.sqrt(d_h)).astype(dtype, copy=False).reshape(h_kv, g, d_h)  # scaled once
-    blocks = [(j, a, min(a + block_len, s)) for j in range(h_kv) for a in range(0, s, block_len)]
-    parts = _map_blocks(lambda j, a, b: _block_attention(q_grouped[j], k[j, a:b], v[j, a:b]), blocks, threads)
-    return _merge_blocks(parts, h_kv).reshape(h, v.shape[-1])
+    q_grouped = (q / np.sqrt(d_h)).astype(dtype, copy=False).reshape(h_kv, h // h_kv, d_h)  # scaled once
+    block = _keys_first_block if kernel == "keys_first" else _block_attention
+    blocks = [(j, min(j + heads_per_block, h_kv), a, min(a + block_len, s))
+              for j in range(0, h_kv, heads_per_block) for a in range(0, s, block_len)]
+    parts = _map_blocks(lambda j, i, a, b: block(q_grouped[j:i], k[j:i, a:b], v[j:i, a:b]), blocks, threads)
+    return _merge_blocks(parts, -(-s // block_len)).reshape(h, v.shape[-1])
+
+
+def _layout(kernel, s, g, h_kv, threads, block_len=None):
+    """(KV heads per block, tokens per block) of ``kernel`` for this shape and thread count."""
+    if kernel != "batched":
+        return 1, block_len or _default_block_len(s, g, h_kv, threads)
+    blocks_per_head = -(-threads // h_kv)  # MQA on 2 cores: each thread takes half the context
+    return -(-h_kv // threads), block_len or -(-s // blocks_per_head)
 
 
 def _check_decode(q, k, v):
@@ -203,28 +234,49 @@ def _default_block_len(s, g, h_kv, threads):
 
 
 def _block_attention(q, k, v):
-    """One block: ``q`` (g, d_h), already scaled; ``k`` (b, d_h); ``v`` (b, d_v).
+    """One block of m KV heads and s_b tokens: ``q`` (m, g, d_h), already scaled; ``k`` (m, s_b, d_h); ``v`` (m, s_b, d_v).
 
-    Returns the row maxima (g,), the row sums of ``exp(scores - max)`` (g,) and the
-    unnormalised output (g, d_v): what :func:`_merge_blocks` needs to combine blocks exactly.
+    Returns the row maxima (m, g), the row sums of ``exp(scores - max)`` (m, g) and the
+    unnormalised output (m, g, d_v): what :func:`_merge_blocks` needs to combine blocks exactly.
     """
-    scores = q @ k.T  # (g, d_h) @ (d_h, b) -> (g, b)
-    row_max = scores.max(axis=1, keepdims=True)  # (g, 1)
-    if not np.isfinite(row_max).all():  # as mha_kit.softmax: NaN or inf in q or k has no answer
-        raise ValueError("softmax input contains NaN or +inf")
+    scores = q @ k.swapaxes(-1, -2)  # (m, g, d_h) @ (m, d_h, s_b) -> (m, g, s_b)
+    row_max = scores.max(axis=-1, keepdims=True)  # (m, g, 1)
+    _check_finite(row_max)
     np.exp(np.subtract(scores, row_max, out=scores), out=scores)  # in place: no temporaries
-    return row_max[:, 0], scores.sum(axis=1), scores @ v  # (g, b) @ (b, d_v) -> (g, d_v)
+    return row_max[..., 0], scores.sum(axis=-1), scores @ v  # (m, g, s_b) @ (m, s_b, d_v) -> (m, g, d_v)
 
 
-def _merge_blocks(parts, h_kv):
-    """Combine the blocks of each KV head (running-softmax rescaling) -> (h_kv, g, d_v).
+def _keys_first_block(q, k, v):
+    """As :func:`_block_attention` for one KV head (m = 1), scores computed as ``k @ q.T``.
 
-    Block i of a head holds ``o_i = sum_t exp(score_t - m_i) v_t`` and ``l_i``, the same sum
-    without ``v_t``. With ``m = max_i m_i``, the head's output is
+    The tall product (s_b, d_h) @ (d_h, g) and then (g, s_b) @ (s_b, d_v) through a transposed view:
+    the same numbers, another pair of BLAS calls, faster for small g in some BLAS builds.
+    """
+    scores_t = k[0] @ q[0].T  # (s_b, d_h) @ (d_h, g) -> (s_b, g)
+    row_max = scores_t.max(axis=0)  # (g,)
+    _check_finite(row_max)
+    np.exp(np.subtract(scores_t, row_max, out=scores_t), out=scores_t)
+    return row_max[None], scores_t.sum(axis=0)[None], (scores_t.T @ v[0])[None]  # (g, s_b) @ (s_b, d_v)
+
+
+def _check_finite(row_max):
+    """As mha_kit.softmax: NaN or +inf in q or k has no answer."""
+    if not np.isfinite(row_max).all():
+        raise ValueError("softmax input contains NaN or +inf")
+
+
+def _merge_blocks(parts, slices):
+    """Combine the token slices of each KV head (running-softmax rescaling) -> (h_kv, g, d_v).
+
+    ``parts`` holds one (row_max, row_sum, out) per block, head runs in order and, within a run,
+    its ``slices`` token slices in order. Slice i of a head holds ``o_i = sum_t exp(score_t - m_i) v_t``
+    and ``l_i``, the same sum without ``v_t``. With ``m = max_i m_i``, the head's output is
     ``sum_i exp(m_i - m) o_i / sum_i exp(m_i - m) l_i``: the softmax over all tokens.
     """
-    row_max, row_sum, out = (np.stack(x).reshape(h_kv, -1, *x[0].shape) for x in zip(*parts))
-    rescale = np.exp(row_max - row_max.max(axis=1, keepdims=True))  # (h_kv, blocks, g)
+    runs = [parts[i:i + slices] for i in range(0, len(parts), slices)]
+    stacked = [[np.stack(field, axis=1) for field in zip(*run)] for run in runs]  # (m, slices, g[, d_v])
+    row_max, row_sum, out = (np.concatenate(field, axis=0) for field in zip(*stacked))  # (h_kv, slices, ...)
+    rescale = np.exp(row_max - row_max.max(axis=1, keepdims=True))  # (h_kv, slices, g)
     total = (rescale * row_sum).sum(axis=1)  # (h_kv, g)
     return (rescale[..., None] * out).sum(axis=1) / total[..., None]  # (h_kv, g, d_v)
 
@@ -247,3 +299,64 @@ def _pool(threads):
     if threads not in _POOLS:
         _POOLS[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mha_kit-decode")
     return _POOLS[threads]
+
+
+# --- Picking the kernel: time each formulation once per shape ------------------------------------
+
+def decode_candidates(s, g, d_h):
+    """The (kernel, block_len) pairs :func:`choose_decode_kernel` times; ``None``: the default length.
+
+    Each kernel at its default block length, and the block kernels also at a "cache" length whose
+    keys fill 256 KiB of float32, so that a block's keys stay in a core's cache between the two products.
+    """
+    cache_len = max(1, min(s, _KEYS_PER_BLOCK // d_h))
+    return [("blocks", None), ("blocks", cache_len), ("keys_first", None), ("keys_first", cache_len),
+            ("batched", None)]
+
+
+def choose_decode_kernel(q, k_cache, v_cache, *, num_threads=None, repeats=3):
+    """Time every candidate of :func:`decode_candidates` on these inputs and return the fastest.
+
+    Parameters
+    ----------
+    q, k_cache, v_cache : ndarray
+        As for :func:`decode_attention`.
+    num_threads : int, optional
+        As for :func:`decode_attention`.
+    repeats : int
+        Timed runs per candidate after one untimed run; the median counts.
+
+    Returns
+    -------
+    dict
+        ``kernel`` and ``block_len`` (pass both to :func:`decode_attention`), and ``seconds``:
+        the median time of every candidate, keyed ``"kernel/block_len"``.
+
+    Book: chapter "Measure it yourself".
+    """
+    q, k, v = _check_decode(q, k_cache, v_cache)
+    repeats = check_positive_int("repeats", repeats)
+    seconds = {}
+    for kernel, block_len in decode_candidates(k.shape[1], q.shape[0] // k.shape[0], k.shape[2]):
+        def step():
+            decode_attention(q, k, v, num_threads=num_threads, block_len=block_len, kernel=kernel)
+        step()
+        seconds[(kernel, block_len)] = float(np.median([_seconds(step) for _ in range(repeats)]))
+    kernel, block_len = min(seconds, key=seconds.get)
+    return {"kernel": kernel, "block_len": block_len,
+            "seconds": {f"{name}/{length or 'default'}": t for (name, length), t in seconds.items()}}
+
+
+def _seconds(func):
+    """Wall time of one call of ``func()``, in seconds."""
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def _auto_options(q, k, v, threads):
+    """The remembered choice of :func:`choose_decode_kernel` for this shape, timed on first use."""
+    key = (q.shape, k.shape, v.shape[-1], np.result_type(q, k, v).str, threads)
+    if key not in _CHOICES:
+        _CHOICES[key] = choose_decode_kernel(q, k, v, num_threads=threads, repeats=1)
+    return _CHOICES[key]

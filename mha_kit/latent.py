@@ -213,7 +213,7 @@ def latent_cached_attention(x_new, weights: LatentWeights, cfg: LatentAttentionC
     return _absorbed(q_nope, q_rope, cache.keys, cfg, weights, mask)
 
 
-def latent_decode_attention(q, kv_cache, kv_lora_rank, *, num_threads=None, block_len=None):
+def latent_decode_attention(q, kv_cache, kv_lora_rank, *, num_threads=None, block_len=None, kernel="blocks"):
     """MLA's decode step over the cache, absorbed form: multi-query attention over latents.
 
     The one shared key of each cached token is ``[c_KV, k_rope]`` and its value is ``c_KV``, a
@@ -230,6 +230,8 @@ def latent_decode_attention(q, kv_cache, kv_lora_rank, *, num_threads=None, bloc
         ``d_c``.
     num_threads, block_len : int, optional
         As for :func:`mha_kit.decode_attention`.
+    kernel : str
+        As for :func:`mha_kit.decode_attention`: the formulation of a block, or ``"auto"``.
 
     Returns
     -------
@@ -241,7 +243,7 @@ def latent_decode_attention(q, kv_cache, kv_lora_rank, *, num_threads=None, bloc
     d_c = check_positive_int("kv_lora_rank", kv_lora_rank)
     if kv.ndim != 3 or kv.shape[0] != 1 or kv.shape[2] <= d_c:
         raise ValueError(f"expected kv_cache of shape (1, s, {d_c} + d_rope), got {kv.shape}")
-    return decode_attention(q, kv, kv[..., :d_c], num_threads=num_threads, block_len=block_len)
+    return decode_attention(q, kv, kv[..., :d_c], num_threads=num_threads, block_len=block_len, kernel=kernel)
 
 
 def latent_decode_step(x_new, weights: LatentWeights, cfg: LatentAttentionConfig, cache: LatentCache, **options):

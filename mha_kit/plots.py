@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
 import numpy as np
 
 # One palette for the attention variants, used by every figure.
@@ -609,7 +610,15 @@ def _variant_color(label):
     return VARIANT_COLORS[label.split("-")[0].lower()]
 
 
-def decode_benchmark_lines(rows, bandwidth):
+def _series(rows):
+    """``{variant: (contexts, seconds, bytes)}`` from benchmark CSV rows, sorted by context."""
+    series = {}
+    for r in rows:
+        series.setdefault(r["variant"], []).append((int(r["context"]), float(r["median_s"]), float(r["kv_bytes"])))
+    return {label: np.array(sorted(points)).T for label, points in series.items()}
+
+
+def decode_benchmark_lines(rows, bandwidth, read_bandwidth=None):
     """Measured decode steps: time and achieved bandwidth against context, one line per variant.
 
     Parameters
@@ -618,7 +627,9 @@ def decode_benchmark_lines(rows, bandwidth):
         Rows of ``benchmarks/decode_benchmark.py``'s CSV: ``variant``, ``context`` (tokens),
         ``median_s`` (seconds) and ``kv_bytes`` (bytes read); strings are converted.
     bandwidth : float
-        Measured copy bandwidth in bytes/s, drawn as the ceiling of the right panel.
+        Measured copy bandwidth in bytes/s, drawn as a ceiling of the right panel (dashed).
+    read_bandwidth : float, optional
+        Measured read-only bandwidth in bytes/s, the ceiling a cache read can reach (dotted).
 
     Returns
     -------
@@ -627,20 +638,57 @@ def decode_benchmark_lines(rows, bandwidth):
 
     Book: chapter "Measure it yourself".
     """
-    series = {}
-    for r in rows:
-        series.setdefault(r["variant"], []).append((int(r["context"]), float(r["median_s"]), float(r["kv_bytes"])))
     fig, (ax_time, ax_rate) = plt.subplots(1, 2, figsize=(9.6, 3.8), dpi=100, layout="constrained")
-    for label, points in series.items():
-        s, seconds, nbytes = np.array(sorted(points)).T
+    for label, (s, seconds, nbytes) in _series(rows).items():
         style = dict(color=_variant_color(label), marker="o", markersize=4, label=label)
         ax_time.plot(s, seconds * 1e3, **style)
         ax_rate.plot(s, nbytes / seconds / 1e9, **style)
     ax_rate.axhline(bandwidth / 1e9, color="black", linestyle="--", linewidth=1,
-                    label=f"copy bandwidth {bandwidth / 1e9:.0f} GB/s")
+                    label=f"copy {bandwidth / 1e9:.0f} GB/s")
+    if read_bandwidth is not None:
+        ax_rate.axhline(read_bandwidth / 1e9, color="black", linestyle=":", linewidth=1.2,
+                        label=f"read {read_bandwidth / 1e9:.0f} GB/s")
+    top = max(bandwidth, read_bandwidth or 0) / 1e9
     ax_time.set(xscale="log", yscale="log", xlabel="context s (tokens)", ylabel="time per decode step (ms)",
                 title="One layer, one new token")
     ax_rate.set(xscale="log", xlabel="context s (tokens)", ylabel="KV cache read (GB/s)",
-                ylim=(0, 1.45 * bandwidth / 1e9), title="Achieved bandwidth")  # headroom for the legend
+                ylim=(0, 1.45 * top), title="Achieved bandwidth")  # headroom for the legend
     ax_rate.legend(fontsize=8, loc="upper left", ncol=3)
+    return fig
+
+
+def decode_benchmark_machines(runs, context=32768):
+    """Time per decode step at ``context`` tokens, one group of bars per variant, one bar per machine.
+
+    Parameters
+    ----------
+    runs : mapping of str to iterable of mapping
+        Machine name -> rows of ``benchmarks/decode_benchmark.py``'s CSV (see
+        :func:`decode_benchmark_lines`); every run must hold ``context``.
+    context : int
+        Cache length s in tokens.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Milliseconds per step on a log axis, each bar labelled with its value.
+
+    Book: chapter "Measure it yourself".
+    """
+    times = {name: {r["variant"]: float(r["median_s"]) for r in rows if int(r["context"]) == context}
+             for name, rows in runs.items()}
+    if not times or any(not t for t in times.values()):
+        raise ValueError(f"every run needs rows at context {context}, got {[n for n, t in times.items() if not t]}")
+    variants = list(next(iter(times.values())))
+    fig, ax = _figure(7.2, 3.6)
+    width, hatches = 0.8 / len(times), ("", "//", "..", "xx")
+    for i, (name, by_variant) in enumerate(times.items()):
+        x = np.arange(len(variants)) + (i - (len(times) - 1) / 2) * width
+        bars = ax.bar(x, [by_variant[v] * 1e3 for v in variants], width, hatch=hatches[i % len(hatches)],
+                      color=[_variant_color(v) for v in variants], edgecolor="black")
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    ax.set(xticks=np.arange(len(variants)), xticklabels=variants, yscale="log",
+           ylabel=f"ms per step at {context:,} tokens", title=f"The same benchmark on {len(times)} machines")
+    ax.legend(handles=[Patch(facecolor="white", edgecolor="black", hatch=hatches[i % len(hatches)], label=name)
+                       for i, name in enumerate(times)], fontsize=8)  # one key per machine, not per colour
     return fig

@@ -1,10 +1,16 @@
 """The roofline model for one decode step: is it limited by bytes moved or by arithmetic?
 
-A step that reads ``B`` bytes and does ``F`` floating-point operations cannot finish sooner
-than ``B / bandwidth`` (memory) nor sooner than ``F / flop_rate`` (compute); the larger of the
+A step that moves ``M`` bytes and does ``F`` floating-point operations cannot finish sooner
+than ``M / bandwidth`` (memory) nor sooner than ``F / flop_rate`` (compute); the larger of the
 two is its *roofline bound* (Williams, Waterman and Patterson, 2009). Which one wins depends on
-the step's *arithmetic intensity* ``F / B`` against the machine's *ridge point*
-``flop_rate / bandwidth``: below the ridge, bytes set the pace.
+the step's *arithmetic intensity* ``F / M`` against the machine's *ridge point*
+``flop_rate / bandwidth``: below the ridge, bytes set the pace. (``B`` is the batch size
+everywhere in this package, never bytes.)
+
+Two roofs for the same step: the *classic* one divides by the machine's headline rates (a
+STREAM copy, a large square GEMM); the *achievable* one by the rates of what decode really
+does, a read-only stream of the cache and the skinny products of its shapes, both measured
+(``benchmarks/decode_benchmark.py``). The formula is the same, :func:`roofline_seconds`.
 
 Bytes and operations come from :mod:`mha_kit.counting`; rates are in bytes/s and FLOP/s.
 
@@ -19,11 +25,12 @@ from .counting import arithmetic_intensity, attention_macs, kv_bytes_read
 
 
 def benchmark_variants():
-    """The four layers the decode benchmark times, each with Llama 3 70B's 64 query heads.
+    """The four variants of one attention layer the decode benchmark times, all with 64 query heads.
 
     MHA, GQA-8 and MQA are Llama 3 70B (``d_h = 128``) with 64, 8 and 1 KV heads; MLA is
     DeepSeek-V2's latent shape (``d_c = 512``, ``d_rope = 64``) with 64 query heads instead of 128,
-    so that every row has the same queries.
+    so that every row has the same queries. Its decode intensity is therefore half of DeepSeek-V2's
+    own (see :func:`decode_intensity`): what holds for this stand-in need not hold for the model.
 
     Returns
     -------
@@ -43,6 +50,15 @@ def decode_flops(cfg, context_len) -> int:
     return 2 * attention_macs(cfg, context_len)
 
 
+def decode_intensity(cfg, dtype="bf16") -> float:
+    """FLOPs per byte of cache read by one decode step (independent of the context length).
+
+    ``2g / b`` for MHA, GQA and MQA; ``2 h (2 d_c + d_rope) / ((d_c + d_rope) b)`` for absorbed MLA:
+    DeepSeek-V2's 128 heads in bf16 give 2176/9, about 241.8.
+    """
+    return arithmetic_intensity(cfg, 1, dtype)
+
+
 def ridge_point(bandwidth, flop_rate) -> float:
     """FLOPs per byte at which a machine turns from memory-bound to compute-bound."""
     if bandwidth <= 0 or flop_rate <= 0:
@@ -51,7 +67,11 @@ def ridge_point(bandwidth, flop_rate) -> float:
 
 
 def roofline_seconds(bytes_read, flops, bandwidth, flop_rate) -> float:
-    """Shortest possible time: ``max(bytes_read / bandwidth, flops / flop_rate)`` seconds."""
+    """Shortest possible time: ``max(bytes_read / bandwidth, flops / flop_rate)`` seconds.
+
+    With the copy bandwidth and the large-GEMM rate this is the classic roof; with the read-only
+    bandwidth and the measured rate of the step's own products, the achievable one.
+    """
     ridge_point(bandwidth, flop_rate)  # validates the rates
     return max(bytes_read / bandwidth, flops / flop_rate)
 

@@ -53,14 +53,19 @@ def test_quick_run_succeeds_quietly(quick_run):
 
 def test_quick_run_prints_a_table_with_every_variant(quick_run):
     lines = quick_run[0].stdout.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["context", "variant"])
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["context", "variant", "kernel"])
     assert set(lines[header + 1]) == {"-"}
     rows = [line.split() for line in lines[header + 2: header + 10]]
     assert [(r[0], r[1]) for r in rows] == [(c, v) for v in VARIANTS for c in ("256", "512")]
     for r in rows:
-        assert r[6] == "ms" and r[-1].endswith("x") and r[-2].endswith("%")  # median, speed-up, roofline
-    assert any(line.startswith("copy bandwidth ") and "GFLOP/s" in line for line in lines)
-    assert any("OPENBLAS_NUM_THREADS" in line and "threads=" in line and "blas=" in line for line in lines)
+        assert r[2].split("/")[0] in mk.DECODE_KERNELS  # the kernel the choice kept
+        assert r[6] == "ms" and r[7].endswith("%") and r[-1].endswith("x")  # median, its spread, speed-up
+        assert r[-3] in ("memory", "compute")  # what sets the achievable roof
+    assert any(line.startswith("roofs, median of 5 rounds") and "read bandwidth" in line and "copy bandwidth" in line
+               for line in lines)
+    assert any(line.startswith("decode products in isolation: MHA ") for line in lines)
+    assert any("threads=" in line and "blas=" in line for line in lines)
+    assert any(line.startswith("load average (1 min) ") for line in lines)
     assert any(line.startswith("targets: not checked") for line in lines)
 
 
@@ -74,7 +79,15 @@ def test_quick_run_writes_csv_and_machine(quick_run, bench):
     assert int(gqa["kv_bytes"]) == mk.kv_bytes_read(cfg, 512, "fp32") == 512 * 2 * 8 * 128 * 4
     assert int(gqa["macs"]) == 2 * 64 * 512 * 128
     machine = json.loads((out / "machine.json").read_text())
-    assert {"cpu", "cores", "threads", "numpy", "blas", "copy_bandwidth", "gemm_flop_rate"} <= set(machine)
+    assert {"cpu", "cores", "threads", "numpy", "blas", "roofs", "roof_spread", "kernels", "rounds"} <= set(machine)
+    assert set(machine["roofs"]) == {"copy_bandwidth", "read_bandwidth", "gemm_flop_rate"} | {
+        f"products {v}" for v in VARIANTS}
+    assert set(machine["kernels"]) == {f"{v}@{s}" for v in VARIANTS for s in (256, 512)}
+    assert machine["kernels"]["GQA-8@512"]["kernel"] == gqa["kernel"].split("/")[0]
+
+
+ROOFS = {"copy_bandwidth": 40e9, "read_bandwidth": 20e9, "gemm_flop_rate": 200e9,
+         **{f"products {v}": 10e9 for v in VARIANTS}}
 
 
 def row(variant, context, seconds, kv_bytes=1, macs=1, **extra):
@@ -83,22 +96,59 @@ def row(variant, context, seconds, kv_bytes=1, macs=1, **extra):
 
 def test_table_row_against_hand_formulas(bench):
     cfg = roofline.benchmark_variants()["MHA"]
-    r = bench.table_row("MHA", cfg, 1024, 0.004, bandwidth=20e9, flop_rate=200e9)
-    kv_bytes = 1024 * 2 * 64 * 128 * 4  # 64 MiB of float32 keys and values
-    assert r["kv_bytes"] == kv_bytes and r["macs"] == 2 * 64 * 1024 * 128
+    r = bench.table_row("MHA", cfg, 1024, [0.005, 0.004, 0.003, 0.004, 0.008], ROOFS)
+    kv_bytes, flops = 1024 * 2 * 64 * 128 * 4, 2 * (2 * 64 * 1024 * 128)  # 64 MiB of float32 keys and values
+    assert r["kv_bytes"] == kv_bytes and 2 * r["macs"] == flops
+    assert r["median_s"] == 0.004 and r["spread"] == pytest.approx((0.005 - 0.004) / 0.004)  # IQR over median
     assert r["gb_per_s"] == pytest.approx(kv_bytes / 0.004 / 1e9)
-    assert r["bound_s"] == pytest.approx(kv_bytes / 20e9)  # MHA: memory-bound
-    assert r["roofline_fraction"] == pytest.approx(kv_bytes / 20e9 / 0.004)
+    assert r["bound_s"] == pytest.approx(kv_bytes / 40e9)  # classic: copy bandwidth; memory-bound
+    assert r["roofline_fraction"] == pytest.approx(kv_bytes / 40e9 / 0.004)
     assert r["limited_by"] == "memory"
+    assert r["achievable_s"] == pytest.approx(max(kv_bytes / 20e9, flops / 10e9))  # read stream, own products
+    assert r["achievable_limited_by"] == "memory"  # 3.4 ms of bytes against 1.7 ms of products
+    assert r["read_fraction"] == pytest.approx(kv_bytes / 20e9 / 0.004)
 
 
-def test_summary_lines_pass_and_fail(bench):
-    rows = [row(v, 32768, 1.0, roofline_fraction=f, speedup_vs_mha=x)
-            for v, f, x in [("MHA", 0.71, 1.0), ("GQA-8", 0.49, 4.2), ("MQA", 0.4, 9.0), ("MLA", 0.9, 2.0)]]
-    lines = bench.summary_lines(rows)
-    assert [line.split()[0] for line in lines] == ["PASS", "FAIL", "PASS", "PASS", "PASS"]
-    assert "4.2x faster" in lines[-1]
-    assert bench.summary_lines(rows[:0])[0].startswith("targets: not checked")
+def test_table_row_achievable_roof_can_be_compute_bound(bench):
+    cfg = roofline.benchmark_variants()["GQA-8"]
+    r = bench.table_row("GQA-8", cfg, 32768, [0.02] * 5, ROOFS | {"products GQA-8": 40e9})
+    assert r["achievable_s"] == pytest.approx(4 * 64 * 32768 * 128 / 40e9)  # FLOPs at the products' rate
+    assert r["achievable_limited_by"] == "compute" and r["limited_by"] == "memory"  # the classic roof disagrees
+    assert r["spread"] == 0
+
+
+def targets_rows(achievable, read_mha, speedup=3.6):
+    return [row(v, 32768, 1.0, kv_bytes=2**31 // (1 if v == "MHA" else 8), achievable_fraction=f, read_fraction=read_mha,
+                achievable_s=t, achievable_limited_by="compute", speedup_vs_mha=speedup if v == "GQA-8" else 1.0)
+            for v, f, t in zip(VARIANTS, achievable, (0.06, 0.02, 0.01, 0.03))]
+
+
+def test_summary_lines_all_targets_met(bench):
+    lines = bench.summary_lines(targets_rows([0.71, 0.9, 0.8, 0.75], 0.7))
+    assert [line.split()[0] for line in lines] == ["PASS"] * 5 + ["INFO", "targets"]
+    assert lines[-1] == "targets met: all"
+    assert "3.6x faster for 8x fewer bytes; the achievable roofs predict 3.0x" in lines[-2]
+    assert "skinny products" in lines[-2]
+
+
+def test_summary_lines_report_each_failure(bench):
+    lines = bench.summary_lines(targets_rows([0.71, 0.69, 0.8, 0.75], 0.5))
+    assert [line.split()[0] for line in lines[:5]] == ["PASS", "FAIL", "PASS", "PASS", "FAIL"]
+    assert lines[1] == "FAIL  GQA-8 at 32,768: 69% of its achievable roof's speed (target 70%)"
+    assert lines[4] == "FAIL  MHA at 32,768: 50% of the read-bandwidth roof's speed (target 70%)"
+    assert lines[-1] == "targets NOT met: 2 of 5 failed"
+    assert bench.summary_lines([])[0].startswith("targets: not checked")
+
+
+def test_spread_is_the_interquartile_range_over_the_median(bench):
+    assert bench.spread([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx((4 - 2) / 3)
+    assert bench.spread([2.0] * 5) == 0
+
+
+def test_repeats_below_five_are_refused(bench, capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--repeats", "3"])
+    assert "--repeats must be at least 5 (medians, not luck), got 3" in capsys.readouterr().err
 
 
 def test_linear_fit_recovers_a_rate(bench):
@@ -194,3 +244,35 @@ def test_pipeline_script_lists_the_makefile_steps():
     assert "--nbval" in commands["tests"] and "book/decode_benchmark.ipynb" in commands["tests"]
     assert "--path-output" in commands["book"]  # never the shared _build
     assert "requirements.txt" in commands["install"][-1]
+
+
+def test_decode_intensity_mla_stand_in_and_deepseek_v2():
+    """The chapter's corrected claim: the 64-head stand-in is memory-bound on both GPUs, DeepSeek-V2 is not."""
+    stand_in, v2 = roofline.benchmark_variants()["MLA"], mk.PRESETS["deepseek-v2"]
+    assert roofline.decode_intensity(v2) == pytest.approx(2176 / 9)  # 2*128*(2*512+64) / ((512+64)*2)
+    assert roofline.decode_intensity(stand_in) == pytest.approx(1088 / 9)  # half the heads, half the FLOPs
+    h100, h200 = roofline.ridge_point(3.35e12, 989e12), roofline.ridge_point(4.8e12, 989e12)
+    assert (round(h200, 1), round(h100, 1)) == (206.0, 295.2)
+    assert roofline.decode_intensity(stand_in) < h200 < roofline.decode_intensity(v2) < h100
+    assert roofline.limited_by(v2, 8192, 4.8e12, 989e12) == "compute"
+    assert roofline.limited_by(v2, 8192, 3.35e12, 989e12) == "memory"
+
+
+def test_decode_benchmark_lines_draws_the_read_ceiling_when_given():
+    rows = [row(v, 1024, "0.001", kv_bytes="1000000") for v in VARIANTS]
+    _, ax_rate = plots.decode_benchmark_lines(rows, bandwidth=40e9, read_bandwidth=30e9).axes
+    ceilings = [line for line in ax_rate.lines if line.get_label().startswith(("copy", "read"))]
+    assert [line.get_label() for line in ceilings] == ["copy 40 GB/s", "read 30 GB/s"]
+    assert ceilings[1].get_ydata()[0] == pytest.approx(30.0)
+
+
+def test_decode_benchmark_machines_one_bar_per_machine_and_variant():
+    old = [row(v, 32768, str(0.001 * (i + 1))) for i, v in enumerate(VARIANTS)] + [row("MHA", 1024, "9")]
+    new = [row(v, 32768, str(0.002 * (i + 1))) for i, v in enumerate(VARIANTS)]
+    (ax,) = plots.decode_benchmark_machines({"old": old, "new": new}).axes
+    heights = [patch.get_height() for patch in ax.patches]
+    assert heights == pytest.approx([1, 2, 3, 4, 2, 4, 6, 8])  # ms: the 1,024-token row is left out
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["old", "new"]
+    assert ax.get_yscale() == "log" and "32,768 tokens" in ax.get_ylabel()
+    with pytest.raises(ValueError, match=r"every run needs rows at context 32768, got \['new'\]"):
+        plots.decode_benchmark_machines({"old": old, "new": [row("MHA", 1024, "1")]})

@@ -14,6 +14,12 @@ LAYOUTS = [
     dict(num_threads=2, block_len=4),  # blocks dealt to two threads
     dict(num_threads=3, block_len=1),  # one token per block, more threads than some runs need
     dict(num_threads=2),  # default block length on two threads: MQA splits the context in two
+    dict(kernel="keys_first", num_threads=1, block_len=3),  # scores as k @ q.T, merged blocks
+    dict(kernel="keys_first", num_threads=2),  # the same, dealt to two threads
+    dict(kernel="batched", num_threads=1),  # every KV head in one stacked product
+    dict(kernel="batched", num_threads=3),  # runs of heads per thread; MQA: context slices
+    dict(kernel="batched", num_threads=2, block_len=5),  # runs of heads and token slices at once
+    dict(kernel="auto", num_threads=2),  # whichever the timing picks: must not matter
 ]
 
 
@@ -94,6 +100,46 @@ def test_default_threads_follow_the_blas_setting(monkeypatch, env, expected):
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(cache_module.os, "cpu_count", lambda: 6)
     assert cache_module._default_threads() == (6 if expected == "cores" else expected)
+
+
+@pytest.mark.parametrize("kernel", sorted(cache_module.DECODE_KERNELS))
+@pytest.mark.parametrize("h_kv, threads, heads, tokens", [
+    (8, 2, 4, 16),  # GQA-8 on 2 cores: "batched" gives each thread 4 whole heads
+    (1, 2, 1, 8),  # MQA: one head, so "batched" halves the context
+    (3, 2, 2, 16),  # 3 heads on 2 threads: runs of 2 and 1
+])
+def test_layout_of_each_kernel(kernel, h_kv, threads, heads, tokens):
+    got = cache_module._layout(kernel, 16, 4, h_kv, threads)
+    if kernel == "batched":
+        assert got == (heads, tokens)
+    else:  # one head per block, the default block length
+        assert got == (1, cache_module._default_block_len(16, 4, h_kv, threads))
+
+
+def test_choose_decode_kernel_reports_every_candidate_and_picks_the_fastest():
+    rng = np.random.default_rng(11)
+    q, k, v = rng.standard_normal((8, 4)), rng.standard_normal((2, 40, 4)), rng.standard_normal((2, 40, 4))
+    choice = mk.choose_decode_kernel(q, k, v, num_threads=2, repeats=1)
+    expected = {f"{kernel}/{length or 'default'}" for kernel, length in cache_module.decode_candidates(40, 4, 4)}
+    assert set(choice["seconds"]) == expected
+    assert choice["seconds"][f"{choice['kernel']}/{choice['block_len'] or 'default'}"] == min(choice["seconds"].values())
+    out = mk.decode_attention(q, k, v, num_threads=2, kernel=choice["kernel"], block_len=choice["block_len"])
+    np.testing.assert_allclose(out, reference(q, k, v), **TOL64)
+
+
+def test_decode_candidates_cache_length():
+    """Block kernels are also tried with 256 KiB of float32 keys per block: 512 tokens of 128."""
+    assert ("blocks", 512) in cache_module.decode_candidates(32768, 8, 128)
+    assert ("keys_first", 7) in cache_module.decode_candidates(7, 8, 128)  # never longer than the cache
+    assert {kernel for kernel, _ in cache_module.decode_candidates(10, 1, 4)} == set(cache_module.DECODE_KERNELS)
+
+
+def test_unknown_kernel_and_repeats_raise():
+    q, k = np.ones((4, 2)), np.ones((2, 5, 2))
+    with pytest.raises(ValueError, match=r"^kernel must be one of \['batched', 'blocks', 'keys_first', 'auto'\], got 'fast'$"):
+        mk.decode_attention(q, k, k, kernel="fast")
+    with pytest.raises(ValueError, match=r"repeats"):
+        mk.choose_decode_kernel(q, k, k, repeats=0)
 
 
 def test_default_block_len_gives_every_thread_a_block():
