@@ -30,3 +30,17 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "mha_course.feedback.OneLineErrors",
 ]
+
+# The judge (mha_course.judge): test cells only send the learner's results; JudgeCells, right after
+# Execute, compares them with mha_kit's reference outside the kernel and turns a failing case into
+# an error output, which SaveAutoGrades scores as any failing cell.
+c.Autograde.autograde_preprocessors = [
+    "nbgrader.preprocessors.Execute",
+    "mha_course.judge.JudgeCells",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]

@@ -1,7 +1,11 @@
 """Helpers for the nbgrader exercises of the multi-head attention course.
 
-* :mod:`mha_course.expect` - assertion helpers used by the exercises' test cells; each failure
-  says in one line what is wrong ("expected bytes as an int, got float").
+* :mod:`mha_course.judge` - the judge: a test cell sends the learner's results as plain data
+  (``mha_course.judge.cases.run``), the grading process compares them with ``mha_kit``
+  (``JudgeCells``, after nbgrader's ``Execute``); each failure says in one line what is wrong.
+* :mod:`mha_course.expect` - the judge's assertion helpers ("expected bytes as an int, got float").
+* :mod:`mha_course.learner_edition` - the grading kernel's ``mha_kit``: only the helpers an
+  assignment allows (the course manifest, :data:`mha_course.course.COURSE`).
 * :mod:`mha_course.check` - ``python -m mha_course.check NOTEBOOK``: run the visible tests of one
   notebook and exit non-zero if any fails.
 * :mod:`mha_course.selfgrade` - ``python -m mha_course.selfgrade NOTEBOOK``: grade a notebook

@@ -2,20 +2,26 @@
 
 Runs the notebook from top to bottom in a fresh kernel, as nbgrader's Validate button does, and
 prints one line per failing test cell: what it checks and what is wrong. Exits with 0 when every
-visible test passes, 1 when one fails (or a test cell was edited), 2 on a usage error. Unlike
-``nbgrader validate``, whose exit code is 0 either way, it can gate a script or a pre-commit hook.
+visible test passes, 1 when one fails (or a test cell was edited), 2 on a usage error (no such file,
+not a notebook). Unlike ``nbgrader validate``, whose exit code is 0 either way, it can gate a script
+or a pre-commit hook. The tests are judged by the same judge as in grading
+(:mod:`mha_course.judge`), here at once in the kernel; and as Validate runs with the full ``mha_kit``,
+it also names every answer that calls a reference the grading kernel switches off
+(:func:`reference_calls`), which would score 0 when graded.
 
 Book: chapter "Exercises".
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
 import warnings
 from pathlib import Path
 
 from .course import prepare_environment
 from .report import explain, first_line, last_error_line
+from .selfgrade import assignment_of
 
 
 def validate(notebook, timeout=60):
@@ -29,6 +35,39 @@ def validate(notebook, timeout=60):
     return Validator(config=config).validate(str(Path(notebook).resolve()))
 
 
+def _root(node):
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def reference_calls(notebook, assignment):
+    """``[(answer grade_id, rule)]``: answer cells that use an ``mha_kit`` reference switched off in grading.
+
+    Validate runs the notebook with the full ``mha_kit``, so a call to ``mk.split_heads`` passes
+    there and fails when graded (the grading kernel has the assignment's learner edition, see
+    :mod:`mha_course.learner_edition`); this reads the answers with ``ast`` to say so now.
+    """
+    import nbformat
+
+    from .learner_edition import refused
+
+    rules, hits = refused(assignment), []
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("solution"):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue  # Validate reports it
+        names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and _root(n) in ("mk", "mha_kit")}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("mha_kit")
+                  for a in n.names}
+        hits += [(meta.get("grade_id"), rules[name]) for name in sorted(names & set(rules))]
+    return hits
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m mha_course.check", description=__doc__.splitlines()[0])
     parser.add_argument("notebook", help="an exercise notebook, e.g. exercises/03_kv_cache/03_kv_cache.ipynb")
@@ -36,9 +75,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not Path(args.notebook).is_file():
         parser.error(f"no such notebook: {args.notebook}")
+    try:
+        assignment = assignment_of(args.notebook)
+    except ValueError as error:
+        parser.error(str(error))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nbgrader's own deprecation notices are not the learner's concern
         results = validate(args.notebook, args.timeout)
+    for grade_id, rule in reference_calls(args.notebook, assignment) if assignment else ():
+        print(f"NOT ALLOWED: {rule} (in {grade_id}; it scores 0 when graded)")
+        results.setdefault("reference", []).append(grade_id)
     for cell in results.get("type_changed", []):
         print(f"CHANGED TYPE: a {cell['old_type']} cell became {cell['new_type']}: {first_line(cell['source'])}")
     for cell in results.get("changed", []):
@@ -47,7 +93,8 @@ def main(argv=None):
         print(f"FAIL: {first_line(cell['source'])}\n      {explain(last_error_line(cell['raw_error']))}")
     if results:
         problems = [f"{len(results[key])} {what}" for key, what in (
-            ("failed", "failing test cell(s)"), ("changed", "edited test cell(s)"), ("type_changed", "cell(s) of another type"))
+            ("failed", "failing test cell(s)"), ("changed", "edited test cell(s)"), ("type_changed", "cell(s) of another type"),
+            ("reference", "answer(s) calling a reference that grading switches off"))
             if results.get(key)]
         print(f"{args.notebook}: {', '.join(problems)}")
         return 1

@@ -6,6 +6,7 @@ import re
 import pytest
 
 import grading_support as gs
+from mha_course.judge.core import parse_runs
 
 ASSIGNMENTS = sorted(p.name for p in (gs.ROOT / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
 HEADING = re.compile(r"^## Q(\d+) \[([EMH])\] · (\d+) points?: \S", re.M)
@@ -38,6 +39,20 @@ def test_test_cells_have_docstring_points_and_hidden_tests(assignment):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_are_in_the_judges_format(assignment):
+    """Every test cell sends results to the judge (run calls with literal cases), visible and hidden
+    ones apart, and uses no checking helper in the kernel."""
+    for cell in cells(assignment, "grade"):
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+        assert parse_runs(visible), grade_id
+        if grade_id not in NO_HIDDEN_TESTS:
+            hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+            assert parse_runs(hidden), grade_id
+        assert "expect_" not in cell.source and "assert" not in cell.source, grade_id
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_questions_state_difficulty_points_and_hint(assignment):
     nb = gs.read("solutions", assignment)
     headings = [(c, HEADING.search(c.source)) for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## Q")]
@@ -55,3 +70,12 @@ def test_source_notebooks_are_clean(assignment):
     nb = gs.read("solutions", assignment)
     assert nb.metadata["kernelspec"]["name"] == "python3"
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_introduction_names_the_helpers_of_the_course_manifest(assignment):
+    from mha_course.course import COURSE
+
+    intro = gs.read("solutions", assignment).cells[0].source
+    (rule,) = [p for p in intro.split("\n\n") if p.startswith("**Allowed helpers.**")]
+    assert set(re.findall(r"`mk\.(\w+)`", rule)) == set(COURSE[assignment].helpers)
