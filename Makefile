@@ -1,8 +1,19 @@
-# make book   build the HTML book into _build/html (fails on any warning)
-# make test   run every test: unit tests, nbval over the chapters and the
-#             exercise solutions, the site build and the browser test
-# make serve  read the built book on http://127.0.0.1:8000
-# make clean  remove the build output
+# make book          build the HTML book into _build/html (fails on any warning)
+# make learner-book  the learner edition into _build/learner/html: no worked
+#                    solution, no hidden test, no instructor's guide (what is
+#                    published, and what a graded class gets)
+# make release       the bundle for a graded class: _build/release/ holds the
+#                    learner edition (site/) and the exercises (exercises/),
+#                    packed as _build/mha-course-release.tar.gz
+# make test          run every test: unit tests, nbval over the chapters and
+#                    the exercise solutions, the site build and the browser tests
+# make serve         read the built book on http://127.0.0.1:8000
+#                    (SITE=_build/learner/html make serve: the learner edition)
+# make clean         remove the build output
+#
+# MHA_REPOSITORY_URL=https://github.com/<owner>/<repo> adds the repository,
+# issue and Binder buttons to any build (tools/site_buttons.py); without it
+# the site shows none.
 #
 # Both `book` and `test` create .venv (python3.11) and install
 # requirements.txt and mha_kit on first use; reruns skip that step until
@@ -15,6 +26,7 @@ STAMP := $(VENV)/.installed
 # pytest-xdist workers; `auto` is one per core.
 WORKERS ?= auto
 PORT ?= 8000
+SITE ?= _build/html
 
 # Kernels started by jupyter-book and nbval run this venv's Python.
 export PATH := $(abspath $(BIN)):$(PATH)
@@ -25,7 +37,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 CHAPTERS := $(wildcard book/*.ipynb)
 SOLUTIONS := $(wildcard solutions/*/*.ipynb solutions/*.ipynb)
 
-.PHONY: all book test serve clean distclean env
+.PHONY: all book learner-book release test serve clean distclean env
 
 all: book
 
@@ -43,15 +55,31 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html -W --keep-going -n
 
+# tools/build_site.py runs the same jupyter-book command with MHA_HIDE_SOLUTIONS=1
+# and also keeps its log (_build/learner/build.log), which the site tests read
+# when CI hands them this build (MHA_BUILT_SITE=_build/learner).
+learner-book: $(STAMP)
+	$(BIN)/python tools/build_site.py --learner _build/learner
+
+release: learner-book
+	rm -rf _build/release _build/mha-course-release.tar.gz
+	mkdir -p _build/release
+	cp -R _build/learner/html _build/release/site
+	tar -C . --exclude=.ipynb_checkpoints -cf - exercises | tar -C _build/release -xf -
+	printf '%s\n' "site/index.html: the book (open it in a browser, or serve the folder)." \
+		"exercises/: the assignments; see the book's chapter Exercises." > _build/release/README.txt
+	tar -C _build -czf _build/mha-course-release.tar.gz release
+	@echo "release: _build/release/ (site/ and exercises/), packed as _build/mha-course-release.tar.gz"
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=10 \
 		tests $(CHAPTERS) $(SOLUTIONS) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 serve:
-	@test -f _build/html/index.html || { echo "No built book: run 'make book' first."; exit 1; }
-	@echo "Serving the book on http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
-	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+	@test -f $(SITE)/index.html || { echo "No built book in $(SITE): run 'make book' (or 'make learner-book') first."; exit 1; }
+	@echo "Serving $(SITE) on http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
+	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory $(SITE)
 
 clean:
 	rm -rf _build

@@ -1,19 +1,26 @@
 """The built site: a warning-free build, read in a real browser with no network.
 
-The module builds the whole book once (executing every chapter), as `make book`
-does, into a temporary folder. The browser tests serve that folder on
-127.0.0.1, open each chapter in headless Debian Chromium with every request to
-another host aborted, and fail on console errors, script errors, missing local
-files, math that MathJax did not typeset, and a step-through animation that
-does not step.
+The module builds the whole book once (executing every chapter), as `make learner-book`
+does (tools/build_site.py, the learner edition that is published), into a temporary folder;
+with MHA_BUILT_SITE=<folder> set (CI, after `make learner-book`), it reads that build instead
+of making another. Every browser test in the project lives in this one module, so that
+pytest-xdist's --dist loadfile gives them the one build.
+
+The browser tests serve that folder on 127.0.0.1, open each chapter in headless Debian
+Chromium with every request to another host aborted, and fail on console errors, script
+errors, missing local files, math that MathJax did not typeset, and a step-through animation
+that does not step. Then they drive the live calculator and the drills and compare every
+number they show with mha_kit, run the axe-core accessibility checker on every page, and
+check that the learner edition holds no answer, no hidden test and no placeholder link.
 """
 
+import dataclasses
 import functools
 import http.server
+import json
 import os
+import random
 import re
-import shutil
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass
@@ -21,7 +28,18 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+import site_support as support
 from booktoc import REPO_ROOT, source_of, toc_docnames, toc_entries
+
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+import build_site  # noqa: E402  (tools/ is not a package)
+import learner_edition  # noqa: E402
+import practice_pages  # noqa: E402
+
+import mha_kit as mk  # noqa: E402
+
+# The pages of the learner edition: every page of _toc.yml but the instructor's guide.
+SITE_DOCNAMES = [docname for docname in toc_docnames() if docname not in learner_edition.LEARNER_EXCLUDED]
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Flags for a headless browser with no network of its own: root in CI needs
@@ -38,7 +56,6 @@ CHROMIUM_ARGS = [
 BUILD_TIMEOUT_S = 900
 PAGE_TIMEOUT_MS = 30_000
 ANIMATED_CHAPTER = "book/step_through"
-ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -51,32 +68,19 @@ class Site:
         return self.html / f"{docname}.html"
 
 
-def jupyter_book_command():
-    script = Path(sys.executable).with_name("jupyter-book")
-    return str(script) if script.exists() else shutil.which("jupyter-book")
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Build the book as `make book` does, into a temporary folder."""
+    """The learner edition, built as `make learner-book` does (or the build MHA_BUILT_SITE names)."""
+    built = os.environ.get("MHA_BUILT_SITE")
+    if built:
+        out = Path(built).resolve()
+        status = json.loads((out / "build.json").read_text())
+        if not status.get("learner"):
+            pytest.fail(f"MHA_BUILT_SITE={built} is not a learner edition (make learner-book builds one)")
+        return Site(status["returncode"], (out / "build.log").read_text(encoding="utf-8"), out / "html")
     out = tmp_path_factory.mktemp("site")
-    command = [
-        jupyter_book_command(),
-        "build", str(REPO_ROOT),
-        "--path-output", str(out),
-        "--builder", "html",
-        "-W", "--keep-going", "-n",
-    ]  # fmt: skip
-    result = subprocess.run(
-        command,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
-    log = ANSI_ESCAPE.sub("", result.stdout + result.stderr)
-    return Site(result.returncode, log, out / "_build" / "html")
+    returncode, log = build_site.build(out, learner=True, timeout=BUILD_TIMEOUT_S)
+    return Site(returncode, log, out / "html")
 
 
 def test_build_succeeds_without_warnings(site):
@@ -87,7 +91,7 @@ def test_build_succeeds_without_warnings(site):
     assert site.returncode == 0, f"the build exited {site.returncode}; its log ends:\n{tail}"
 
 
-@pytest.mark.parametrize("docname", toc_docnames())
+@pytest.mark.parametrize("docname", SITE_DOCNAMES)
 def test_chapter_page_is_built(site, docname):
     """Every page _toc.yml lists exists as a source file and as a built page."""
     assert source_of(docname) is not None, f"_toc.yml lists {docname}, but no {docname}.ipynb/.md exists"
@@ -151,14 +155,14 @@ def browser():
 
 def is_local(url):
     parsed = urlparse(url)
-    return parsed.scheme in ("data", "blob", "about") or parsed.hostname in ("127.0.0.1", "localhost")
+    return parsed.scheme in ("data", "blob", "about", "file") or parsed.hostname in ("127.0.0.1", "localhost")
 
 
 class PageVisit:
     """A browser tab that records everything that went wrong while it loaded."""
 
-    def __init__(self, browser):
-        self.page = browser.new_page()
+    def __init__(self, browser, **options):
+        self.page = browser.new_page(**options)
         self.page.set_default_timeout(PAGE_TIMEOUT_MS)
         self.problems = []
         self.page.route("**/*", self._route)
@@ -195,8 +199,8 @@ class PageVisit:
 def visit(browser):
     visits = []
 
-    def open_tab():
-        tab = PageVisit(browser)
+    def open_tab(**options):
+        tab = PageVisit(browser, **options)
         visits.append(tab)
         return tab
 
@@ -244,7 +248,7 @@ def load(tab, url):
     return tab.page.evaluate(WAIT_FOR_MATHJAX)
 
 
-@pytest.mark.parametrize("docname", toc_docnames())
+@pytest.mark.parametrize("docname", SITE_DOCNAMES)
 def test_chapter_renders_offline(server, visit, site, docname):
     """The chapter loads with no network, no errors, and all its math typeset."""
     if not site.page(docname).exists():
@@ -289,3 +293,395 @@ def test_step_through_animation_steps(server, visit, site):
     first_button.click()
     assert image.get_attribute("src") == first_frame, "'First frame' did not bring back frame 1"
     assert not tab.problems, f"{ANIMATED_CHAPTER}.html:\n  " + "\n  ".join(tab.problems)
+
+
+# --- the live calculator -----------------------------------------------------------------------
+
+CALCULATOR = "book/kv_cache_calculator"
+DRILLS = "book/drills"
+RANDOM_CASES = 3000
+# Every number the page's compute() returns, for a batch of cases, in one round trip.
+COMPUTE_ALL = """
+(cases) => cases.map(([cfg, context, batch, dtype, memory]) => {
+  try { return window.MHA.compute(cfg, context, batch, dtype, BigInt(memory)); }
+  catch (error) { return {error: String(error)}; }
+})
+"""
+
+
+@pytest.fixture(scope="module")
+def calculator_tab(server, browser):
+    tab = PageVisit(browser)
+    load(tab, f"{server}/{CALCULATOR}.html")
+    tab.page.wait_for_function("() => window.MHA && window.MHA.compute")
+    yield tab
+    tab.close()
+
+
+def _compare(tab, cases):
+    """Run every case in the page; return the differences from mha_kit."""
+    sent = [[support.page_config(cfg), context, batch, dtype, str(memory)] for cfg, context, batch, dtype, memory in cases]
+    shown = tab.page.evaluate(COMPUTE_ALL, sent)
+    differences = []
+    for case, page in zip(cases, shown):
+        expected = support.calculator_answers(*case)
+        if page != expected:
+            keys = sorted(k for k in set(page) | set(expected) if page.get(k) != expected.get(k))
+            differences.append(f"{case}: " + ", ".join(f"{k}: page {page.get(k)!r}, mha_kit {expected.get(k)!r}" for k in keys))
+    return differences
+
+
+def test_calculator_matches_mha_kit_on_every_preset_and_number_format(calculator_tab):
+    """Every preset, every number format of DTYPE_BITS and a few bit counts: the page equals mha_kit."""
+    formats = [*mk.DTYPE_BITS, 1, 3, 6, 12]
+    cases = [(cfg, context, batch, dtype, memory)
+             for cfg in mk.PRESETS.values() for dtype in formats
+             for context, batch, memory in [(8192, 1, 80 * 10**9), (131072, 32, 141 * 10**9), (1, 1, 0), (4097, 3, 16 * 2**30 + 1)]]
+    differences = _compare(calculator_tab, cases)
+    assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences[:20])
+
+
+def test_calculator_matches_mha_kit_on_random_configurations(calculator_tab):
+    """A few thousand random shapes, contexts, batches, formats and memories, MLA among them."""
+    cases = support.random_cases(RANDOM_CASES, seed=20261201)
+    differences = _compare(calculator_tab, cases)
+    assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences[:20])
+
+
+def test_calculator_presets_are_mha_kits(calculator_tab):
+    """The preset list on the page is mha_kit.PRESETS, in order."""
+    names = calculator_tab.page.eval_on_selector_all("[data-name=preset] option", "options => options.map(o => o.value)")
+    assert names == [*mk.PRESETS, ""]  # "" is "your own"
+
+
+def _results(page):
+    return page.eval_on_selector_all(".mha-results dd strong", "nodes => nodes.map(n => n.textContent)")
+
+
+def test_calculator_by_keyboard(server, visit):
+    """Tab to the preset, pick another with the arrow keys, type a context: the results follow."""
+    tab = visit()
+    load(tab, f"{server}/{CALCULATOR}.html")
+    page = tab.page
+    preset = page.locator("[data-name=preset]")
+    preset.focus()
+    names = list(mk.PRESETS)
+    start = names.index(preset.input_value())
+    page.keyboard.press("ArrowDown")
+    chosen = mk.PRESETS[names[start + 1]]
+    assert preset.input_value() == chosen.name
+    context = page.locator("[data-name=context]")
+    context.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("32768")
+    page.keyboard.press("Tab")
+    shown = _results(page)
+    assert shown[1] == mk.format_bytes(mk.kv_cache_bytes_per_token(chosen, "bf16"))
+    assert shown[2] == mk.format_bytes(mk.kv_cache_bytes(chosen, 32768, 1, "bf16"))
+    # a shape mha_kit refuses gets mha_kit's rule, not numbers
+    kind = page.locator("[data-name=kind]")
+    if kind.input_value() == "kv":
+        page.locator("[data-name=kv_heads]").fill("7")
+        assert "must be divisible by num_kv_heads (7)" in page.locator(".mha-error").inner_text()
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+def test_calculator_mla_preset_and_own_shape(server, visit):
+    """An MLA preset shows the latent's fields and numbers; editing a field leaves the preset."""
+    tab = visit()
+    load(tab, f"{server}/{CALCULATOR}.html")
+    page = tab.page
+    page.select_option("[data-name=preset]", "deepseek-v2")
+    cfg = mk.PRESETS["deepseek-v2"]
+    assert page.locator("[data-name=latent]").is_visible() and not page.locator("[data-name=kv_heads]").is_visible()
+    assert _results(page)[1] == mk.format_bytes(mk.kv_cache_bytes_per_token(cfg, "bf16"))
+    page.locator("[data-name=mla_heads]").fill("64")
+    assert page.locator("[data-name=preset]").input_value() == ""  # "your own"
+    fewer_heads = mk.arithmetic_intensity(dataclasses.replace(cfg, num_heads=64), 8192, "bf16")
+    assert _results(page)[5] == f"{float(f'{fewer_heads:.4g}'):g} FLOPs per byte"
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+# --- the drills --------------------------------------------------------------------------------
+
+SEEDS_PER_KIND = 150
+GENERATE_ALL = """
+(jobs) => jobs.map(([kind, seed]) => {
+  const q = window.MHA.drills.generate(kind, seed);
+  return Object.assign({}, q, {expected: typeof q.expected === "bigint" ? q.expected.toString() : q.expected});
+})
+"""
+CHECK_ALL = "(jobs) => jobs.map(([q, text]) => window.MHA.drills.check(q, text))"
+
+
+@pytest.fixture(scope="module")
+def drill_questions(server, browser):
+    tab = PageVisit(browser)
+    load(tab, f"{server}/{DRILLS}.html")
+    tab.page.wait_for_function("() => window.MHA && window.MHA.drills")
+    kinds = tab.page.evaluate("() => window.MHA.drills.kinds")
+    questions = tab.page.evaluate(GENERATE_ALL, [[kind, seed] for kind in kinds for seed in range(SEEDS_PER_KIND)])
+    yield tab, kinds, questions
+    tab.close()
+
+
+def _expected_in_python(question):
+    answer = question["expected"]
+    if question["answer"] == "shape":
+        return tuple(int(x) for x in answer)
+    return answer if question["answer"] == "float" else int(answer)
+
+
+def test_drill_answers_are_mha_kits(drill_questions):
+    """Every kind of drill, on many random configurations: the page's answer is mha_kit's."""
+    _, kinds, questions = drill_questions
+    assert set(kinds) >= {"shape", "params", "sequence_macs", "decode_macs", "scores", "cache_per_token",
+                          "cache_batch", "max_context", "intensity", "mla_cache"}
+    wrong = [f"{q['kind']} seed {q['seed']}: page {_expected_in_python(q)!r}, mha_kit {support.drill_answer(q)!r}"
+             for q in questions if _expected_in_python(q) != support.drill_answer(q)]
+    assert not wrong, f"{len(wrong)} of {len(questions)} drills differ:\n" + "\n".join(wrong[:20])
+    assert all(q["tag"] in ("E", "M", "H") for q in questions)
+
+
+def test_drill_messages_are_the_exercises_messages(drill_questions):
+    """Right and wrong answers typed in the box get exactly what mha_course.expect says."""
+    tab, _, questions = drill_questions
+    rng = random.Random(7)
+    jobs, expected = [], []
+    for question in questions[:: max(1, SEEDS_PER_KIND // 20)]:
+        for got in support.wrong_answers(question, support.drill_answer(question), rng):
+            jobs.append([question, support.typed(got)])
+            expected.append(support.exercise_message(question, got, practice_pages.DRILL_HINTS))
+    shown = tab.page.evaluate(CHECK_ALL, jobs)
+    differences = [f"{q['kind']} {text!r}:\n    page     {r['message']!r}\n    exercise {e!r}"
+                   for (q, text), r, e in zip(jobs, shown, expected) if r["message"] != e or r["correct"] != (e is None)]
+    assert not differences, f"{len(differences)} of {len(jobs)} messages differ:\n" + "\n".join(differences[:15])
+    assert any(e and "did you forget K or V?" in e for e in expected)  # the hints are exercised
+
+
+def test_drills_by_keyboard_with_progress_kept(server, visit):
+    """Answer with the keyboard, open the working, and find the progress again after a reload."""
+    tab = visit()
+    load(tab, f"{server}/{DRILLS}.html")
+    page = tab.page
+    page.select_option("[data-name=topic]", "scores")
+    answer = page.locator("#mha-drill-answer")
+    answer.focus()
+    page.keyboard.type("12345")
+    page.keyboard.press("Enter")
+    feedback = page.locator(".mha-feedback").inner_text()
+    assert feedback.startswith("scores (n="), feedback
+    summary = page.locator(".mha-working summary")
+    summary.focus()
+    page.keyboard.press("Enter")
+    assert page.locator(".mha-working").get_attribute("open") is not None
+    assert "h·n²" in page.locator(".mha-working-body").inner_text()
+    progress = json.loads(page.evaluate("() => localStorage.getItem('mha-drills-progress')"))
+    assert progress == {"scores": {"tried": 1, "right": 0}}
+    page.reload()
+    assert "0 of 1 questions" in page.locator(".mha-progress").first.inner_text()
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+def test_flashcards_from_the_chapters(server, visit, site):
+    """The follow-up chains are flashcards; with none, the page says so instead of breaking."""
+    cards = json.loads((site.html / "_static" / "mha-flashcards.json").read_text(encoding="utf-8"))
+    tab = visit()
+    load(tab, f"{server}/{DRILLS}.html")
+    widget = tab.page.locator("[data-mha-widget=flashcards]")
+    if not cards:
+        assert "No flashcards yet" in widget.inner_text()
+    else:
+        assert cards[0]["question_text"][:30] in widget.inner_text()
+        reveal = widget.get_by_role("button", name="Show the answer")
+        reveal.focus()
+        tab.page.keyboard.press("Enter")
+        assert widget.locator(".mha-card-answer").is_visible()
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+FIXTURE_CARDS = [
+    {"id": f"book/kv_cache_calculator#{i}", "doc": "book/kv_cache_calculator", "page": "6. KV-cache calculator",
+     "url": "kv_cache_calculator.html", "tag": tag, "question_text": question, "question_html": question,
+     "answer_html": '<p><strong>Strong answer.</strong> The cache is '
+                    '<span class="math notranslate nohighlight">\\(2 \\cdot h_{kv} \\cdot d_h\\)</span> per token and layer.</p>'}
+    for i, (tag, question) in enumerate([("E", "Q1. Does the cache depend on h?"), ("M", "Q2. Do 16 heads double it?")], start=1)
+]
+
+
+def test_flashcards_by_keyboard(server, visit):
+    """With cards (served here in place of the build's, as chapters have no chain yet): show one,
+    reveal its answer from the keyboard with its math typeset, mark it known, move on."""
+    tab = visit()
+    tab.page.route("**/_static/mha-flashcards.js", lambda route: route.fulfill(
+        content_type="text/javascript", body="window.MHA_FLASHCARDS = " + json.dumps(FIXTURE_CARDS) + ";"))
+    load(tab, f"{server}/{DRILLS}.html")
+    page = tab.page
+    widget = page.locator("[data-mha-widget=flashcards]")
+    assert "[E] Q1. Does the cache depend on h?" in widget.inner_text()
+    reveal = widget.locator(".mha-reveal")
+    assert reveal.inner_text() == "Show the answer" and not widget.locator(".mha-card-answer").is_visible()
+    reveal.focus()
+    page.keyboard.press("Enter")
+    answer = widget.locator(".mha-card-answer")
+    assert answer.is_visible() and reveal.get_attribute("aria-expanded") == "true"
+    answer.locator("mjx-container").first.wait_for()  # MathJax typeset the answer's formula
+    widget.get_by_role("button", name="I knew it").click()
+    assert "[M] Q2." in widget.inner_text() and "Card 2 of 2; you knew 1." in widget.inner_text()
+    stored = json.loads(page.evaluate("() => localStorage.getItem('mha-flashcards-progress')"))
+    assert stored == {"book/kv_cache_calculator#1": "known"}
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
+
+
+@pytest.mark.parametrize("docname", [CALCULATOR, DRILLS])
+def test_practice_pages_fit_a_phone(server, visit, docname):
+    """On a phone-sized screen nothing scrolls sideways and every control is reachable."""
+    tab = visit(**PHONE)
+    load(tab, f"{server}/{docname}.html")
+    page = tab.page
+    widget = page.locator("[data-mha-widget]").first
+    box = widget.bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390 + 0.5, f"{docname}: the widget is {box}"
+    too_wide = page.evaluate("""() => [...document.querySelectorAll('[data-mha-widget] input, [data-mha-widget] select, [data-mha-widget] button')]
+        .filter(e => e.offsetParent && e.getBoundingClientRect().right > window.innerWidth + 0.5).map(e => e.outerHTML.slice(0, 80))""")
+    assert not too_wide, f"{docname}: controls past the screen's edge: {too_wide}"
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+@pytest.mark.parametrize("docname", [CALCULATOR, DRILLS])
+def test_practice_pages_work_from_disk(browser, site, docname):
+    """Opened as a file (no server at all), the widgets still work."""
+    tab = PageVisit(browser)
+    try:
+        tab.page.goto(site.page(docname).as_uri(), wait_until="load")
+        rendered = tab.page.locator("[data-mha-widget] .mha-noscript")
+        assert rendered.count() == 0, f"{docname}: the widget did not start from file://"
+        assert not tab.problems, "\n".join(tab.problems)
+    finally:
+        tab.close()
+
+
+# --- accessibility, figures, search ------------------------------------------------------------
+
+AXE_IMPACTS = ("serious", "critical")
+
+
+def _axe_pages():
+    return [*SITE_DOCNAMES, "search"]
+
+
+@pytest.fixture(scope="module")
+def axe():
+    from axe_playwright_python.sync_playwright import Axe  # bundles axe-core: nothing is downloaded
+
+    return Axe()
+
+
+def test_pages_pass_the_accessibility_checker(server, visit, axe):
+    """axe-core in Chromium, on every page: no serious or critical violation (figures' alt text
+    is the next test's)."""
+    found = []
+    for docname in _axe_pages():
+        tab = visit()
+        load(tab, f"{server}/{docname}.html")
+        results = axe.run(tab.page, options={"resultTypes": ["violations"],
+                                             "rules": {"image-alt": {"enabled": False}}})
+        for violation in results.response["violations"]:
+            if violation["impact"] in AXE_IMPACTS:
+                targets = [", ".join(node["target"]) for node in violation["nodes"][:3]]
+                found.append(f"{docname}: {violation['id']} ({violation['impact']}) {violation['help']}: {targets}")
+        tab.close()
+    assert not found, "accessibility violations:\n  " + "\n  ".join(found)
+
+
+def test_every_figure_has_alt_text(site):
+    """Every image on every page says what it shows: alt text that is not empty and not a file name."""
+    missing = {}
+    for docname in SITE_DOCNAMES:
+        page = site.page(docname)
+        if not page.exists():
+            continue
+        for tag in re.findall(r"<img\b[^>]*>", page.read_text(encoding="utf-8")):
+            alt = re.search(r'\balt="([^"]*)"', tag)
+            text = alt.group(1).strip() if alt else ""
+            if not text or re.search(r"\.(png|jpe?g|svg|gif)$", text, re.IGNORECASE):
+                missing[docname] = missing.get(docname, 0) + 1
+    assert not missing, (
+        "figures without alt text (set mystnb.image.alt in the cell's metadata, see the chain format):\n  "
+        + "\n  ".join(f"{docname}: {count} figure(s)" for docname, count in sorted(missing.items()))
+    )
+
+
+def _search_text(tab, url):
+    page = tab.page
+    page.goto(url, wait_until="load")
+    page.locator("#search-results li").first.wait_for(state="attached")
+    page.wait_for_function("() => document.querySelectorAll('#search-results li p.context').length > 0")
+    page.wait_for_timeout(500)  # the summaries arrive one fetch at a time
+    return page.locator("#search-results").inner_text()
+
+
+TEX = re.compile(r"\\\(|\\\[|\\[a-zA-Z]+\{|[a-z]_\{")
+
+
+def test_search_results_show_readable_math(server, visit):
+    """A search hit on a title or a passage with math shows text, not TeX source."""
+    tab = visit()
+    text = _search_text(tab, f"{server}/search.html?q=scores")
+    assert "√d_h" in text, text[:2000]
+    assert not TEX.findall(text), f"TeX in the search results: {TEX.findall(text)[:10]}\n{text[:2000]}"
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+def test_search_works_from_disk(browser, site):
+    """Opened from disk, search still lists pages with readable summaries, and nothing fails."""
+    tab = PageVisit(browser)
+    try:
+        text = _search_text(tab, (site.html / "search.html").as_uri() + "?q=scores")
+        assert "√d_h" in text and not TEX.findall(text), text[:2000]
+        assert not tab.problems, "\n".join(tab.problems)
+    finally:
+        tab.close()
+
+
+def test_search_index_titles_have_no_tex(site):
+    index = (site.html / "searchindex.js").read_text(encoding="utf-8")
+    titles = json.loads(index[len("Search.setIndex("):-1])["alltitles"]
+    assert not [title for title in titles if "\\" in title]
+
+
+# --- the learner edition and its links ---------------------------------------------------------
+
+
+def test_learner_edition_leaks_no_answer_and_no_hidden_test(site):
+    """No line of a solution region or a hidden test, in any file of the built site."""
+    secrets = support.secret_lines()
+    assert len(secrets) > 50, "too few solution and hidden-test lines found to make the test mean anything"
+    found = support.leaks(site.html, secrets)
+    assert not found, "the learner edition gives away:\n" + "\n".join(
+        f"  {path}: {len(lines)} line(s), e.g. {lines[0]!r}" for path, lines in found.items())
+
+
+def test_learner_edition_has_no_instructor_guide(site):
+    assert not site.page("book/instructor_guide").exists()
+    assert not (site.html / "_sources" / "book" / "instructor_guide.ipynb").exists()
+
+
+PLACEHOLDERS = ("mha-kit/mha-book", "executablebooks/jupyter-book", "mybinder.org")
+
+
+def test_default_build_has_no_repository_buttons_or_placeholder(site):
+    """Without MHA_REPOSITORY_URL no page has a repository, issue or launch button or link."""
+    found = []
+    for path in sorted(site.html.rglob("*")):
+        if path.suffix not in (".html", ".js", ".json", ".ipynb", ".txt") or (
+                "_static" in path.parts and not path.name.startswith("mha-")):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{path.relative_to(site.html)}: {p}" for p in PLACEHOLDERS if p in text]
+        if path.suffix == ".html" and re.search(r"repository-button|issues-button|launch-button|btn-launch", text):
+            found.append(f"{path.relative_to(site.html)}: a repository or launch button")
+    assert not found, "\n".join(found[:20])

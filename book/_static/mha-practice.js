@@ -1,0 +1,823 @@
+/* The live KV-cache calculator, the drills and the flashcards (tools/practice_pages.py).
+ *
+ * Every formula here is a copy of one in mha_kit (counting.py, units.py) and the messages copy
+ * mha_course/expect.py; tests/test_site.py runs this file in Chromium and compares it with them.
+ * Counts are exact: BigInt throughout, and a quotient is rounded once, as Python's int / int is.
+ * The presets, number formats and units come from window.MHA_DATA, written from mha_kit at build
+ * time; the flashcards from window.MHA_FLASHCARDS.
+ */
+(function () {
+  "use strict";
+  const DATA = window.MHA_DATA;
+
+  // --- exact arithmetic ---------------------------------------------------------------------
+
+  function positiveInt(name, value) {
+    // mha_kit.config.check_positive_int, for numbers typed into the page
+    if (typeof value === "string") value = value.trim();
+    if (!/^\d+$/.test(String(value))) throw new RangeError(`${name} must be a positive integer, got ${value === "" ? "nothing" : value}`);
+    const n = BigInt(value);
+    if (n <= 0n) throw new RangeError(`${name} must be a positive integer, got ${value}`);
+    return n;
+  }
+
+  function ceilDiv(a, b) {
+    return (a + b - 1n) / b;
+  }
+
+  function bitLength(n) {
+    return n === 0n ? 0 : n.toString(2).length;
+  }
+
+  // a / b rounded once to the nearest double, as Python's int / int (a >= 0, b > 0)
+  function divide(a, b) {
+    if (a === 0n) return 0;
+    const shift = 66 - (bitLength(a) - bitLength(b));
+    let q, r;
+    if (shift >= 0) {
+      const num = a << BigInt(shift);
+      q = num / b;
+      r = num % b;
+    } else {
+      const den = b << BigInt(-shift);
+      q = a / den;
+      r = a % den;
+    }
+    if (r !== 0n) q |= 1n; // a sticky bit: a quotient below a tie never rounds as a tie
+    return Number(q) * Math.pow(2, -shift);
+  }
+
+  // --- mha_kit.units ------------------------------------------------------------------------
+
+  function dtypeBits(dtype) {
+    if (typeof dtype === "string" && !/^\d+$/.test(dtype)) {
+      const bits = DATA.dtype_bits[dtype.toLowerCase()];
+      if (bits === undefined) throw new RangeError(`unknown number format ${dtype}`);
+      return BigInt(bits);
+    }
+    return positiveInt("bits per number", dtype);
+  }
+
+  function bytesOf(elements, bits) {
+    return ceilDiv(elements * bits, 8n);
+  }
+
+  function groupDigits(digits) {
+    return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
+
+  function formatInt(n) {
+    // format_int: 1048576 -> "1,048,576"
+    n = BigInt(n);
+    return (n < 0n ? "-" : "") + groupDigits((n < 0n ? -n : n).toString());
+  }
+
+  // The exact decimal digits of a double (a double has at most ~60 of them in our range).
+  function exactDigits(x) {
+    const text = Math.abs(x).toExponential(100); // exact: every double below 2^-48 excepted
+    const [mantissa, exponent] = text.split("e");
+    return { digits: mantissa.replace(".", "").replace(/0+$/, "") || "0", exponent: Number(exponent) };
+  }
+
+  // The first `keep` digits of a digit string as an integer, rounded half to even, as Python's
+  // formatting rounds (keep >= 0; the string holds at least `keep` digits).
+  function roundDigits(digits, keep) {
+    const head = digits.slice(0, keep) || "0";
+    const rest = digits.slice(keep);
+    let up = false;
+    if (rest.length && (rest[0] > "5" || (rest[0] === "5" && /[1-9]/.test(rest.slice(1))))) up = true;
+    else if (rest[0] === "5") up = Number(head[head.length - 1]) % 2 === 1;
+    return BigInt(head) + (up ? 1n : 0n);
+  }
+
+  // Python's f"{x:.{p}f}" for x >= 0
+  function formatFixed(x, precision) {
+    if (x === 0) return precision ? "0." + "0".repeat(precision) : "0";
+    const { digits, exponent } = exactDigits(x);
+    const keep = exponent + 1 + precision; // digits up to the last decimal shown
+    let scaled;
+    if (keep <= 0) {
+      // below half of the last place shown, or exactly half: half-even rounds to 0
+      const half = keep === 0 && (digits[0] > "5" || (digits[0] === "5" && digits.length > 1));
+      scaled = half ? 1n : 0n;
+    } else {
+      const padded = digits.padEnd(keep, "0");
+      scaled = roundDigits(padded, keep);
+    }
+    let text = scaled.toString().padStart(precision + 1, "0");
+    const whole = text.slice(0, text.length - precision);
+    const fraction = text.slice(text.length - precision);
+    return precision ? `${whole}.${fraction}` : whole;
+  }
+
+  function formatFixedGrouped(x, precision) {
+    const [whole, fraction] = formatFixed(x, precision).split(".");
+    return groupDigits(whole) + (fraction === undefined ? "" : "." + fraction);
+  }
+
+  // Python's f"{x:.{p}g}" for a finite x
+  function formatGeneral(x, precision) {
+    if (x === 0) return Object.is(x, -0) ? "-0" : "0";
+    const sign = x < 0 ? "-" : "";
+    let { digits, exponent } = exactDigits(x);
+    let rounded = roundDigits(digits.padEnd(precision, "0"), precision).toString();
+    if (rounded.length > precision) {
+      rounded = rounded.slice(0, precision);
+      exponent += 1;
+    }
+    let body;
+    if (exponent < -4 || exponent >= precision) {
+      let mantissa = rounded[0] + (precision > 1 ? "." + rounded.slice(1) : "");
+      mantissa = mantissa.includes(".") ? mantissa.replace(/0+$/, "").replace(/\.$/, "") : mantissa;
+      const e = Math.abs(exponent).toString().padStart(2, "0");
+      body = `${mantissa}e${exponent < 0 ? "-" : "+"}${e}`;
+    } else if (exponent >= 0) {
+      const whole = rounded.slice(0, exponent + 1).padEnd(exponent + 1, "0");
+      const fraction = rounded.slice(exponent + 1).replace(/0+$/, "");
+      body = fraction ? `${whole}.${fraction}` : whole;
+    } else {
+      const fraction = ("0".repeat(-exponent - 1) + rounded).replace(/0+$/, "");
+      body = `0.${fraction}`;
+    }
+    return sign + body;
+  }
+
+  function unitsInOrder(table) {
+    return Object.entries(table).sort((a, b) => a[1] - b[1]);
+  }
+
+  // format_bytes(n, unit=None, precision=1)
+  function formatBytes(n, unit, precision) {
+    n = BigInt(n);
+    precision = precision === undefined ? 1 : precision;
+    const binary = unitsInOrder(DATA.binary_units);
+    if (!unit) unit = binary.slice().reverse().find(([u, size]) => n >= BigInt(size) || u === "B")[0];
+    const size = DATA.binary_units[unit] || DATA.decimal_units[unit];
+    const value = divide(n, BigInt(size));
+    const text = Number.isInteger(value) ? formatFixedGrouped(value, 0) : formatFixedGrouped(value, precision);
+    return `${text} ${unit}`;
+  }
+
+  // --- mha_kit.counting ---------------------------------------------------------------------
+
+  // A config as the page holds it: {mla: false, layers, heads, kv_heads, head_dim}
+  // or {mla: true, layers, heads, latent, rope}; every field a positive integer.
+  function checkConfig(cfg) {
+    const c = { mla: Boolean(cfg.mla), layers: positiveInt("layers", cfg.layers), heads: positiveInt("num_heads", cfg.heads) };
+    if (c.mla) {
+      c.latent = positiveInt("kv_lora_rank (d_c)", cfg.latent);
+      c.rope = positiveInt("qk_rope_head_dim", cfg.rope);
+      if (c.rope % 2n) throw new RangeError(`qk_rope_head_dim (${c.rope}) must be even: rotary embedding turns pairs`);
+    } else {
+      c.kvHeads = positiveInt("num_kv_heads", cfg.kv_heads);
+      c.headDim = positiveInt("head_dim", cfg.head_dim);
+      if (c.heads % c.kvHeads) throw new RangeError(`num_heads (${c.heads}) must be divisible by num_kv_heads (${c.kvHeads})`);
+    }
+    return c;
+  }
+
+  const kvElementsPerToken = (c) => (c.mla ? c.latent + c.rope : 2n * c.kvHeads * c.headDim);
+  const cachePerToken = (c, bits) => bytesOf(c.layers * kvElementsPerToken(c), bits);
+  const cacheBytes = (c, s, batch, bits) => bytesOf(s * batch * c.layers * kvElementsPerToken(c), bits);
+  const kvBytesRead = (c, s, bits) => bytesOf(s * kvElementsPerToken(c), bits);
+  const attentionMacs = (c, s, n) => (c.mla ? c.heads * n * s * (2n * c.latent + c.rope) : 2n * c.heads * n * s * c.headDim);
+  const intensity = (c, s, bits) => divide(2n * attentionMacs(c, s, 1n), kvBytesRead(c, s, bits));
+  const maxContext = (c, memory, bits, batch) => (memory * 8n) / (batch * c.layers * kvElementsPerToken(c) * bits);
+  const scoreCount = (heads, n) => heads * n * n;
+
+  // projection_params(cfg) of an AttentionConfig: Q, K, V, O without biases
+  function projectionParams(d, h, hKv, dH) {
+    return d * h * dH + 2n * d * hKv * dH + h * dH * d;
+  }
+
+  // Bytes in a memory typed as a decimal number of a unit ("80", "0.5"), rounded down.
+  function memoryBytes(text, unit) {
+    text = String(text).trim();
+    const m = /^(\d*)(?:\.(\d*))?$/.exec(text);
+    if (!m || text === "" || text === ".") throw new RangeError(`memory must be a non-negative number, got ${text || "nothing"}`);
+    const fraction = m[2] || "";
+    const size = BigInt(DATA.binary_units[unit] || DATA.decimal_units[unit]);
+    return (BigInt((m[1] || "0") + fraction) * size) / 10n ** BigInt(fraction.length);
+  }
+
+  // Every number the calculator shows; tests/test_site.py compares them with mha_kit.
+  function compute(cfg, context, batch, dtype, memory) {
+    const c = checkConfig(cfg);
+    const s = positiveInt("context length", context);
+    const b = positiveInt("batch size", batch);
+    const bits = dtypeBits(dtype);
+    const mem = BigInt(memory);
+    const perToken = cachePerToken(c, bits);
+    const perSequence = cacheBytes(c, s, 1n, bits);
+    const total = cacheBytes(c, s, b, bits);
+    return {
+      elements_per_token_layer: kvElementsPerToken(c).toString(),
+      bits: bits.toString(),
+      per_token: perToken.toString(),
+      per_sequence: perSequence.toString(),
+      batch: total.toString(),
+      max_context: maxContext(c, mem, bits, b).toString(),
+      bytes_read: kvBytesRead(c, s, bits).toString(),
+      decode_macs: attentionMacs(c, s, 1n).toString(),
+      intensity: intensity(c, s, bits),
+      per_token_text: formatBytes(perToken),
+      per_sequence_text: formatBytes(perSequence),
+      batch_text: formatBytes(total),
+      memory_text: formatBytes(mem),
+    };
+  }
+
+  // --- mha_course.expect: the exercises' messages ---------------------------------------------
+
+  function gcd(a, b) {
+    a = a < 0n ? -a : a;
+    b = b < 0n ? -b : b;
+    while (b) [a, b] = [b, a % b];
+    return a;
+  }
+
+  function fraction(num, den) {
+    // fractions.Fraction(num, den): lowest terms, the sign on the numerator
+    if (den < 0n) [num, den] = [-num, -den];
+    const g = gcd(num, den) || 1n;
+    return [num / g, den / g];
+  }
+
+  // A hint's key ("2", "1/2", "1/L") as a fraction, for the question's values
+  function hintRatio(key, values) {
+    const [top, bottom] = key.split("/");
+    const value = (part) => (/^\d+$/.test(part) ? BigInt(part) : BigInt(values[part]));
+    return fraction(value(top), bottom === undefined ? 1n : value(bottom));
+  }
+
+  // A Python dict built from [key, value] pairs: a repeated key keeps its first place and takes
+  // the last value, as {Fraction(1, 2): a, Fraction(1, L): b} does when L is 2.
+  function pythonDict(pairs, keyOf) {
+    const table = new Map();
+    for (const [key, value] of pairs || []) table.set(keyOf(key), value);
+    return table;
+  }
+
+  // expect_int(got, expected, what, hints, wrong): the message, or null when right
+  function intMessage(got, expected, what, hints, wrong, values) {
+    if (got === expected) return null;
+    let message = `${what}: expected ${formatInt(expected)}, got ${formatInt(got)}`;
+    const mistakes = pythonDict(wrong, (value) => BigInt(value).toString());
+    if (mistakes.has(got.toString())) return `${message}: ${mistakes.get(got.toString())}`;
+    if (expected === 0n || got === 0n) return message;
+    const [num, den] = fraction(got, expected);
+    let ratio = null;
+    if (den === 1n) ratio = `${num}x too large`;
+    else if (num === 1n) ratio = `${den}x too small`;
+    if (!ratio) return message;
+    const table = pythonDict(hints, (key) => hintRatio(key, values || {}).join("/"));
+    const hint = table.get(`${num}/${den}`);
+    return `${message} (${ratio}${hint ? ": " + hint : ""})`;
+  }
+
+  function isClose(a, b, rtol) {
+    return a === b || Math.abs(a - b) <= rtol * Math.max(Math.abs(a), Math.abs(b));
+  }
+
+  // expect_float(got, expected, what, hints, rtol)
+  function floatMessage(got, expected, what, hints, rtol) {
+    if (isClose(got, expected, rtol)) return null;
+    let message = `${what}: expected ${formatGeneral(expected, 6)}, got ${formatGeneral(got, 6)}`;
+    for (const [ratio, hint] of pythonDict(hints, Number)) {
+      if (isClose(got, ratio * expected, rtol)) return `${message} (${hint})`;
+    }
+    return message;
+  }
+
+  function tupleText(values) {
+    return values.length === 1 ? `(${values[0]},)` : `(${values.join(", ")})`;
+  }
+
+  // expect_shape(got, expected, what)
+  function shapeMessage(got, expected, what) {
+    const g = tupleText(got), e = tupleText(expected);
+    if (g === e) return null;
+    if (got.length !== expected.length) return `shape of ${what}: expected ${expected.length} axes ${e}, got ${got.length} axes ${g}`;
+    const sorted = (xs) => xs.map(BigInt).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join(",");
+    if (sorted(got) === sorted(expected)) return `shape of ${what}: expected ${e}, got ${g}: the right sizes in the wrong order`;
+    return `shape of ${what}: expected ${e}, got ${g}`;
+  }
+
+
+  // --- drills: questions from random configurations ---------------------------------------------
+
+  function rngFrom(seed) {
+    // mulberry32: a small seeded generator, so that a test can replay a question
+    let a = seed >>> 0;
+    return function () {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  const pick = (rng, xs) => xs[Math.floor(rng() * xs.length)];
+  const fmt = (n) => formatInt(n);
+
+  function randomLayer(rng) {
+    const headDim = pick(rng, [64, 80, 96, 128, 256]);
+    const kvHeads = pick(rng, [1, 2, 4, 8, 16]);
+    const heads = kvHeads * pick(rng, [1, 2, 4, 8]);
+    const dModel = rng() < 0.75 ? heads * headDim : pick(rng, [2048, 3072, 4096, 5120]);
+    const layers = pick(rng, [12, 24, 28, 32, 40, 48, 60, 80, 95, 126]);
+    return { mla: false, d_model: dModel, heads, kv_heads: kvHeads, head_dim: headDim, layers };
+  }
+
+  function randomLatent(rng) {
+    return { mla: true, heads: pick(rng, [16, 32, 64, 128]), latent: pick(rng, [256, 512]), rope: pick(rng, [32, 64]),
+             nope: 128, value_dim: 128, layers: pick(rng, [27, 60, 61]) };
+  }
+
+  function layerText(cfg) {
+    return `a layer with d = ${fmt(cfg.d_model)}, h = ${cfg.heads} query heads, h_kv = ${cfg.kv_heads} key-value heads and d_h = ${cfg.head_dim}`;
+  }
+
+  function modelText(cfg) {
+    if (cfg.mla) return `an MLA model with ${cfg.layers} layers, h = ${cfg.heads}, a latent of d_c = ${cfg.latent} and a rotary key of ${cfg.rope} numbers`;
+    return `a model with ${cfg.layers} layers of h = ${cfg.heads} query heads, h_kv = ${cfg.kv_heads} key-value heads and d_h = ${cfg.head_dim}`;
+  }
+
+  const dtypeNames = () => Object.keys(DATA.dtype_bits);
+
+  function intQuestion(kind, params, prompt, what, expected, working, extra) {
+    const hints = (DATA.drill_hints[kind] || {});
+    const wrongValues = (extra && extra.wrong) || {};
+    const wrong = (hints.wrong || []).filter(([key]) => key in wrongValues).map(([key, hint]) => [wrongValues[key].toString(), hint]);
+    return { kind, params, prompt, what, answer: "int", expected: expected.toString(), hints: hints.ratios || [],
+             wrong, values: (extra && extra.values) || {}, working };
+  }
+
+  const GENERATORS = {
+    shape: { tag: "E", topic: "tensor shapes", make(rng) {
+      const cfg = randomLayer(rng);
+      const b = pick(rng, [1, 2, 4, 8]), n = pick(rng, [16, 128, 512, 1024]);
+      const { heads: h, kv_heads: hkv, head_dim: dh } = cfg;
+      const tensors = [
+        ["the queries after splitting into heads", [b, h, n, dh], `Q = x W_Q is (B, n, h·d_h) = (${b}, ${n}, ${h * dh}); view it as (B, n, h, d_h) and swap the token and head axes: (B, h, n, d_h).`],
+        ["the keys after splitting into heads", [b, hkv, n, dh], `K has h_kv heads, not h: (B, n, h_kv·d_h) = (${b}, ${n}, ${hkv * dh}) becomes (B, h_kv, n, d_h).`],
+        ["the attention scores", [b, h, n, n], `Every query head scores every key: (B, h, n, d_h) @ (B, h, d_h, n) → (B, h, n, n).`],
+        ["the output after merging the heads (before W_O)", [b, n, h * dh], `Swap back to (B, n, h, d_h) and join the last two axes: (B, n, h·d_h) = (${b}, ${n}, ${h * dh}).`],
+        ["the values before splitting into heads", [b, n, hkv * dh], `x (B, n, d) @ W_V (d, h_kv·d_h) → (B, n, h_kv·d_h) = (${b}, ${n}, ${hkv * dh}).`],
+      ];
+      const [what, shape, working] = pick(rng, tensors);
+      return { kind: "shape", params: { cfg, b, n }, answer: "shape", expected: shape.map(String), what, working,
+        prompt: `A batch of B = ${b} sequences of n = ${n} tokens goes through ${layerText(cfg)}. What is the shape of ${what}? Answer with a tuple such as (2, 8, 16, 64).` };
+    } },
+    params: { tag: "M", topic: "parameters", make(rng) {
+      const cfg = randomLayer(rng);
+      const [d, h, hkv, dh] = [cfg.d_model, cfg.heads, cfg.kv_heads, cfg.head_dim].map(BigInt);
+      const expected = projectionParams(d, h, hkv, dh);
+      const working = `Q: d·h·d_h = ${fmt(d * h * dh)}; K and V: 2·d·h_kv·d_h = ${fmt(2n * d * hkv * dh)}; O: h·d_h·d = ${fmt(h * dh * d)}; total ${fmt(expected)}.`;
+      return intQuestion("params", { cfg }, `How many parameters do the Q, K, V and O projections of ${layerText(cfg)} hold (no biases)?`,
+        "parameters of one layer", expected, working, { wrong: hkv === h ? {} : { as_mha: projectionParams(d, h, h, dh) } });
+    } },
+    sequence_macs: { tag: "M", topic: "multiply-adds", make(rng) {
+      const cfg = randomLayer(rng);
+      const n = pick(rng, [128, 512, 1024, 2048, 4096]);
+      const c = checkConfig(cfg);
+      const expected = attentionMacs(c, BigInt(n), BigInt(n));
+      const half = scoreCount(c.heads, BigInt(n)) * c.headDim;
+      return intQuestion("sequence_macs", { cfg, n }, `How many multiply-adds do the score and value-mix steps of ${layerText(cfg)} take for a whole sequence of n = ${fmt(n)} tokens (no causal saving)?`,
+        `attention multiply-adds (n=${n}, s=${n})`, expected,
+        `Scores: h·n·n·d_h = ${fmt(half)}; value mix: the same again; total 2·h·n²·d_h = ${fmt(expected)}. The key-value heads play no part.`);
+    } },
+    decode_macs: { tag: "M", topic: "multiply-adds", make(rng) {
+      const cfg = randomLayer(rng);
+      const s = pick(rng, [1024, 2048, 4096, 8192, 32768]);
+      const c = checkConfig(cfg);
+      const expected = attentionMacs(c, BigInt(s), 1n);
+      return intQuestion("decode_macs", { cfg, s }, `One new token is decoded by ${layerText(cfg)} against s = ${fmt(s)} cached tokens. How many multiply-adds do its scores and value mix take?`,
+        `multiply-adds of one decode step (s=${s})`, expected,
+        `One query per head: h·s·d_h for the scores and as many for the value mix: 2·${cfg.heads}·${fmt(s)}·${cfg.head_dim} = ${fmt(expected)}.`,
+        { wrong: c.kvHeads === c.heads ? {} : { as_kv_heads: 2n * c.kvHeads * BigInt(s) * c.headDim } });
+    } },
+    scores: { tag: "E", topic: "scores", make(rng) {
+      const cfg = randomLayer(rng);
+      const n = pick(rng, [128, 512, 1024, 2048, 4096, 8192]);
+      const expected = scoreCount(BigInt(cfg.heads), BigInt(n));
+      return intQuestion("scores", { cfg, n }, `How many attention scores does ${layerText(cfg)} compute for one sequence of n = ${fmt(n)} tokens?`,
+        `scores (n=${n})`, expected, `One n × n table per query head: h·n² = ${cfg.heads}·${fmt(n)}² = ${fmt(expected)}. h_kv does not change it.`);
+    } },
+    bytes_read: { tag: "E", topic: "KV cache", make(rng) {
+      const cfg = randomLayer(rng);
+      const s = pick(rng, [1024, 2048, 4096, 8192]);
+      const dtype = pick(rng, dtypeNames());
+      const c = checkConfig(cfg), bits = dtypeBits(dtype);
+      const expected = kvBytesRead(c, BigInt(s), bits);
+      return intQuestion("bytes_read", { cfg, s, dtype }, `Decoding one token, how many bytes of keys and values does one layer (h = ${cfg.heads}, h_kv = ${cfg.kv_heads}, d_h = ${cfg.head_dim}) read from a ${dtype} cache of s = ${fmt(s)} tokens?`,
+        `bytes read per token by one layer (s=${s}, ${bits}-bit)`, expected,
+        `s·2·h_kv·d_h numbers of ${bits} bits: ${fmt(s)}·2·${cfg.kv_heads}·${cfg.head_dim}·${bits}/8 = ${fmt(expected)} bytes.`);
+    } },
+    cache_per_token: { tag: "M", topic: "KV cache", make(rng) {
+      const cfg = randomLayer(rng);
+      const dtype = pick(rng, dtypeNames());
+      const c = checkConfig(cfg), bits = dtypeBits(dtype);
+      const expected = cachePerToken(c, bits);
+      const asMha = cachePerToken(checkConfig({ ...cfg, kv_heads: cfg.heads }), bits);
+      return intQuestion("cache_per_token", { cfg, dtype }, `How many bytes of KV cache does one token take in ${modelText(cfg)}, stored in ${dtype}, across all layers?`,
+        `cache bytes per token (${bits}-bit)`, expected,
+        `L·2·h_kv·d_h·b = ${cfg.layers}·2·${cfg.kv_heads}·${cfg.head_dim}·${bits}/8 = ${fmt(expected)} bytes (${formatBytes(expected)}).`,
+        { wrong: c.kvHeads === c.heads ? {} : { as_mha: asMha }, values: { L: cfg.layers } });
+    } },
+    cache_batch: { tag: "M", topic: "KV cache", make(rng) {
+      const cfg = randomLayer(rng);
+      const s = pick(rng, [2048, 4096, 8192, 32768, 131072]), batch = pick(rng, [2, 4, 8, 16, 32, 64]);
+      const dtype = pick(rng, dtypeNames());
+      const c = checkConfig(cfg), bits = dtypeBits(dtype);
+      const expected = cacheBytes(c, BigInt(s), BigInt(batch), bits);
+      return intQuestion("cache_batch", { cfg, s, batch, dtype }, `How many bytes of KV cache does ${modelText(cfg)} hold for a batch of B = ${batch} sequences of s = ${fmt(s)} tokens in ${dtype}?`,
+        `cache bytes (s=${s}, batch=${batch}, ${bits}-bit)`, expected,
+        `Per token ${fmt(cachePerToken(c, bits))} bytes, times s·B = ${fmt(BigInt(s) * BigInt(batch))} tokens: ${fmt(expected)} bytes (${formatBytes(expected)}).`,
+        { values: { L: cfg.layers, B: batch } });
+    } },
+    mla_cache: { tag: "H", topic: "KV cache", make(rng) {
+      const cfg = randomLatent(rng);
+      const dtype = pick(rng, dtypeNames());
+      const c = checkConfig(cfg), bits = dtypeBits(dtype), L = BigInt(cfg.layers);
+      const expected = cachePerToken(c, bits);
+      const noRope = bytesOf(L * BigInt(cfg.latent), bits);
+      const fullHeads = bytesOf(L * BigInt(cfg.heads) * BigInt(cfg.nope + cfg.rope + cfg.value_dim), bits);
+      return intQuestion("mla_cache", { cfg, dtype }, `In ${modelText(cfg)} (per head: ${cfg.nope} + ${cfg.rope} numbers of query and key, ${cfg.value_dim} of value), how many bytes of cache does one token take in ${dtype}, across all layers?`,
+        `MLA cache bytes per token (${bits}-bit)`, expected,
+        `MLA caches the latent and the shared rotary key: L·(d_c + d_h^R)·b = ${cfg.layers}·(${cfg.latent} + ${cfg.rope})·${bits}/8 = ${fmt(expected)} bytes.`,
+        { wrong: { no_rope: noRope, full_heads: fullHeads } });
+    } },
+    max_context: { tag: "H", topic: "memory", make(rng) {
+      const cfg = pick(rng, [randomLayer, randomLayer, randomLatent])(rng);
+      const [amount, unit] = pick(rng, [[16, "GiB"], [24, "GiB"], [40, "GB"], [80, "GB"], [141, "GB"]]);
+      const batch = pick(rng, [1, 4, 8, 16]), dtype = pick(rng, dtypeNames());
+      const c = checkConfig(cfg), bits = dtypeBits(dtype);
+      const memory = memoryBytes(String(amount), unit);
+      const expected = maxContext(c, memory, bits, BigInt(batch));
+      return intQuestion("max_context", { cfg, memory: memory.toString(), batch, dtype }, `${modelText(cfg)[0].toUpperCase() + modelText(cfg).slice(1)} serves a batch of B = ${batch} in ${dtype}. With ${amount} ${unit} for the cache, what is the longest context per sequence that fits (whole tokens)?`,
+        `longest context in ${formatBytes(memory)} (${bits}-bit, batch=${batch})`, expected,
+        `${fmt(memory)} bytes ÷ (B · ${fmt(cachePerToken(c, bits))} bytes per token) = ${fmt(expected)} tokens, rounded down.`);
+    } },
+    intensity: { tag: "H", topic: "arithmetic intensity", make(rng) {
+      const cfg = randomLayer(rng);
+      const dtype = pick(rng, dtypeNames());
+      const c = checkConfig(cfg), bits = dtypeBits(dtype), s = 1024n;
+      const expected = intensity(c, s, bits);
+      const group = Number(c.heads / c.kvHeads);
+      const hints = (DATA.drill_hints.intensity.ratios || []).map(([key, hint]) => {
+        const [top, bottom] = key.split("/");
+        const value = (part) => (part === "g" ? group : Number(part));
+        return [value(top) / (bottom === undefined ? 1 : value(bottom)), hint];
+      });
+      return { kind: "intensity", params: { cfg, dtype }, answer: "float", expected, hints, rtol: DATA.float_rtol,
+        what: `FLOPs per byte (${bits}-bit)`,
+        prompt: `Decoding one token, ${layerText(cfg)} reads its ${dtype} KV cache and does the score and value-mix arithmetic. How many FLOPs does it do per byte it reads (its arithmetic intensity)?`,
+        working: `FLOPs 2·(2·h·s·d_h), bytes s·2·h_kv·d_h·b: the ratio is 2·h/(h_kv·b) = 2·${cfg.heads}/(${cfg.kv_heads}·${bits}/8) = ${formatGeneral(expected, 6)}, whatever s.` };
+    } },
+  };
+
+  function generate(kind, seed) {
+    const generator = GENERATORS[kind];
+    if (!generator) throw new RangeError(`unknown drill ${kind}`);
+    const question = generator.make(rngFrom(seed));
+    question.tag = generator.tag;
+    question.topic = generator.topic;
+    question.seed = seed;
+    return question;
+  }
+
+  // The answer typed in the box, checked: {correct, message}
+  function check(question, text) {
+    text = String(text).trim();
+    if (question.answer === "shape") {
+      const numbers = text.match(/-?\d+/g);
+      if (!numbers) return { correct: false, message: "Type the shape as a tuple of whole numbers, such as (2, 8, 16, 64)." };
+      const got = numbers.map((x) => BigInt(x).toString());
+      const message = shapeMessage(got, question.expected, question.what);
+      return { correct: message === null, message };
+    }
+    const plain = text.replace(/[\s,_]/g, "");
+    if (question.answer === "float") {
+      const got = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(plain) ? Number(plain) : NaN;
+      if (!Number.isFinite(got)) return { correct: false, message: "Type a number, such as 16 or 2.5." };
+      const message = floatMessage(got, question.expected, question.what, question.hints, question.rtol);
+      return { correct: message === null, message };
+    }
+    if (!/^-?\d+$/.test(plain)) return { correct: false, message: "Type a whole number (digits; commas and spaces are fine)." };
+    const message = intMessage(BigInt(plain), BigInt(question.expected), question.what, question.hints, question.wrong, question.values);
+    return { correct: message === null, message };
+  }
+
+  const drills = { kinds: Object.keys(GENERATORS), tags: Object.fromEntries(Object.entries(GENERATORS).map(([k, g]) => [k, g.tag])),
+                   topics: Object.fromEntries(Object.entries(GENERATORS).map(([k, g]) => [k, g.topic])), generate, check };
+
+  window.MHA = {
+    drills,
+    positiveInt, divide, dtypeBits, formatInt, formatFixed, formatGeneral, formatBytes, checkConfig,
+    kvElementsPerToken, cachePerToken, cacheBytes, kvBytesRead, attentionMacs, intensity, maxContext,
+    scoreCount, projectionParams, memoryBytes, compute, intMessage, floatMessage, shapeMessage, tupleText,
+  };
+})();
+
+/* --- the widgets ----------------------------------------------------------------------------- */
+(function () {
+  "use strict";
+  const M = window.MHA;
+  const DATA = window.MHA_DATA;
+  let uid = 0;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "text") node.textContent = value;
+      else if (key === "html") node.innerHTML = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+
+  function field(label, input, hint) {
+    const id = input.id || `mha-field-${++uid}`;
+    input.id = id;
+    return el("div", { class: "mha-field" }, el("label", { for: id, html: label }), input, hint ? el("span", { class: "mha-hint", text: hint }) : null);
+  }
+
+  function numberInput(value, name) {
+    return el("input", { type: "text", inputmode: "numeric", autocomplete: "off", spellcheck: "false", value: String(value), "data-name": name });
+  }
+
+  function store(key, fallback) {
+    try {
+      return JSON.parse(window.localStorage.getItem(key)) || fallback;
+    } catch (error) {
+      return fallback; // storage switched off: progress lives as long as the page
+    }
+  }
+
+  function save(key, value) {
+    try {
+      window.localStorage.setItem(key, JSON.stringify(value));
+    } catch (error) {
+      /* storage switched off or full: nothing to keep */
+    }
+  }
+
+  function typeset(node) {
+    if (window.MathJax && window.MathJax.typesetPromise) window.MathJax.typesetPromise([node]).catch(() => {});
+  }
+
+  // --- the calculator -------------------------------------------------------------------------
+
+  function calculator(root) {
+    const presets = DATA.presets;
+    const preset = el("select", { "data-name": "preset" },
+      ...presets.map((p) => el("option", { value: p.name, text: `${p.name} (${p.variant.toUpperCase()})` })),
+      el("option", { value: "", text: "your own" }));
+    const kind = el("select", { "data-name": "kind" },
+      el("option", { value: "kv", text: "keys and values per head (MHA, GQA, MQA)" }),
+      el("option", { value: "mla", text: "a latent per token (MLA)" }));
+    const inputs = {
+      layers: numberInput(80, "layers"), heads: numberInput(64, "heads"), kv_heads: numberInput(8, "kv_heads"),
+      head_dim: numberInput(128, "head_dim"), latent: numberInput(512, "latent"), rope: numberInput(64, "rope"),
+      context: numberInput(8192, "context"), batch: numberInput(1, "batch"), bits: numberInput(6, "bits"),
+      memory: el("input", { type: "text", inputmode: "decimal", autocomplete: "off", value: "80", "data-name": "memory" }),
+    };
+    const dtype = el("select", { "data-name": "dtype" },
+      ...Object.entries(DATA.dtype_bits).map(([name, bits]) => el("option", { value: name, text: `${name} (${bits} bits)` })),
+      el("option", { value: "", text: "other: bits per number" }));
+    dtype.value = "bf16" in DATA.dtype_bits ? "bf16" : dtype.options[0].value;
+    const units = [...Object.keys(DATA.decimal_units), ...Object.keys(DATA.binary_units)].filter((u) => u !== "B");
+    const memoryUnit = el("select", { "data-name": "memory_unit", "aria-label": "memory unit" }, ...units.map((u) => el("option", { value: u, text: u })));
+    memoryUnit.value = "GB";
+
+    const kvFields = el("div", { class: "mha-row" },
+      field("Query heads <var>h</var>", inputs.heads), field("Key-value heads <var>h<sub>kv</sub></var>", inputs.kv_heads),
+      field("Head size <var>d<sub>h</sub></var>", inputs.head_dim));
+    const mlaHeads = numberInput(64, "mla_heads");
+    const mlaFields = el("div", { class: "mha-row", hidden: true },
+      field("Query heads <var>h</var>", mlaHeads), field("Latent <var>d<sub>c</sub></var>", inputs.latent),
+      field("Rotary key <var>d<sub>h</sub><sup>R</sup></var>", inputs.rope));
+    const bitsField = field("Bits per number", inputs.bits);
+    bitsField.hidden = true;
+    const results = el("dl", { class: "mha-results" });
+    const status = el("p", { class: "mha-error", role: "alert" });
+    const model = el("fieldset", {}, el("legend", { text: "Model" }),
+      el("div", { class: "mha-row" }, field("Preset", preset), field("Attention caches", kind), field("Layers <var>L</var>", inputs.layers)),
+      kvFields, mlaFields);
+    const form = el("form", { class: "mha-calc", "aria-label": "KV-cache calculator", onsubmit: (e) => e.preventDefault() },
+      model,
+      el("fieldset", {}, el("legend", { text: "Workload" }),
+        el("div", { class: "mha-row" }, field("Context <var>s</var> (tokens)", inputs.context), field("Batch <var>B</var>", inputs.batch),
+          field("Number format", dtype), bitsField),
+        el("div", { class: "mha-row" }, el("div", { class: "mha-field" }, el("label", { for: "mha-calc-memory", text: "Memory for the cache" }),
+          el("span", { class: "mha-inline" }, Object.assign(inputs.memory, { id: "mha-calc-memory" }), memoryUnit)))),
+      el("output", { class: "mha-output", "aria-live": "polite" }, results, status));
+
+    function load(name) {
+      const p = presets.find((x) => x.name === name);
+      if (!p) return;
+      kind.value = p.mla ? "mla" : "kv";
+      inputs.layers.value = p.num_layers;
+      inputs.heads.value = mlaHeads.value = p.num_heads;
+      if (p.mla) {
+        inputs.latent.value = p.kv_lora_rank;
+        inputs.rope.value = p.qk_rope_head_dim;
+      } else {
+        inputs.kv_heads.value = p.num_kv_heads;
+        inputs.head_dim.value = p.head_dim;
+      }
+    }
+
+    function row(term, value, detail) {
+      results.append(el("dt", { text: term }), el("dd", {}, el("strong", { text: value }), detail ? el("span", { class: "mha-detail", text: " " + detail }) : null));
+    }
+
+    function update() {
+      const mla = kind.value === "mla";
+      kvFields.hidden = mla;
+      mlaFields.hidden = !mla;
+      bitsField.hidden = dtype.value !== "";
+      results.textContent = "";
+      status.textContent = "";
+      try {
+        const cfg = mla ? { mla, layers: inputs.layers.value, heads: mlaHeads.value, latent: inputs.latent.value, rope: inputs.rope.value }
+          : { mla, layers: inputs.layers.value, heads: inputs.heads.value, kv_heads: inputs.kv_heads.value, head_dim: inputs.head_dim.value };
+        const memory = M.memoryBytes(inputs.memory.value, memoryUnit.value);
+        const r = M.compute(cfg, inputs.context.value, inputs.batch.value, dtype.value || inputs.bits.value, memory);
+        const stores = mla ? `d_c + d_h^R = ${cfg.latent} + ${cfg.rope}` : `2 · h_kv · d_h = 2 · ${cfg.kv_heads} · ${cfg.head_dim}`;
+        row("Numbers cached per token and layer", M.formatInt(r.elements_per_token_layer), `(${stores})`);
+        row("Cache per token, all layers", r.per_token_text, `(${M.formatInt(r.per_token)} bytes at ${r.bits} bits a number)`);
+        row(`Cache per sequence of ${M.formatInt(inputs.context.value)} tokens`, r.per_sequence_text, `(${M.formatInt(r.per_sequence)} bytes)`);
+        row(`Cache for the batch of ${M.formatInt(inputs.batch.value)}`, r.batch_text, `(${M.formatInt(r.batch)} bytes)`);
+        row(`Longest context that fits in ${inputs.memory.value} ${memoryUnit.value}`, `${M.formatInt(r.max_context)} tokens`,
+          `per sequence, with a batch of ${M.formatInt(inputs.batch.value)}`);
+        row("Decode intensity", `${M.formatGeneral(r.intensity, 4)} FLOPs per byte`,
+          `(attention FLOPs of one decoded token per byte of cache read, one layer)`);
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error;
+        status.textContent = error.message;
+      }
+    }
+
+    preset.addEventListener("change", () => { load(preset.value); update(); });
+    form.addEventListener("input", (event) => {
+      if (event.target === mlaHeads) inputs.heads.value = mlaHeads.value;
+      if (event.target === inputs.heads) mlaHeads.value = inputs.heads.value;
+      // editing the model's shape by hand leaves the preset behind
+      if (event.target !== preset && model.contains(event.target)) preset.value = "";
+      update();
+    });
+    form.addEventListener("change", update);
+    root.replaceChildren(form);
+    preset.value = presets.some((p) => p.name === "llama-3-70b") ? "llama-3-70b" : presets[0].name;
+    load(preset.value);
+    update();
+  }
+
+  // --- the drills -----------------------------------------------------------------------------
+
+  const PROGRESS = "mha-drills-progress";
+
+  function drillsWidget(root) {
+    const kinds = M.drills.kinds;
+    const topic = el("select", { "data-name": "topic" }, el("option", { value: "", text: "every topic" }),
+      ...[...new Set(Object.values(M.drills.topics))].map((t) => el("option", { value: t, text: t })));
+    const level = el("select", { "data-name": "level" }, el("option", { value: "", text: "every level" }),
+      el("option", { value: "E", text: "[E] easy" }), el("option", { value: "M", text: "[M] medium" }), el("option", { value: "H", text: "[H] hard" }));
+    const prompt = el("p", { class: "mha-prompt", id: "mha-drill-prompt" });
+    const tag = el("span", { class: "mha-tag" });
+    const answer = el("input", { type: "text", autocomplete: "off", spellcheck: "false", id: "mha-drill-answer", "aria-describedby": "mha-drill-prompt" });
+    const feedback = el("p", { class: "mha-feedback", role: "status" });
+    const working = el("div", { class: "mha-working-body" });
+    const details = el("details", { class: "mha-working" }, el("summary", { text: "Show the working" }), working);
+    const progress = el("p", { class: "mha-progress" });
+    const next = el("button", { type: "button", class: "mha-button", text: "New question" });
+    const reset = el("button", { type: "button", class: "mha-button mha-quiet", text: "Reset progress" });
+    let question = null;
+
+    function showProgress() {
+      const p = store(PROGRESS, {});
+      const tried = Object.values(p).reduce((a, x) => a + x.tried, 0);
+      const right = Object.values(p).reduce((a, x) => a + x.right, 0);
+      const here = question ? p[question.kind] || { tried: 0, right: 0 } : null;
+      progress.textContent = `Answered right at the first try: ${right} of ${tried} questions` +
+        (here ? `; ${M.drills.topics[question.kind]}: ${here.right} of ${here.tried}.` : ".");
+    }
+
+    function newQuestion() {
+      const pool = kinds.filter((k) => (!topic.value || M.drills.topics[k] === topic.value) && (!level.value || M.drills.tags[k] === level.value));
+      const kind = pool[Math.floor(Math.random() * pool.length)] || kinds[0];
+      question = M.drills.generate(kind, Math.floor(Math.random() * 2 ** 32));
+      question.tried = false;
+      tag.textContent = `[${question.tag}]`;
+      tag.title = { E: "easy", M: "medium", H: "hard" }[question.tag];
+      prompt.replaceChildren(tag, " ", question.prompt);
+      answer.value = "";
+      feedback.textContent = "";
+      feedback.className = "mha-feedback";
+      details.open = false;
+      working.textContent = question.working;
+      showProgress();
+    }
+
+    function submit(event) {
+      event.preventDefault();
+      if (!question || !answer.value.trim()) return;
+      const result = M.drills.check(question, answer.value);
+      if (!question.tried && !/^Type /.test(result.message || "")) {
+        question.tried = true;
+        const p = store(PROGRESS, {});
+        const entry = p[question.kind] || { tried: 0, right: 0 };
+        entry.tried += 1;
+        entry.right += result.correct ? 1 : 0;
+        p[question.kind] = entry;
+        save(PROGRESS, p);
+      }
+      feedback.textContent = result.correct ? "Right." : result.message;
+      feedback.className = "mha-feedback " + (result.correct ? "mha-right" : "mha-wrong");
+      showProgress();
+    }
+
+    next.addEventListener("click", () => { newQuestion(); answer.focus(); });
+    reset.addEventListener("click", () => { save(PROGRESS, {}); showProgress(); });
+    topic.addEventListener("change", newQuestion);
+    level.addEventListener("change", newQuestion);
+    root.replaceChildren(el("section", { class: "mha-drills", "aria-label": "Drills" },
+      el("div", { class: "mha-row" }, field("Topic", topic), field("Level", level), el("div", { class: "mha-field mha-end" }, next)),
+      prompt,
+      el("form", { class: "mha-answer", onsubmit: submit }, el("label", { for: "mha-drill-answer", text: "Your answer" }),
+        el("span", { class: "mha-inline" }, answer, el("button", { type: "submit", class: "mha-button", text: "Check" }))),
+      feedback, details, el("div", { class: "mha-row mha-footer" }, progress, reset)));
+    newQuestion();
+  }
+
+  // --- the flashcards -------------------------------------------------------------------------
+
+  const CARDS = "mha-flashcards-progress";
+
+  function flashcards(root) {
+    const cards = window.MHA_FLASHCARDS || [];
+    if (!cards.length) {
+      root.replaceChildren(el("p", { class: "mha-empty", text: "No flashcards yet: they are made from the follow-up chains at the end of the chapters, and no chapter has one so far." }));
+      return;
+    }
+    let index = 0;
+    const tag = el("span", { class: "mha-tag" });
+    const question = el("div", { class: "mha-card-question", id: "mha-card-question" });
+    const source = el("p", { class: "mha-card-source" });
+    const answer = el("div", { class: "mha-card-answer", id: "mha-card-answer", hidden: true });
+    const reveal = el("button", { type: "button", class: "mha-button mha-reveal", "aria-expanded": "false", "aria-controls": "mha-card-answer", text: "Show the answer" });
+    const counter = el("p", { class: "mha-progress", "aria-live": "polite" });
+    const mark = (value) => () => { const p = store(CARDS, {}); p[cards[index].id] = value; save(CARDS, p); move(1); };
+    const known = el("button", { type: "button", class: "mha-button", text: "I knew it", onclick: mark("known") });
+    const again = el("button", { type: "button", class: "mha-button mha-quiet", text: "Ask me again", onclick: mark("again") });
+
+    function show() {
+      const card = cards[index];
+      const p = store(CARDS, {});
+      tag.textContent = card.tag ? `[${card.tag}]` : "";
+      question.innerHTML = card.question_html;
+      question.prepend(tag, " ");
+      answer.innerHTML = card.answer_html;
+      answer.hidden = true;
+      reveal.setAttribute("aria-expanded", "false");
+      reveal.textContent = "Show the answer";
+      source.replaceChildren("From ", el("a", { href: card.url, text: card.page }));
+      const knownCount = cards.filter((c) => p[c.id] === "known").length;
+      counter.textContent = `Card ${index + 1} of ${cards.length}; you knew ${knownCount}.`;
+      typeset(question);
+    }
+
+    function move(step) {
+      index = (index + step + cards.length) % cards.length;
+      show();
+    }
+
+    reveal.addEventListener("click", () => {
+      answer.hidden = !answer.hidden;
+      reveal.setAttribute("aria-expanded", String(!answer.hidden));
+      reveal.textContent = answer.hidden ? "Show the answer" : "Hide the answer";
+      if (!answer.hidden) typeset(answer);
+    });
+    root.replaceChildren(el("section", { class: "mha-cards", "aria-label": "Flashcards" }, question, source, reveal, answer,
+      el("div", { class: "mha-row" }, known, again,
+        el("button", { type: "button", class: "mha-button mha-quiet", text: "Previous", onclick: () => move(-1) }),
+        el("button", { type: "button", class: "mha-button mha-quiet", text: "Next", onclick: () => move(1) })),
+      counter));
+    show();
+  }
+
+  const WIDGETS = { "kv-calculator": calculator, drills: drillsWidget, flashcards };
+
+  function start() {
+    document.querySelectorAll("[data-mha-widget]").forEach((root) => WIDGETS[root.dataset.mhaWidget](root));
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

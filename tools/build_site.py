@@ -1,0 +1,73 @@
+"""Build the book's website into a folder: ``python tools/build_site.py [--learner] OUT``.
+
+Runs ``jupyter-book build . --builder html -W --keep-going -n`` (as ``make book`` does) with its
+output under ``OUT``, then leaves
+
+* ``OUT/html``: the site (open ``OUT/html/index.html``, or serve the folder);
+* ``OUT/build.log``: everything the build printed, and ``OUT/build.json``: its exit status.
+
+``--learner`` builds the learner edition (``MHA_HIDE_SOLUTIONS=1``, see tools/learner_edition.py):
+no worked solution, no hidden test, no instructor's guide. ``make learner-book`` and the site
+tests (tests/test_site.py) both build through :func:`build`, so CI tests what is published.
+Exits with jupyter-book's status.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+BUILD_TIMEOUT_S = 900
+
+
+def jupyter_book_command():
+    script = Path(sys.executable).with_name("jupyter-book")
+    return str(script) if script.exists() else shutil.which("jupyter-book")
+
+
+def build(out, learner=False, timeout=BUILD_TIMEOUT_S):
+    """Build the site into ``out/html``; return ``(returncode, log)``."""
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.pop("MHA_HIDE_SOLUTIONS", None)
+    if learner:
+        env["MHA_HIDE_SOLUTIONS"] = "1"
+    # Kernels started by the build run this Python's environment.
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    command = [jupyter_book_command(), "build", str(REPO_ROOT), "--path-output", str(out),
+               "--builder", "html", "-W", "--keep-going", "-n"]
+    result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=timeout, stdin=subprocess.DEVNULL)
+    log = ANSI_ESCAPE.sub("", result.stdout + result.stderr)
+    html = out / "html"
+    if html.exists():
+        shutil.rmtree(html)
+    if (out / "_build" / "html").exists():
+        (out / "_build" / "html").rename(html)
+    (out / "build.log").write_text(log, encoding="utf-8")
+    (out / "build.json").write_text(json.dumps({"returncode": result.returncode, "learner": learner}) + "\n")
+    return result.returncode, log
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="output folder (the site lands in OUT/html)")
+    parser.add_argument("--learner", action="store_true", help="the learner edition: no answers, no hidden tests")
+    args = parser.parse_args(argv)
+    returncode, log = build(args.out, learner=args.learner)
+    sys.stdout.write(log)
+    where = Path(args.out) / "html" / "index.html"
+    print(f"build_site: exit {returncode}; the site is {where}" if returncode == 0 else f"build_site: exit {returncode}")
+    return returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

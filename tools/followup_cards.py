@@ -1,0 +1,92 @@
+"""Sphinx extension: the chapters' follow-up chains as flashcards for the drills page.
+
+Every admonition with the class ``followup`` (the chain format: a title ``[E] Q1. ...`` and the
+parts "Strong answer", "Listening for", "Trap") becomes one card. Cards are read when the build
+has finished, from each page's doctree after Sphinx resolved it (glued numbers, references and
+all), in the reading order of the table of contents, and written to ``_static/mha-flashcards.js``
+(and ``.json``). A book without chains gets an empty list, which the page reports as "no
+flashcards yet".
+"""
+
+import json
+import re
+from pathlib import Path
+
+from docutils import nodes
+
+CLASS = "followup"
+_TAG = re.compile(r"^\s*\[(?P<tag>[EMH])\]\s*")
+
+
+def reading_order(env):
+    """Docnames from the root document down the toctrees, then any others, sorted."""
+    order, seen = [], set()
+
+    def visit(docname):
+        if docname in seen:
+            return
+        seen.add(docname)
+        order.append(docname)
+        for child in env.toctree_includes.get(docname, []):
+            visit(child)
+
+    visit(env.config.root_doc)
+    return order + sorted(set(env.found_docs) - seen)
+
+
+def _fragment(builder, children):
+    container = nodes.container()
+    container.extend(child.deepcopy() for child in children)
+    return builder.render_partial(container)["fragment"].strip()
+
+
+def cards_in(doctree, builder, docname):
+    """The follow-up admonitions of one resolved doctree, as card records."""
+    cards = []
+    for admonition in doctree.findall(nodes.admonition):
+        if CLASS not in admonition["classes"] or not isinstance(admonition.children[0], nodes.title):
+            continue
+        title, body = admonition.children[0], admonition.children[1:]
+        text = title.astext()
+        match = _TAG.match(text)
+        parent = admonition.parent
+        while parent is not None and not isinstance(parent, nodes.section):
+            parent = parent.parent
+        anchor = parent["ids"][0] if parent is not None and parent["ids"] else ""
+        cards.append({
+            "doc": docname,
+            "url": builder.get_target_uri(docname) + (f"#{anchor}" if anchor else ""),
+            "tag": match.group("tag") if match else "",
+            "question_text": _TAG.sub("", text, count=1),
+            "question_html": _TAG.sub("", _fragment(builder, title.children), count=1),
+            "answer_html": _fragment(builder, body),
+        })
+    return cards
+
+
+def collect_cards(app):
+    """Every follow-up card of the book, in reading order, with its page's title."""
+    env, cards = app.env, []
+    for docname in reading_order(env):
+        doctree = env.get_and_resolve_doctree(docname, app.builder)
+        page = env.titles[docname].astext() if docname in env.titles else docname
+        for index, card in enumerate(cards_in(doctree, app.builder, docname), start=1):
+            card.update(id=f"{docname}#{index}", page=page)
+            cards.append(card)
+    return cards
+
+
+def write_cards(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    cards = collect_cards(app)
+    static = Path(app.outdir) / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(cards, indent=1, ensure_ascii=False)
+    (static / "mha-flashcards.json").write_text(text + "\n", encoding="utf-8")
+    (static / "mha-flashcards.js").write_text(f"window.MHA_FLASHCARDS = {text};\n", encoding="utf-8")
+
+
+def setup(app):
+    app.connect("build-finished", write_cards)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
