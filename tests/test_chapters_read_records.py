@@ -32,7 +32,8 @@ def test_mistral_window_is_read_not_typed(chapter):
         assert f"W = {typed}" not in text and f"min(s, {typed})" not in text
 
 
-@pytest.mark.parametrize("chapter", ["kv_cache_calculator", "worked_example", "index", "follow_up_questions", "cheat_sheet"])
+@pytest.mark.parametrize("chapter", ["kv_cache_calculator", "worked_example", "index", "follow_up_questions", "cheat_sheet",
+                                     "answering", "common_mistakes", "why_interviewers_ask"])
 def test_context_length_is_read_not_typed(chapter):
     # The calculator's parameter cell is the reader's input, not a model fact: it may say 8192.
     code = "\n".join(line for line in "\n".join(_cells(chapter, "code")).splitlines()
@@ -48,7 +49,7 @@ def test_calculator_counts_parameters_from_the_records():
     assert "vocab_size=" not in code and "intermediate_size=" not in code
 
 
-@pytest.mark.parametrize("chapter", ["tradeoffs", "follow_up_questions", "cheat_sheet"])
+@pytest.mark.parametrize("chapter", ["tradeoffs", "follow_up_questions", "cheat_sheet", "answering"])
 def test_gpu_rates_come_from_mk_gpus(chapter):
     code = "\n".join(_cells(chapter, "code"))
     assert "mk.GPUS[" in code
