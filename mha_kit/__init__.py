@@ -8,10 +8,13 @@
 from .attention import (
     causal_mask,
     grouped_attention,
+    masked_softmax,
     mean_pool_kv_heads,
     merge_heads,
     multi_head_attention,
+    padding_mask,
     scaled_dot_product_attention,
+    sliding_window_mask,
     softmax,
     split_heads,
     value_output_matrices,
@@ -65,8 +68,8 @@ from .latent import (
     latent_cached_attention,
     latent_decode_attention,
     latent_decode_step,
-    rope,
 )
+from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
 from .serving import (
     BlockPool,
     CacheSlots,

@@ -25,35 +25,7 @@ import numpy as np
 from .attention import _as_tokens, causal_mask, grouped_attention, merge_heads, scaled_dot_product_attention, split_heads
 from .cache import decode_attention
 from .config import LatentAttentionConfig, check_positive_int
-
-
-def rope(x, positions, base=10000.0):
-    """Rotary position embedding (Su et al. 2021, arXiv:2104.09864), half-split layout.
-
-    Dimension ``i`` of the first half and dimension ``i`` of the second half form a pair that
-    is rotated by ``position * base**(-2i / r)``. Dot products of two rotated vectors then
-    depend only on the difference of their positions.
-
-    Parameters
-    ----------
-    x : ndarray, shape (..., n, r), ``r`` even
-    positions : array_like of int, shape (n,)
-
-    Returns
-    -------
-    ndarray, shape (..., n, r)
-    """
-    x = np.asarray(x)
-    r = x.shape[-1]
-    if r % 2:
-        raise ValueError(f"rope needs an even last dimension, got {r}")
-    positions = np.asarray(positions)
-    if positions.shape != (x.shape[-2],):
-        raise ValueError(f"expected positions of shape ({x.shape[-2]},), got {positions.shape}")
-    angle = positions[:, None] * base ** (-np.arange(r // 2) * 2.0 / r)  # (n, r/2)
-    cos, sin = np.cos(angle), np.sin(angle)
-    x1, x2 = x[..., : r // 2], x[..., r // 2 :]
-    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+from .positions import rope
 
 
 @dataclass(frozen=True)

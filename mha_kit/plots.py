@@ -6,6 +6,7 @@ call shows it once. ``matplotlib`` is imported here only, so ``import mha_kit`` 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.colors import ListedColormap
 import numpy as np
 
 # One palette for the attention variants, used by every figure.
@@ -284,6 +285,106 @@ def head_weights_heatmaps(weights, tokens=None):
         ax.set(title=f"head {head}", xlabel="key token (attended to)")
     axes[0, 0].set_ylabel("query token (attending)")
     fig.colorbar(image, ax=axes[0].tolist(), label="attention weight\n(share of the row, 0 to 1)", shrink=0.9)
+    return fig
+
+
+# --- Masks and positions (chapters "Self-, cross- and masked attention", "Where positions come from") ---
+
+_MASK_CMAP = ListedColormap(["#f2f2f2", "#4C72B0"])  # hidden, may attend
+
+
+def mask_patterns(masks):
+    """One panel per boolean mask: which key each query may attend to.
+
+    Parameters
+    ----------
+    masks : dict of str -> ndarray of bool, shape (n, s)
+        Panel title -> mask (``True`` = may attend). Queries are the last ``n`` positions.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Book: chapter "Self-, cross- and masked attention".
+    """
+    if not masks:
+        raise ValueError("expected at least one mask to draw, got none")
+    for title, mask in masks.items():
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_ or mask.ndim != 2:
+            raise ValueError(f"mask {title!r}: expected a boolean (n, s) array, got {mask.dtype} {mask.shape}")
+    fig, axes = plt.subplots(1, len(masks), figsize=(0.4 + 2.5 * len(masks), 2.9), dpi=100,
+                             layout="constrained", squeeze=False)
+    for ax, (title, mask) in zip(axes[0], masks.items()):
+        n, s = np.shape(mask)
+        ax.imshow(np.asarray(mask, dtype=float), cmap=_MASK_CMAP, vmin=0, vmax=1)
+        ax.set_xticks(range(s), [str(j) for j in range(s)], fontsize=7)
+        ax.set_yticks(range(n), [str(s - n + i) for i in range(n)], fontsize=7)
+        ax.set(title=title, xlabel="key position j")
+        ax.set_xticks(np.arange(-0.5, s), minor=True)
+        ax.set_yticks(np.arange(-0.5, n), minor=True)
+        ax.grid(which="minor", color="white", linewidth=1)
+        ax.tick_params(which="minor", length=0)
+    axes[0, 0].set_ylabel("query position i")
+    return fig
+
+
+def rope_score_maps(q, k, num_positions, base=10000.0):
+    """Scores of one query and one key at every pair of positions: RoPE beside added sinusoids.
+
+    Left: ``rope(q, m) . rope(k, n)``, constant along every diagonal (it depends on ``m - n``
+    only). Right: ``(q + PE[m]) . (k + PE[n])`` with sinusoidal encodings added, which changes
+    along the diagonals (it depends on ``m`` and ``n`` themselves).
+
+    Parameters
+    ----------
+    q, k : ndarray, shape (r,), ``r`` even
+    num_positions : int
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Book: chapter "Where positions come from".
+    """
+    from .positions import rope_scores, sinusoidal_positions
+
+    q, k = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
+    positions = np.arange(num_positions)
+    pe = sinusoidal_positions(num_positions, q.size, base)  # (n, r)
+    maps = {"RoPE: rotate q and k": rope_scores(q, k, positions, positions, base),
+            "sinusoidal: add PE to q and k": (q + pe) @ (k + pe).T}  # (n, r) @ (r, n) -> (n, n)
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), dpi=100, layout="constrained")
+    for ax, (title, m) in zip(axes, maps.items()):
+        image = ax.imshow(m, cmap="RdBu_r", vmin=-np.abs(m).max(), vmax=np.abs(m).max())
+        ax.set(title=title, xlabel="key position n", ylabel="query position m")
+        fig.colorbar(image, ax=ax, label="score q . k (unscaled)", shrink=0.85)
+    return fig
+
+
+def rope_score_vs_distance(head_dim, max_distance, offsets=(0, 1000), base=10000.0):
+    """RoPE score of a query and a key of all ones against their distance ``m - n``.
+
+    One line per absolute offset ``n`` of the key; the lines coincide (the score depends on the
+    distance only), and their envelope falls with distance (RoFormer's long-term decay).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Book: chapter "Where positions come from".
+    """
+    from .positions import rope_scores
+
+    ones = np.ones(head_dim)
+    distance = np.arange(max_distance + 1)
+    fig, ax = _figure(6.4, 3.4)
+    for offset, style in zip(offsets, ("-", "--", ":", "-.")):
+        scores = rope_scores(ones, ones, offset + distance, [offset], base)[:, 0]  # (distance,)
+        ax.plot(distance, scores, style, linewidth=1.2, label=f"key at n = {offset:,}")
+    ax.set(xlabel="distance m - n (tokens)", ylabel="score q . k, q = k = ones",
+           title=f"RoPE, d_h = {head_dim}: the score depends on m - n only")
+    ax.legend(fontsize=8)
     return fig
 
 

@@ -570,6 +570,100 @@ def test_decode_attention_errors():
 
 
 # ---------------------------------------------------------------------------------------------
+# Cross-attention (context=...) and the layer's mask argument
+# ---------------------------------------------------------------------------------------------
+
+def reference_cross(x, context, w_q, w_k, w_v, w_o, h, h_kv, mask=None):
+    """Per-head loop: queries from x (n, d), keys and values from context (s, d_context)."""
+    d_h, g = w_q.shape[1] // h, h // h_kv
+    heads = []
+    for i in range(h):
+        j = i // g
+        q = x @ w_q[:, i * d_h:(i + 1) * d_h]
+        k = context @ w_k[:, j * d_h:(j + 1) * d_h]
+        v = context @ w_v[:, j * d_h:(j + 1) * d_h]
+        heads.append(reference_attention(q, k, v, mask)[0])
+    return np.concatenate(heads, axis=-1) @ w_o
+
+
+@PROPERTY
+@given(layer=layers(), s=st.integers(1, 7), d_context=st.integers(1, 6), masked=st.booleans())
+def test_cross_attention_matches_per_head_reference(layer, s, d_context, masked):
+    x, (w_q, _, _, w_o), h, h_kv, d_h, rng = layer["x"], layer["weights"], layer["h"], layer["h_kv"], layer["d_h"], layer["rng"]
+    context = rng.standard_normal((s, d_context))  # a different length and width from x
+    w_k, w_v = rng.standard_normal((d_context, h_kv * d_h)), rng.standard_normal((d_context, h_kv * d_h))
+    mask = np.arange(s) < max(1, s - 2) if masked else None  # (s,): hide the last context tokens
+    out, weights = mk.multi_head_attention(x, w_q, w_k, w_v, w_o, h, h_kv, context=context, mask=mask)
+    assert out.shape == x.shape and weights.shape == (h, layer["n"], s)
+    ref_mask = None if mask is None else np.broadcast_to(mask, (layer["n"], s))
+    np.testing.assert_allclose(out, reference_cross(x, context, w_q, w_k, w_v, w_o, h, h_kv, ref_mask), **TOL)
+
+
+@PROPERTY
+@given(layer=layers(), causal=st.booleans())
+def test_context_none_and_context_x_are_self_attention(layer, causal):
+    x, w, h, h_kv = layer["x"], layer["weights"], layer["h"], layer["h_kv"]
+    self_out, self_weights = mk.multi_head_attention(x, *w, h, h_kv, causal=causal)
+    default_out, _ = mk.multi_head_attention(x, *w, h, h_kv, causal=causal, context=None)
+    np.testing.assert_array_equal(default_out, self_out)
+    explicit_mask = mk.causal_mask(x.shape[0]) if causal else None  # causal is for self-attention only
+    cross_out, cross_weights = mk.multi_head_attention(x, *w, h, h_kv, context=x, mask=explicit_mask)
+    np.testing.assert_allclose(cross_out, self_out, **TOL)
+    np.testing.assert_allclose(cross_weights, self_weights, **TOL)
+
+
+@PROPERTY
+@given(layer=layers(), s=st.integers(2, 7))
+def test_cross_attention_ignores_the_order_of_the_context(layer, s):
+    """Without positions, permuting the context permutes the weights' columns and leaves outputs alone."""
+    x, w, h, h_kv, rng = layer["x"], layer["weights"], layer["h"], layer["h_kv"], layer["rng"]
+    context, perm = rng.standard_normal((s, layer["d"])), rng.permutation(s)
+    out, weights = mk.multi_head_attention(x, *w, h, h_kv, context=context)
+    out_p, weights_p = mk.multi_head_attention(x, *w, h, h_kv, context=context[perm])
+    np.testing.assert_allclose(out_p, out, **TOL)
+    np.testing.assert_allclose(weights_p, weights[..., perm], **TOL)
+
+
+def test_cross_attention_with_batch_axes():
+    rng = np.random.default_rng(8)
+    cfg = mk.AttentionConfig(6, 2)
+    w = mk.init_weights(cfg, seed=8)
+    x, context = rng.standard_normal((3, 4, 6)), rng.standard_normal((3, 5, 6))
+    lengths = mk.padding_mask([5, 2, 3], 5)  # (3, 1, 5): each source has its own length
+    out, weights = mk.multi_head_attention(x, *w, 2, context=context, mask=lengths)
+    assert out.shape == (3, 4, 6) and weights.shape == (3, 2, 4, 5)
+    for b, length in enumerate([5, 2, 3]):
+        alone, _ = mk.multi_head_attention(x[b], *w, 2, context=context[b, :length])
+        np.testing.assert_allclose(out[b], alone, **TOL)
+
+
+def test_mask_and_causal_combine():
+    x, w, cfg = mk.toy_example()
+    window = mk.sliding_window_mask(3, 2)
+    both, weights = mk.multi_head_attention(x, *w, cfg.num_heads, causal=True, mask=window)
+    alone, _ = mk.multi_head_attention(x, *w, cfg.num_heads, mask=window)  # the window is already causal
+    np.testing.assert_array_equal(both, alone)
+    np.testing.assert_array_equal(weights[:, 2, 0], 0.0)  # token 2 no longer sees token 0
+
+
+def test_cross_attention_errors():
+    x, w, cfg = mk.toy_example()
+    context = np.ones((5, 4))
+    with pytest.raises(ValueError, match=r"^causal=True applies to self-attention only: with a context"):
+        mk.multi_head_attention(x, *w, cfg.num_heads, causal=True, context=context)
+    with pytest.raises(ValueError, match=r"^context must have the leading axes of x: x \(3, 4\), context \(2, 5, 4\)$"):
+        mk.multi_head_attention(x, *w, cfg.num_heads, context=np.ones((2, 5, 4)))
+    with pytest.raises(ValueError, match=r"^expected context of shape \(s, d_context\) \(optionally with leading batch axes\), got \(4,\)$"):
+        mk.multi_head_attention(x, *w, cfg.num_heads, context=np.ones(4))
+    with pytest.raises(ValueError, match=r"^expected w_k of shape \(7, 4\) = \(d_context, num_kv_heads \* head_dim\), got \(4, 4\)$"):
+        mk.multi_head_attention(x, *w, cfg.num_heads, context=np.ones((5, 7)))
+    with pytest.raises(ValueError, match=r"^mask of shape \(3, 3\) does not broadcast to scores \(3, 5\)$"):
+        mk.multi_head_attention(x, *w, cfg.num_heads, context=context, mask=np.ones((3, 3), dtype=bool))
+    with pytest.raises(ValueError, match=r"^mask must be boolean \(True = may attend\), got dtype int64$"):
+        mk.multi_head_attention(x, *w, cfg.num_heads, mask=np.ones((3, 3), dtype=np.int64))
+
+
+# ---------------------------------------------------------------------------------------------
 # Quiet: nothing on stderr (nbgrader zeroes test cells that write there)
 # ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,156 @@
+"""Where positions come from: sinusoidal encodings, rotary embedding (RoPE), rotary attention.
+
+Attention itself has no notion of order: permute the tokens and the outputs permute the same
+way. Positions enter in one of two places:
+
+* **added to the input** (Vaswani et al. 2017, sec. 3.5): ``x + PE`` before the first layer,
+  with :func:`sinusoidal_positions`;
+* **rotating queries and keys** in every layer (Su et al. 2021): :func:`rope`, so a score
+  depends on the two positions only through their difference ``m - n``.
+
+Book: chapter "Where positions come from".
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .attention import grouped_attention
+from .config import check_positive_int
+
+
+def _rope_positions(positions, n, name="positions"):
+    """``positions`` as an integer array of shape ``(n,)``, or a ``ValueError``."""
+    positions = np.asarray(positions)
+    if positions.shape != (n,):
+        raise ValueError(f"expected {name} of shape ({n},), got {positions.shape}")
+    if positions.size and not np.issubdtype(positions.dtype, np.integer):
+        raise ValueError(f"{name} must be integers (token indices), got dtype {positions.dtype}")
+    return positions
+
+
+def _check_base(base):
+    """``base`` as a float, or a ``ValueError``: the angles are ``position * base**(-2i/r)``."""
+    if isinstance(base, bool) or not isinstance(base, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(base) or base <= 0:
+        raise ValueError(f"base must be a positive finite number, got {base!r}")
+    return float(base)
+
+
+def sinusoidal_positions(num_positions, d_model, base=10000.0):
+    """Fixed sinusoidal position encodings of Vaswani et al. (arXiv:1706.03762, sec. 3.5).
+
+    ``PE[p, 2i] = sin(p / base**(2i / d))`` and ``PE[p, 2i + 1] = cos(p / base**(2i / d))``:
+    each pair of columns is a sine and a cosine of one frequency, the wavelengths growing
+    geometrically from ``2 pi`` to ``base * 2 pi``. They are added to the token vectors.
+
+    Parameters
+    ----------
+    num_positions : int
+        ``n``, positions ``0 .. n - 1``.
+    d_model : int
+        ``d``, even.
+    base : float
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+
+    Book: chapter "Where positions come from".
+    """
+    n = check_positive_int("num_positions", num_positions)
+    d = check_positive_int("d_model", d_model)
+    if d % 2:
+        raise ValueError(f"d_model ({d}) must be even: sinusoidal encodings come in sine-cosine pairs")
+    angle = np.arange(n)[:, None] * _check_base(base) ** (-np.arange(0, d, 2) / d)  # (n, d/2): p * omega_i
+    pe = np.empty((n, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)  # interleaved: sin, cos, sin, cos ...
+    return pe
+
+
+def rope(x, positions, base=10000.0):
+    """Rotary position embedding (Su et al. 2021, arXiv:2104.09864), half-split layout.
+
+    Dimension ``i`` of the first half and dimension ``i`` of the second half form a pair that
+    is rotated by ``position * base**(-2i / r)``. Dot products of two rotated vectors then
+    depend only on the difference of their positions. (RoFormer pairs neighbouring dimensions
+    ``2i, 2i + 1``; the half split is the same rotation with the dimensions reordered, and a
+    reordering applied to both queries and keys leaves every dot product unchanged.)
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., n, r), ``r`` even
+    positions : array_like of int, shape (n,)
+
+    Returns
+    -------
+    ndarray, shape (..., n, r)
+
+    Book: chapter "Where positions come from"; MLA in "Trade-offs".
+    """
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"rope expects x of shape (..., n, r), got {x.shape}")
+    r = x.shape[-1]
+    if r % 2:
+        raise ValueError(f"rope needs an even last dimension, got {r}")
+    positions = _rope_positions(positions, x.shape[-2])
+    angle = positions[:, None] * _check_base(base) ** (-np.arange(r // 2) * 2.0 / r)  # (n, r/2)
+    cos, sin = np.cos(angle), np.sin(angle)
+    x1, x2 = x[..., : r // 2], x[..., r // 2 :]
+    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+
+def rope_scores(q, k, q_positions, k_positions, base=10000.0):
+    """Dot products of one query vector and one key vector placed at every pair of positions.
+
+    ``scores[a, b] = rope(q at q_positions[a]) . rope(k at k_positions[b])``. RoPE's relative
+    property says this depends only on ``q_positions[a] - k_positions[b]``.
+
+    Parameters
+    ----------
+    q, k : ndarray, shape (r,)
+    q_positions : array_like of int, shape (m,)
+    k_positions : array_like of int, shape (p,)
+
+    Returns
+    -------
+    ndarray, shape (m, p)
+
+    Book: chapter "Where positions come from".
+    """
+    q, k = np.asarray(q), np.asarray(k)
+    if q.ndim != 1 or q.shape != k.shape:
+        raise ValueError(f"expected q and k of the same shape (r,), got {q.shape} and {k.shape}")
+    m, p = np.asarray(q_positions), np.asarray(k_positions)
+    rq = rope(np.broadcast_to(q, (m.size, q.size)), m.ravel(), base)  # (m, r)
+    rk = rope(np.broadcast_to(k, (p.size, k.size)), p.ravel(), base)  # (p, r)
+    return rq @ rk.T  # (m, r) @ (r, p) -> (m, p)
+
+
+def rotary_attention(q, k, v, q_positions, k_positions=None, mask=None, base=10000.0):
+    """Grouped-query attention with RoPE: queries and keys rotated by their positions, values not.
+
+    Parameters
+    ----------
+    q : ndarray, shape (..., h, n, d_h)
+    k : ndarray, shape (..., h_kv, s, d_h)
+    v : ndarray, shape (..., h_kv, s, d_v)
+    q_positions : array_like of int, shape (n,)
+    k_positions : array_like of int, shape (s,), optional
+        Defaults to ``q_positions`` (self-attention over the same tokens).
+    mask : ndarray of bool, broadcastable to (..., n, s), optional
+
+    Returns
+    -------
+    out : ndarray, shape (..., h, n, d_v)
+    weights : ndarray, shape (..., h, n, s)
+
+    Book: chapter "Where positions come from".
+    """
+    q, k = np.asarray(q), np.asarray(k)
+    if q.ndim < 3 or k.ndim < 3:
+        raise ValueError(f"expected q (..., h, n, d_h) and k (..., h_kv, s, d_h), got {q.shape} and {k.shape}")
+    k_positions = q_positions if k_positions is None else k_positions
+    q_rot = rope(q, _rope_positions(q_positions, q.shape[-2], "q_positions"), base)
+    k_rot = rope(k, _rope_positions(k_positions, k.shape[-2], "k_positions"), base)
+    return grouped_attention(q_rot, k_rot, v, mask)  # values carry content: they are not rotated
