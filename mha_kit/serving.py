@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import _as_tokens, _head_dims, causal_mask, grouped_attention, merge_heads, split_heads
+from .attention import _as_tokens, _head_dims, grouped_attention, merge_heads, sliding_window_mask, split_heads
 from .config import check_positive_int
 
 
@@ -254,17 +254,6 @@ def shared_prefix_blocks(prefix_len, suffix_lens, block_size) -> tuple[int, int]
 # --- Sliding window: the rolling cache ---------------------------------------------------------
 
 
-def _window_mask(n_queries, window, n_keys):
-    """``causal_mask(n_queries, n_keys)`` limited to the last ``window`` keys of each query.
-
-    The queries are the last ``n_queries`` of ``n_keys`` positions; query ``i`` sees itself and
-    the ``window - 1`` keys before it. (The convention of ``mha_kit.sliding_window_mask``.)
-    """
-    offset = n_keys - n_queries  # absolute position of query 0
-    too_old = np.arange(n_keys)[None, :] <= np.arange(n_queries)[:, None] + offset - window
-    return causal_mask(n_queries, n_keys) & ~too_old  # (n_queries, n_keys)
-
-
 class RollingKVCache:
     """Keys and values of the last ``window`` tokens only, in a ring buffer of ``window`` slots.
 
@@ -351,7 +340,7 @@ def rolling_cached_attention(x_new, w_q, w_k, w_v, w_o, num_heads, cache):
     keys = np.concatenate([cache.keys, k_new], axis=-2)  # (h_kv, held + t, d_h)
     values = np.concatenate([cache.values, v_new], axis=-2)
     q = split_heads(x_new @ w_q, h)  # (t, d) @ (d, h*d_h) -> (h, t, d_h)
-    mask = _window_mask(x_new.shape[-2], cache.window, keys.shape[-2])  # (t, held + t)
+    mask = sliding_window_mask(x_new.shape[-2], cache.window, keys.shape[-2])  # (t, held + t)
     heads, weights = grouped_attention(q, keys, values, mask)  # (h, t, d_h), (h, t, held + t)
     cache.append(k_new, v_new)
     return merge_heads(heads) @ w_o, weights
