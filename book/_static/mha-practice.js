@@ -567,8 +567,12 @@
     }
   }
 
-  function typeset(node) {
-    if (window.MathJax && window.MathJax.typesetPromise) window.MathJax.typesetPromise([node]).catch(() => {});
+  function typeset(...nodes) {
+    // MathJax may still be starting when a widget fills itself in: typeset once it is ready.
+    const mj = window.MathJax;
+    if (!mj) return;
+    const ready = mj.startup && mj.startup.promise ? mj.startup.promise : Promise.resolve();
+    ready.then(() => mj.typesetPromise && mj.typesetPromise(nodes)).catch(() => {});
   }
 
   // --- the calculator -------------------------------------------------------------------------
@@ -790,7 +794,7 @@
       source.replaceChildren("From ", el("a", { href: card.url, text: card.page }));
       const knownCount = cards.filter((c) => p[c.id] === "known").length;
       counter.textContent = `Card ${index + 1} of ${cards.length}; you knew ${knownCount}.`;
-      typeset(question);
+      typeset(question, answer);  // the hidden answer too, so that revealing it shows typeset maths
     }
 
     function move(step) {
