@@ -141,3 +141,43 @@ def test_hidden_entries_are_nobodys_submission_and_are_reported(tmp_path):
     _touch(tmp_path / "notes.txt")
     found, skipped = discover(tmp_path, A, tmp_path)
     assert sorted(found) == ["ann"] and skipped == [".ipynb_checkpoints", "notes.txt"]
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({}, "no submissions in"),
+    ({".DS_Store": "x"}, "no submissions in"),
+    ({"ann/02_params_compute/02_params_compute.ipynb": "{}"}, "no submission holds a notebook for 01_shapes"),
+    ({"ann_02_params_compute.ipynb": "{}", "bob_02_params_compute.ipynb": "{}"},
+     "every notebook is named for 02_params_compute, not 01_shapes"),
+])
+def test_nothing_to_grade_is_an_error_that_writes_nothing(tmp_path, capsys, layout, message):
+    folder = tmp_path / "submitted"
+    folder.mkdir()
+    for name, text in layout.items():
+        _touch(folder / name, text)
+    course = tmp_path / "course"
+    code = main([str(folder), "--assignment", A, "--course", str(course), "--out", str(tmp_path / "out")])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not course.exists() and not (tmp_path / "out").exists()
+
+
+def test_help_says_the_course_is_the_current_folder(tmp_path, capsys, monkeypatch):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "The course is the current folder's nbgrader course" in " ".join(capsys.readouterr().out.split())
+    monkeypatch.chdir(tmp_path)  # not a course: refused, with the way out
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--assignment", A])
+    assert "is not an nbgrader course (no nbgrader_config.py)" in capsys.readouterr().err
+
+
+def test_a_zip_that_unpacks_to_more_than_its_cap_is_refused(tmp_path, monkeypatch):
+    import mha_course.safegrade as safegrade
+
+    monkeypatch.setattr(safegrade, "MAX_ZIP_BYTES", 3 * 1024**2)  # the same rule as 1 GiB, faster
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for k in range(4):
+            z.writestr(f"s{k}/{A}/{A}.ipynb", b"\0" * 1024**2)  # 1 MiB each, a few KiB packed
+    with pytest.raises(safegrade.IntakeError, match="bomb.zip unpacks to more than 3 MiB: refused"):
+        discover(archive, A, tmp_path / "scratch")
