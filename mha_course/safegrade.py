@@ -62,7 +62,8 @@ def discover(source, assignment, scratch, lms_pattern=LMS_PATTERN):
     flagged. Student ids are safe for file names and never take another's: a name changed to make
     it safe gets a suffix of its own.
     """
-    source = _unzip(Path(source), assignment, scratch) if Path(source).suffix == ".zip" else Path(source)
+    archive = Path(source) if Path(source).suffix == ".zip" else None
+    source = _unzip(archive, assignment, scratch) if archive else Path(source)
     found, skipped, raw = {}, [], {}
     for entry in sorted(source.iterdir()):
         if entry.name.startswith(".") or not (entry.is_dir() or entry.suffix == ".ipynb"):
@@ -78,7 +79,8 @@ def discover(source, assignment, scratch, lms_pattern=LMS_PATTERN):
             found[student] = (keep, found[student][1] + notes, extra)
             continue
         raw.setdefault(base, []).append(entry.name)
-        found[student] = (path, notes, {**extra, "raw_name": entry.name})
+        shown = f"{archive.name}:{Path(path).relative_to(source)}" if archive and path else path
+        found[student] = (path, notes, {**extra, "raw_name": entry.name, "source": shown})
     return _collisions(found, raw), skipped
 
 

@@ -35,7 +35,7 @@ def read_results(out):
 def report_text(result, assignment):
     """One submission's report, for a person: score per question, why a question lost, flags."""
     r = result
-    lines = [f"student: {r['student']}   assignment: {assignment}   file: {one_line(repr(r['file']))}",
+    lines = [f"student: {r['student']}   assignment: {assignment}   file: {one_line(repr(r.get('source') or r['file']))}",
              f"score: {r.get('total', 0):g} / {r.get('max_total', 0):g}   status: {r['status']}   "
              f"isolation: {r['isolation']}", "", "question scores:"]
     for grade_id, (score, max_score) in r.get("scores", {}).items():

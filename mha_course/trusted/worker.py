@@ -71,7 +71,8 @@ def write_result(task, result):
 def _base(task):
     return {"student": task["student"], "assignment": task.get("assignment", ""), "file": task.get("path", ""),
             "sha256": structure.sha256_of(task.get("path", "")), "isolation": task.get("mode", ""),
-            "lms_id": task.get("lms_id", ""), "raw_name": task.get("raw_name", task["student"])}
+            "lms_id": task.get("lms_id", ""), "raw_name": task.get("raw_name", task["student"]),
+            "source": task.get("source", task.get("path", ""))}
 
 
 def _grade(task):
