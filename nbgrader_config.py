@@ -33,8 +33,11 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.Execute.timeout = 60
 
 # Autograde: the submission is first rebuilt on the release's cells (edited, deleted or forged
-# test cells earn nothing and are flagged), then run in a sandboxed kernel; RecordFlags marks a
-# submission that needs a person "flagged" / "needs manual grade" with the reason.
+# test cells earn nothing and are flagged), then run in a sandboxed kernel that sees the learner
+# edition of mha_kit. The judge (mha_course.judge): test cells only send the learner's results;
+# JudgeCells, right after Execute, compares them with mha_kit's reference outside the kernel and
+# turns a failing case into an error output, which SaveAutoGrades scores as any failing cell.
+# RecordFlags marks a submission that needs a person "flagged" / "needs manual grade", with why.
 c.Autograde.sanitize_preprocessors = [
     "mha_course.trusted.structure.RebuildOnRelease",
     "nbgrader.preprocessors.ClearOutput",
@@ -45,6 +48,7 @@ c.Autograde.sanitize_preprocessors = [
 ]
 c.Autograde.autograde_preprocessors = [
     "mha_course.trusted.execute.SandboxedExecute",
+    "mha_course.judge.JudgeCells",
     "nbgrader.preprocessors.IgnorePattern",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",

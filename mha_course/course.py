@@ -11,17 +11,61 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
+#: What every assignment's grading kernel has of ``mha_kit``: configs, presets, toy data, units.
+BASE_HELPERS = ("AttentionConfig", "LatentAttentionConfig", "PRESETS", "get_preset", "AttentionWeights",
+                "init_weights", "toy_example", "TOY_SEED", "DTYPE_BITS", "dtype_bits", "format_bytes",
+                "format_int", "format_percent", "roofline")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One assignment of the course manifest :data:`COURSE`.
+
+    ``helpers``: the ``mk.`` names its questions may use beyond :data:`BASE_HELPERS` (the grading
+    kernel's learner edition exposes exactly these); ``answers``: ``{mk name: question}`` for the
+    references that answer a question (calling one fails that question, saying why);
+    ``builds_on``: ``{answer grade_id: (answer grade_ids)}`` when a question calls the learner's
+    own answers to earlier questions (a missing earlier answer fails it too).
+    """
+
+    helpers: tuple = ()
+    answers: dict = field(default_factory=dict)
+    builds_on: dict = field(default_factory=dict)
+
+
+#: The course manifest: every assignment, in the order the book teaches them (folders under solutions/).
+COURSE = {
+    "01_shapes": Assignment(answers={"split_heads": "Q3", "merge_heads": "Q4"}),
+    "02_params_compute": Assignment(answers={
+        "projection_params": "Q1", "projection_params_by_matrix": "Q1", "attention_macs": "Q2",
+        "sequence_attention_macs": "Q2", "projection_macs": "Q2", "score_count": "Q3"}),
+    "03_kv_cache": Assignment(helpers=("kv_elements_per_token",), answers={
+        "kv_bytes_read": "Q1", "kv_cache_bytes_per_token": "Q2 and Q3", "elements_to_bytes": "Q1 to Q4",
+        "kv_cache_bytes": "Q4", "max_context_tokens": "Q5"}),
+    "04_implement_attention": Assignment(
+        helpers=("split_heads", "merge_heads"),
+        answers={"softmax": "Q1", "causal_mask": "Q2", "scaled_dot_product_attention": "Q3",
+                 "decode_attention": "Q3", "multi_head_attention": "Q4", "cached_attention": "Q4",
+                 "grouped_attention": "Q5"},
+        builds_on={"attention_answer": ("softmax_answer",),
+                   "multi_head_answer": ("softmax_answer", "causal_mask_answer", "attention_answer"),
+                   "gqa_answer": ("softmax_answer",)}),
+    "05_decoding": Assignment(
+        helpers=("KVCache", "split_heads", "merge_heads", "softmax", "causal_mask", "scaled_dot_product_attention",
+                 "grouped_attention", "decode_attention"),
+        answers={"cached_attention": "Q1", "multi_head_attention": "Q1", "attention_macs": "Q2",
+                 "arithmetic_intensity": "Q3", "kv_bytes_read": "Q3"}),
+    "06_spot_the_bug": Assignment(
+        helpers=("softmax", "causal_mask"),
+        answers={"scaled_dot_product_attention": "Q1 and Q2", "grouped_attention": "Q3", "merge_heads": "Q4",
+                 "kv_cache_bytes": "Q5", "kv_cache_bytes_per_token": "Q5", "kv_elements_per_token": "Q5"}),
+}
+
 #: The assignments, in the order the book teaches them (folder names under solutions/).
-ASSIGNMENTS = (
-    "01_shapes",
-    "02_params_compute",
-    "03_kv_cache",
-    "04_implement_attention",
-    "05_decoding",
-    "06_spot_the_bug",
-)
+ASSIGNMENTS = tuple(COURSE)
 
 
 def _find_course_root():

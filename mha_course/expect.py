@@ -1,6 +1,7 @@
-"""Assertion helpers for the exercises' test cells.
+"""Assertion helpers of the judge (:mod:`mha_course.judge.questions`), run in the grading process.
 
-Each helper raises ``AssertionError`` with a one-line message that names the quantity and says
+The exercises' test cells no longer call them in the kernel: the judge calls them on the results a
+test cell sent, outside it. Each helper raises ``AssertionError`` with a one-line message that names the quantity and says
 *what* is wrong: the type, the shape, or by how much the number is off, with a hint for the
 classic mistakes (``2x too large: did you count K and V twice?``).
 
@@ -166,32 +167,3 @@ def expect_equal(got, expected, what):
         _fail(f"expected {what} as a {type(expected).__name__}, got {type(got).__name__} ({got!r})")
     if got != expected:
         _fail(f"{what}: expected {expected!r}, got {got!r}")
-
-
-def forbid_copies(*names):
-    """Context manager: make ``numpy.<name>`` raise while active (``forbid_copies("repeat", "tile")``).
-
-    Used to check that grouped-query attention reads shared K and V without copying them.
-    """
-    return _Forbid(names)
-
-
-class _Forbid:
-    def __init__(self, names):
-        self.names = names
-        self.saved = {}
-
-    def __enter__(self):
-        for name in self.names:
-            self.saved[name] = getattr(np, name)
-
-            def refuse(*args, _name=name, **kwargs):
-                _fail(f"np.{_name} copies K or V once per query head: reshape the queries instead")
-
-            setattr(np, name, refuse)
-        return self
-
-    def __exit__(self, *exc):
-        for name, func in self.saved.items():
-            setattr(np, name, func)
-        return False

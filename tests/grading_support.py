@@ -15,6 +15,8 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The course's assignments, from the course manifest.
+from mha_course.course import ASSIGNMENTS  # noqa: E402
 
 
 def read(kind, assignment):
@@ -75,10 +77,11 @@ def submission(assignment, changes):
     return nb
 
 
-def grade_all(specs, workdir, overrides=()):
+def grade_all(specs, workdir, overrides=(), with_errors=False):
     """Grade ``{assignment: {student: notebook}}`` with ``python -m mha_course.grading`` in one subprocess.
 
-    Returns ``{assignment: {student: {test grade_id: score}}}``.
+    Returns ``{assignment: {student: {test grade_id: score}}}``, and with ``with_errors`` also
+    ``{assignment: {student: {test grade_id: "Ename: evalue"}}}`` of the failing cells.
     """
     workdir = Path(workdir)
     spec = {}
@@ -97,8 +100,29 @@ def grade_all(specs, workdir, overrides=()):
     if proc.returncode:
         raise RuntimeError(f"grading failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out = json.loads((workdir / "out.json").read_text())
-    return {a: {s: {gid: score for gid, (score, _) in grades.items()} for s, grades in students.items()}
-            for a, students in out.items()}
+    scores = {a: {s: {gid: score for gid, (score, _) in grades.items()} for s, grades in students.items()}
+              for a, students in out.items()}
+    return (scores, json.loads((workdir / "out.errors.json").read_text())) if with_errors else scores
+
+
+def builds_on(assignment, answer):
+    """Answer grade_ids whose questions call ``answer``'s function (the course manifest), transitively."""
+    from mha_course.course import COURSE
+
+    users, todo = set(), [answer]
+    while todo:
+        current = todo.pop()
+        for user, used in COURSE[assignment].builds_on.items():
+            if current in used and user not in users:
+                users.add(user)
+                todo.append(user)
+    return users
+
+
+def lost_without(assignment, answer):
+    """Test cells that score zero when ``answer`` is left blank: its own and those of answers building on it."""
+    tests = tests_of_answer(assignment)
+    return {t for a in {answer} | builds_on(assignment, answer) for t in tests[a]}
 
 
 def expected_scores(assignment, lost):
@@ -115,8 +139,8 @@ WRONG_ANSWERS = {
         ("scores_per_head_size", "head_shapes_answer", '"scores": (batch, num_heads, n, n)',
          '"scores": (batch, num_heads, n, d_model // num_heads)', {"head_shapes_scores_concat_output"}),
         ("split_by_plain_reshape", "split_heads_answer",
-         "x = x.reshape(b, n, num_heads, d // num_heads)  # (b, n, h, d_h)\n    return x.transpose(0, 2, 1, 3)",
-         "return x.reshape(b, num_heads, n, d // num_heads)", {"split_heads_matches_mha_kit"}),
+         "x = x.reshape(B, n, num_heads, d // num_heads)  # (B, n, h, d_h)\n    return x.transpose(0, 2, 1, 3)",
+         "return x.reshape(B, num_heads, n, d // num_heads)", {"split_heads_matches_mha_kit"}),
     ],
     "02_params_compute": [
         # the visible test is MHA, so only the GQA cell (hidden cases included) loses its points
@@ -138,20 +162,31 @@ WRONG_ANSWERS = {
          "cfg.kv_lora_rank", {"mla_cache_deepseek_v2"}),
         ("max_context_as_float", "max_context_answer", "memory_bytes * 8 // bits_per_token",
          "memory_bytes * 8 / bits_per_token", {"max_context_llama3_8b_16gib"}),
+        # an int of a float division: right for every visible size, wrong past 2**53 bytes (hidden)
+        ("max_context_int_of_float", "max_context_answer", "memory_bytes * 8 // bits_per_token",
+         "int(memory_bytes * 8 / bits_per_token)", {"max_context_llama3_8b_16gib"}),
+        # rounds down: right for whole bytes (the visible case), wrong for 3- and 6-bit numbers (hidden)
+        ("bytes_rounded_down", "kv_bytes_read_answer", "return -(-elements * bits // 8)", "return elements * bits // 8",
+         {"kv_bytes_read_llama3_70b_8k"}),
     ],
     "04_implement_attention": [
         ("softmax_without_max", "softmax_answer", "np.exp(x - np.max(x, axis=axis, keepdims=True))", "np.exp(x)",
          {"softmax_large_scores_stable"}),
+        # multi-head attention builds on the learner's attention (Q4 uses Q3): it inherits the mistake
         ("forgot_scale", "attention_answer", "scores = q @ k.T / np.sqrt(q.shape[-1])", "scores = q @ k.T",
-         {"attention_unmasked", "attention_causal"}),
+         {"attention_unmasked", "attention_causal", "multi_head_matches_mha_kit"}),
         ("mask_after_softmax", "attention_answer",
          "        scores = np.where(mask, scores, -np.inf)  # before softmax: masked keys get weight 0\n"
-         "    return mk.softmax(scores) @ v",
-         "        return (mk.softmax(scores) * mask) @ v\n    return mk.softmax(scores) @ v",
-         {"attention_causal"}),
+         "    return softmax(scores) @ v",
+         "        return (softmax(scores) * mask) @ v\n    return softmax(scores) @ v",
+         {"attention_causal", "multi_head_matches_mha_kit"}),
         ("gqa_copies_kv", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
          "k, v = np.repeat(k, h // h_kv, axis=0), np.repeat(v, h // h_kv, axis=0)\n"
          "    h_kv = h\n    q_grouped = q", {"gqa_without_copies"}),
+        # the same copy with a fancy index: right values, caught by reading the code
+        ("gqa_fancy_index_copy", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
+         "k, v = k[np.arange(h) // (h // h_kv)], v[np.arange(h) // (h // h_kv)]\n    h_kv = h\n    q_grouped = q",
+         {"gqa_without_copies"}),
         ("gqa_modulo_head", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
          "q_grouped = q.reshape(h // h_kv, h_kv, n, d_h).transpose(1, 0, 2, 3).reshape(h_kv, -1, d_h)",
          {"gqa_matches_mha_kit", "gqa_without_copies"}),
@@ -221,8 +256,8 @@ def score_tests(assignments):
 
     @pytest.mark.parametrize("assignment, answer", removals)
     def test_removing_one_answer_loses_only_its_points(scores, assignment, answer):
-        lost = tests_of_answer(assignment)[answer]
-        assert lost, f"answer {answer} has no test cell"
+        assert tests_of_answer(assignment)[answer], f"answer {answer} has no test cell"
+        lost = lost_without(assignment, answer)
         assert scores[assignment][f"no_{answer}"] == expected_scores(assignment, lost)
 
     @pytest.mark.parametrize("assignment, name", wrong)

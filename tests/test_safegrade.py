@@ -58,7 +58,8 @@ def test_changed_tests_and_unreadable_files_earn_nothing_and_are_flagged(graded,
     ("exit_kernel", {"merge_heads_matches_mha_kit"}, "crash"), ("segfault", {"merge_heads_matches_mha_kit"}, "crash"),
     ("break_builtins", {"merge_heads_matches_mha_kit"}, "the kernel stopped answering"),
     ("huge_output", set(), None),
-    ("flood", set(), "printed more than 8 MiB"),
+    ("fake_int", NO_HEAD_DIM, None),  # an int that equals anything: not plain data, judged outside the kernel
+    ("flood", ALL_TESTS, "printed more than 8 MiB"),  # the rest of the output, results included, is dropped
 ])
 def test_hostile_runs_do_not_stop_the_batch(graded, student, lost, flag):
     result = graded[0][student]

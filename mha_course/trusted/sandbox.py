@@ -233,7 +233,8 @@ def launch(argv):
     # the learner edition of mha_kit and mha_course comes before anything the environment holds
     pythonpath = [p for p in (_option(argv, "--pythonpath") or "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join([str(KERNEL_PATH), *pythonpath])
-    inside = [sys.executable, "-m", "mha_course.trusted.sandbox", "--inside", "-f", connection_file]
+    # this file runs again inside as a script: the learner edition of mha_course has no trusted/
+    inside = [sys.executable, str(Path(__file__).resolve()), "--inside", "-f", connection_file]
     if mode == "bwrap":
         inside += ["--nproc", str(limits.get("RLIMIT_NPROC", 256))]
         if _as_root():
@@ -242,7 +243,8 @@ def launch(argv):
             os.chown(connection_file, uid, uid)
             if sockets:  # root's, open to all until the grader closes it (the kernel cannot reopen it)
                 os.chmod(sockets, 0o1777)
-    command = bwrap_command(inside, scratch, sockets, pythonpath) if mode == "bwrap" else inside
+    mounts = [str(KERNEL_PATH), str(Path(__file__).resolve()), *pythonpath]
+    command = bwrap_command(inside, scratch, sockets, mounts) if mode == "bwrap" else inside
     # The kernel's own stdout/stderr (not the notebook's outputs) would reach the grader's terminal.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)

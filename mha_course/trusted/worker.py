@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import tempfile
@@ -104,8 +105,9 @@ class AutogradeFailed(RuntimeError):
 
     def __init__(self, step):
         self.details = f"{step.get('log', '')}\n{step.get('error', '')}"
-        lines = [line.strip() for line in self.details.splitlines() if line.strip()]
-        super().__init__(f"nbgrader autograde failed ({lines[-1] if lines else 'no log'})")
+        errors = [line.strip() for line in self.details.splitlines()
+                  if re.match(r"\s*[\w.]*(Error|Exception): ", line) and "Please see the" not in line]
+        super().__init__(f"nbgrader autograde failed ({errors[-1] if errors else 'see the log'})")
 
 
 def _submit(task, release_path, target):

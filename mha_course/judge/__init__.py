@@ -1,0 +1,27 @@
+"""The judge: a test cell sends the learner's results as plain data, the grading process judges them.
+
+* :mod:`mha_course.judge.cases` - kernel side: ``run(question, call, *cases)`` and the encoding
+  (imports nothing that holds a reference answer; the grading kernel's learner edition has it).
+* :mod:`mha_course.judge.core` - grading side: :func:`judge_notebook`, the decoding, the parse of
+  the trusted cases.
+* :mod:`mha_course.judge.questions` - the reference and the diagnostic messages of every question.
+* :class:`JudgeCells` - the nbgrader preprocessor (``nbgrader_config.py``), after ``Execute``.
+
+``JudgeCells`` and ``judge_notebook`` load on first use, so that a kernel importing
+``mha_course.judge.cases`` pays for neither nbgrader nor the references.
+"""
+from __future__ import annotations
+
+__all__ = ["JudgeCells", "judge_notebook"]
+
+
+def __getattr__(name):
+    if name == "JudgeCells":
+        from .preprocessor import JudgeCells
+
+        return JudgeCells
+    if name == "judge_notebook":
+        from .core import judge_notebook
+
+        return judge_notebook
+    raise AttributeError(f"module 'mha_course.judge' has no attribute {name!r}")

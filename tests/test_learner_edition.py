@@ -1,0 +1,98 @@
+"""The learner edition of mha_kit: exactly the helpers an assignment allows, no reference answers.
+
+Each assignment's edition is built into a temporary folder and imported by a fresh Python with
+that folder first on ``PYTHONPATH`` (as the grading kernel sees it): allowed helpers work, every
+other public function raises ``NotAvailableError`` naming the rule, and no module of the edition
+holds the code of a forbidden function.
+"""
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mha_course.course import BASE_HELPERS, COURSE
+from mha_course.learner_edition import PACKAGE, _exports, build
+
+ASSIGNMENTS = tuple(COURSE)
+PROBE = """
+import json, sys
+import mha_kit as mk
+from mha_kit import plots
+import mha_course.judge.cases as cases
+out = {"mk": mk.__file__, "cases": cases.__file__, "refused": {}, "allowed": sorted(mk.__all__)}
+for name in sys.argv[1:]:
+    try:
+        getattr(mk, name)
+    except mk.NotAvailableError as error:
+        out["refused"][name] = str(error)
+try:
+    import mha_course.judge.core
+except ImportError:
+    out["judge"] = None
+else:
+    out["judge"] = mha_course.judge.core.__file__
+cfg = mk.PRESETS["llama-3-70b"]
+out["toy"] = list(mk.toy_example()[0].shape)
+print(json.dumps(out))
+"""
+
+
+def exports():
+    """The functions, classes and tables the real ``mha_kit/__init__.py`` exports (not its modules)."""
+    return sorted(name for name, (_, symbol) in _exports(PACKAGE / "__init__.py").items() if symbol)
+
+
+@pytest.fixture(scope="module", params=ASSIGNMENTS)
+def edition(request, tmp_path_factory):
+    assignment = request.param
+    folder = build(assignment, tmp_path_factory.mktemp(assignment))
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    proc = subprocess.run([sys.executable, "-c", PROBE, *exports()], capture_output=True, text=True,
+                          env=env, cwd=folder, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return assignment, folder, json.loads(proc.stdout)
+
+
+def test_the_kernel_imports_the_edition_not_the_package(edition):
+    _, folder, seen = edition
+    assert seen["mk"] == str(folder / "mha_kit" / "__init__.py")
+    assert seen["cases"] == str(folder / "mha_course" / "judge" / "cases.py")
+    assert seen["judge"] is None  # no references: the judge lives outside the kernel
+    assert seen["toy"] == [3, 4]
+
+
+def test_exactly_the_allowed_helpers_and_a_rule_for_every_other(edition):
+    assignment, _, seen = edition
+    allowed = set(BASE_HELPERS) | set(COURSE[assignment].helpers)
+    assert set(seen["allowed"]) == allowed
+    assert set(seen["refused"]) == set(exports()) - allowed
+    assert len(seen["refused"]) > 10
+    for name, answer in COURSE[assignment].answers.items():
+        assert seen["refused"][name] == f"mk.{name} is not available in {assignment}: it is what {answer} asks you to write"
+
+
+def test_no_module_of_the_edition_holds_a_forbidden_function(edition):
+    assignment, folder, _ = edition
+    allowed = set(BASE_HELPERS) | set(COURSE[assignment].helpers)
+    forbidden = set(exports()) - allowed
+    defined = {node.name for path in (folder / "mha_kit").glob("*.py")
+               for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assert not forbidden & defined
+    # only the kernel side of the course tools
+    assert sorted(p.relative_to(folder).as_posix() for p in (folder / "mha_course").rglob("*.py")) == [
+        "mha_course/__init__.py", "mha_course/judge/__init__.py", "mha_course/judge/cases.py"]
+
+
+def test_a_figure_helper_that_needs_a_forbidden_function_says_which(tmp_path):
+    rules = json.loads((build("02_params_compute", tmp_path) / "mha_kit" / "_edition.json").read_text())
+    assert rules["messages"]["plots.decode_cost_bars"] == (
+        "mha_kit.plots.decode_cost_bars is not available in 02_params_compute: it uses mk.attention_macs, "
+        "which Q2 asks you to write")
+
+
+def test_an_unknown_assignment_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown assignment '07_nope'"):
+        build("07_nope", tmp_path)
