@@ -380,8 +380,19 @@ def main(argv=None):
 
 
 def _intake(args):
-    """``(found, scratch)``: every submission, after the checks that stop a batch before it writes anything."""
+    """``(found, scratch)``: every submission, after the checks that stop a batch before it writes anything.
+
+    ``scratch`` (where a zip is unpacked) is removed by the batch, or here when a check fails.
+    """
     scratch = tempfile.mkdtemp(prefix="mha_sg_")
+    try:
+        return _checked_intake(args, scratch), scratch
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
+def _checked_intake(args, scratch):
     found, skipped = discover(args.submissions, args.assignment, scratch, args.lms_pattern)
     for name in skipped:
         print(f"safegrade: skipped {name!r} (hidden, or not a notebook or a folder)", file=sys.stderr)
@@ -395,7 +406,7 @@ def _intake(args):
     if others:
         raise IntakeError(f"every notebook is named for {', '.join(sorted(others))}, not {args.assignment} "
                           "(wrong --assignment?)")
-    return found, scratch
+    return found
 
 
 def _recorder(writer):

@@ -115,10 +115,12 @@ class CourseWriter:
         self.url, self.recorded, self._ready = f"sqlite:///{self.course / 'gradebook.db'}", set(), False
 
     def _open(self):
+        from nbgrader.api import Gradebook
+
         prepare_environment()
         self.course.mkdir(parents=True, exist_ok=True)
         self._add_assignment()
-        self._ready = True
+        self.gradebook, self._ready = Gradebook(self.url), True
 
     def _add_assignment(self):
         """The assignment and its cells go in as ``generate_assignment`` puts them, once."""
@@ -156,24 +158,32 @@ class CourseWriter:
         return folder
 
     def _gradebook(self, student, notebook, result):
-        from nbgrader.api import Gradebook
+        """The rows ``nbgrader autograde`` writes, by nbgrader's own steps, in one transaction."""
         from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 
-        resources = {"nbgrader": {"student": student, "assignment": self.assignment, "notebook": self.assignment,
-                                  "db_url": self.url}}
+        gradebook, timestamp = self.gradebook, self._timestamp(student)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SQLAlchemy notices from inside nbgrader
-            with Gradebook(self.url) as gradebook:
-                gradebook.update_or_create_student(student)
-                gradebook.update_or_create_submission(self.assignment, student, timestamp=self._timestamp(student))
-            if notebook is not None:
-                for step in (SaveAutoGrades(), AssignLatePenalties()):
-                    notebook, resources = step.preprocess(notebook, resources)
-            with Gradebook(self.url) as gradebook:
-                if notebook is None:  # only the result (a grader error, or shards merged without autograded/)
-                    for grade in gradebook.find_submission_notebook(self.assignment, self.assignment, student).grades:
-                        grade.auto_score = result.get("scores", {}).get(grade.cell.name, [0])[0]
-                mark_flags(gradebook, self.assignment, self.assignment, student, result["flags"])
+            gradebook.update_or_create_student(student)
+            gradebook.update_or_create_submission(self.assignment, student, timestamp=timestamp)
+            if notebook is not None:  # SaveAutoGrades' own cell steps, on this open gradebook
+                save, commit = SaveAutoGrades(), gradebook.db.commit
+                save.notebook_id = save.assignment_id = self.assignment
+                save.student_id, save.gradebook = student, gradebook
+                gradebook.db.commit = gradebook.db.flush  # one commit (one disk sync) per student, below
+                try:
+                    for index, cell in enumerate(notebook.cells):
+                        save.preprocess_cell(cell, {}, index)
+                finally:
+                    gradebook.db.commit = commit
+            else:  # only the result (a grader error, or shards merged without autograded/)
+                for grade in gradebook.find_submission_notebook(self.assignment, self.assignment, student).grades:
+                    grade.auto_score = result.get("scores", {}).get(grade.cell.name, [0])[0]
+            mark_flags(gradebook, self.assignment, self.assignment, student, result["flags"])
+        if timestamp is not None and notebook is not None:  # a late penalty needs a submission time
+            resources = {"nbgrader": {"student": student, "assignment": self.assignment,
+                                      "notebook": self.assignment, "db_url": self.url}}
+            AssignLatePenalties().preprocess(notebook, resources)
 
     def _timestamp(self, student):
         """The submission's ``timestamp.txt`` (nbgrader's), copied next to the autograded notebook too."""
@@ -186,7 +196,9 @@ class CourseWriter:
         return parse_utc(stamp.read_text().strip())
 
     def close(self):
-        pass
+        if self._ready:
+            self.gradebook.close()
+            self._ready = False
 
     def __enter__(self):
         return self
