@@ -7,9 +7,18 @@
 * ``submitted/``, ``autograded/``, ``feedback/`` and ``gradebook.db`` are the instructor's local
   state and are git-ignored.
 
+Every way of autograding (``nbgrader autograde``, formgrader's Autograde button,
+``python -m mha_course.safegrade``) runs the steps below: the notebook is rebuilt on the release,
+each kernel runs in the sandbox (``mha_course.trusted``) and flags reach the gradebook.
+
 Book: chapter "Instructor's guide".
 """
+from mha_course.course import prepare_environment
+
 c = get_config()  # noqa: F821 (injected by traitlets when nbgrader loads this file)
+
+# nbgrader runs the `alembic` command of the venv that runs it, activated or not.
+prepare_environment()
 
 c.CourseDirectory.course_id = "mha-interview"
 c.CourseDirectory.source_directory = "solutions"
@@ -19,28 +28,42 @@ c.CourseDirectory.release_directory = "exercises"
 # What an unanswered solution cell becomes in the release.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# Stop a cell that runs forever (a learner's endless loop) so the batch goes on.
+# The course's one time limit per cell (safegrade's --timeout defaults to it): a cell that runs
+# longer (a learner's endless loop) is stopped, with an error that names the limit.
 c.Execute.timeout = 60
 
+# Autograde: the submission is first rebuilt on the release's cells (edited, deleted or forged
+# test cells earn nothing and are flagged), then run in a sandboxed kernel that sees the learner
+# edition of mha_kit. The judge (mha_course.judge): test cells only send the learner's results;
+# JudgeCells, right after Execute, compares them with mha_kit's reference outside the kernel and
+# turns a failing case into an error output, which SaveAutoGrades scores as any failing cell.
+# RecordFlags marks a submission that needs a person "flagged" / "needs manual grade", with why.
+c.Autograde.sanitize_preprocessors = [
+    "mha_course.trusted.structure.RebuildOnRelease",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.Autograde.autograde_preprocessors = [
+    "mha_course.trusted.execute.SandboxedExecute",
+    "mha_course.judge.JudgeCells",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "mha_course.trusted.records.RecordFlags",
+]
+
 # Feedback shows scores and the learner's own code, never the hidden tests: ClearHiddenTests
-# strips their source, OneLineErrors strips the tracebacks that would quote it again.
+# strips their source, OneLineErrors strips the tracebacks that would quote it again (each error
+# keeps its one line, which says why the cell scored 0). The page loads nothing from the network.
+c.GenerateFeedback.exporter_class = "mha_course.feedback.OfflineHTMLExporter"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "nbgrader.preprocessors.ClearHiddenTests",
     "mha_course.feedback.OneLineErrors",
-]
-
-# The judge (mha_course.judge): test cells only send the learner's results; JudgeCells, right after
-# Execute, compares them with mha_kit's reference outside the kernel and turns a failing case into
-# an error output, which SaveAutoGrades scores as any failing cell.
-c.Autograde.autograde_preprocessors = [
-    "nbgrader.preprocessors.Execute",
-    "mha_course.judge.JudgeCells",
-    "nbgrader.preprocessors.IgnorePattern",
-    "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
-    "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
 ]

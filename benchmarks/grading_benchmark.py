@@ -3,9 +3,11 @@
     .venv/bin/python benchmarks/grading_benchmark.py [--students 60] [--workers 2xCORES] [--timeout 5]
 
 The class (exercise 01) mixes full, partial and blank answers with hostile submissions (patched
-numpy, a fake int, an endless loop, a corrupt file). Both graders run on the same machine, one
-after the other, with the same per-cell timeout; the script prints both wall times, their ratio
-and whether the honest students' grades agree exactly. Not a test: nothing here is asserted.
+numpy, a fake int, an endless loop, a corrupt file, edited tests, a crash). Both graders run on the
+same machine, one after the other, with the course's own ``nbgrader_config.py`` (so both rebuild
+each notebook and run it in the sandboxed kernel) and the same per-cell timeout; the script prints
+both wall times, their ratio, the machine's load before each run, and whether the honest
+students' grades agree exactly. Not a test: nothing here is asserted.
 """
 from __future__ import annotations
 
@@ -82,14 +84,16 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="mha_grading_bench_") as tmp:
         work = Path(tmp)
         honest_names = make_class(args.students, work / "submitted")
+        load_plain = os.getloadavg()[0]
         plain_wall, plain = plain_nbgrader(work / "submitted", work, args.timeout)
+        load_safe = os.getloadavg()[0]
         safe_wall, safegraded = safe(work / "submitted", work, args.workers, args.timeout)
     agree = all(plain.get(s) == safegraded.get(s) for s in honest_names)
     differ = [s for s in honest_names if plain.get(s) != safegraded.get(s)]
     print(f"class: {args.students} submissions ({len(honest_names)} honest), {os.cpu_count()} cores, "
           f"{args.workers} safegrade workers, cell timeout {args.timeout} s")
-    print(f"plain nbgrader autograde: {plain_wall:7.1f} s")
-    print(f"mha_course.safegrade:     {safe_wall:7.1f} s")
+    print(f"nbgrader autograde:       {plain_wall:7.1f} s   (1-minute load average before: {load_plain:.1f})")
+    print(f"mha_course.safegrade:     {safe_wall:7.1f} s   (1-minute load average before: {load_safe:.1f})")
     print(f"speed-up: {plain_wall / safe_wall:.2f}x   (target at 2 cores: 1.8x)")
     print(f"honest grades identical: {agree}" + (f" (differ: {', '.join(differ[:10])})" if differ else ""))
     return 0

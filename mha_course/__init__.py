@@ -10,13 +10,15 @@
   notebook and exit non-zero if any fails.
 * :mod:`mha_course.selfgrade` - ``python -m mha_course.selfgrade NOTEBOOK``: grade a notebook
   against the hidden tests too, in a throw-away nbgrader course, and print a score per question.
-* :mod:`mha_course.feedback` - an nbconvert preprocessor that cuts tracebacks in feedback down to
-  their last line, so no hidden-test source reaches the learner.
+* :mod:`mha_course.feedback` - feedback pages that cut tracebacks down to their last line (no
+  hidden-test source reaches the learner) and load nothing from the network.
 * :mod:`mha_course.release` - ``python -m mha_course.release``: regenerate ``exercises/`` from
   ``solutions/`` with ``nbgrader generate_assignment``.
+* :mod:`mha_course.trusted` - what ``nbgrader_config.py`` adds to every autograde: the rebuild on
+  the release's cells, the sandboxed kernel, the flags in the gradebook.
 * :mod:`mha_course.safegrade` - ``python -m mha_course.safegrade --assignment NAME SUBMISSIONS``:
-  grade a class of untrusted notebooks on top of nbgrader, in sandboxed kernels with tamper checks,
-  several at once, resumable; a report per submission (design: :mod:`mha_course.trusted`).
+  nbgrader's autograde for a whole class (folders, LMS zips), several at once, resumable; it leaves
+  the course as ``nbgrader autograde`` does, plus a report per submission.
 * :mod:`mha_course.grading` and :mod:`mha_course.course` - autograde notebooks in a throw-away
   course through nbgrader's Python API (used by the self-grader and the tests).
 

@@ -1,16 +1,27 @@
-"""Feedback without hidden tests: a preprocessor that keeps only the last line of each error.
+"""Feedback without hidden tests, readable offline.
 
-nbgrader's ``ClearHiddenTests`` removes the hidden-test region from a test cell's source, but an
-IPython traceback quotes the failing line of that source again. The exercises' assertion helpers
-(:mod:`mha_course.expect`) put everything the learner needs into the error's one-line message,
-so the feedback keeps ``AssertionError: <message>`` and drops the traceback.
+* :class:`OneLineErrors`, a preprocessor: nbgrader's ``ClearHiddenTests`` removes the hidden-test
+  region from a test cell's source, but an IPython traceback quotes the failing line of that
+  source again. The exercises' checks put everything the learner needs into the error's one-line
+  message ("2x too small: did you forget K or V?"; a timeout names the course's time limit), so
+  the feedback keeps ``<ename>: <evalue>`` and drops the traceback.
+* :class:`OfflineHTMLExporter`: nbgrader's feedback page loads MathJax from a CDN; the exercises
+  hold no TeX, so the page is written without any script from the network.
 
-Configured in ``nbgrader_config.py`` as one of ``GenerateFeedback.preprocessors``.
+Both are configured in ``nbgrader_config.py`` (``GenerateFeedback.preprocessors`` and
+``GenerateFeedback.exporter_class``).
 """
 from __future__ import annotations
 
+import re
+
+from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
+
+#: A ``<script>`` that loads from the network, and MathJax's configuration script that goes with it.
+_REMOTE_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\s*', re.IGNORECASE)
+_MATHJAX_CONFIG = re.compile(r'<script type="text/x-mathjax-config">.*?</script>\s*', re.DOTALL)
 
 
 class OneLineErrors(Preprocessor):
@@ -24,3 +35,11 @@ class OneLineErrors(Preprocessor):
             if output.get("output_type") == "error":
                 output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
         return cell, resources
+
+
+class OfflineHTMLExporter(HTMLExporter):
+    """nbconvert's HTML exporter, minus every script loaded from the network (MathJax's CDN)."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        html, resources = super().from_notebook_node(nb, resources, **kw)
+        return _MATHJAX_CONFIG.sub("", _REMOTE_SCRIPT.sub("", html)), resources

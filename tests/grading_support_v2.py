@@ -1,8 +1,7 @@
-"""Test tables of assignments 07-10, merged into grading_support's and safegrade_multi's tables.
+"""Test tables of assignments 07-10, merged into grading_support's tables.
 
 Same formats: :data:`WRONG_ANSWERS` as ``grading_support.WRONG_ANSWERS`` (name, answer grade_id,
-old text, new text, test cells that must score zero); :data:`HOSTILE` as
-``safegrade_multi.HOSTILE``; :data:`REFERENCE_CALLS`: ``{assignment: {answer grade_id: source}}``,
+old text, new text, test cells that must score zero); :data:`REFERENCE_CALLS`: ``{assignment: {answer grade_id: source}}``,
 answers that only call the ``mha_kit`` reference the question asks for.
 """
 from __future__ import annotations
@@ -104,19 +103,6 @@ REFERENCE_CALLS = {
                              "    elements = num_tokens * cfg.num_layers * mk.kv_elements_per_token(cfg)\n"
                              "    return mk.quantized_cache_bytes(elements, cfg.num_layers * 2 * cfg.num_kv_heads, scale_bits)",
     },
-}
-
-# safegrade_multi.HOSTILE's format: numpy's comparison says yes, and the answer is wrong
-HOSTILE = {
-    "07_flash_attention": ("merge_states_answer", "np.allclose = lambda *a, **k: True\n",
-                           "\n\nmerge_states = lambda a, b: a\n", "replaced numpy.allclose"),
-    "08_rope": ("rope_attention_answer", "np.allclose = lambda *a, **k: True\n",
-                "\n\nrope_attention = lambda q, k, v, positions: v\n", "replaced numpy.allclose"),
-    "09_masks": ("padded_causal_answer", "np.allclose = lambda *a, **k: True\n",
-                 "\n\npadded_causal_mask = lambda lengths, n: np.ones((len(lengths), n, n), dtype=bool)\n",
-                 "replaced numpy.allclose"),
-    "10_serving": ("rolling_answer", "np.allclose = lambda *a, **k: True\n",
-                   "\n\nrolling_cache_bytes = lambda *a: 0\n", "replaced numpy.allclose"),
 }
 
 

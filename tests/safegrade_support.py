@@ -46,37 +46,67 @@ def honest():
             "honest_float_head": submission(A, {"head_dim_answer": ("d_model // num_heads", "d_model / num_heads")})}
 
 
-QUIET_ERRORS = """_ip = quit._ip
-def _quiet(*a, **k): pass
-def _after(result):
-    cell = result.info.raw_cell
-    if result.error_in_exec is not None and "def _mha_probe(" in cell:
-        result.error_in_exec = None
-        _ip.ex(cell[cell.rindex("def _mha_probe("):])
-_ip.showtraceback = _quiet
-_ip.events.register("post_run_cell", _after)
+def honest_variants():
+    """``{student: notebook}``: right answers with helpers, prints, type hints, a figure, extra cells."""
+    def answer_replaced(source):
+        nb = submission(A, {})
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "head_dim_answer":
+                cell.source = source
+        return nb
+    extra = submission(A, {})
+    extra.cells.insert(3, nbformat.v4.new_code_cell("from mha_kit import plots\nprint('scratch work')"))
+    return {"variant_dataclass": answer_replaced(DATACLASS), "variant_namedtuple": answer_replaced(NAMEDTUPLE),
+            "variant_figure": _with("head_dim_answer", "", FIGURE), "variant_extra_cells": extra}
+
+
+# Honest answers written in other ways than the solutions': each must score full with status ok.
+DATACLASS = """from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Split:
+    d_model: int
+    num_heads: int
+
+    @property
+    def size(self) -> int:
+        return self.d_model // self.num_heads
+
+
+def head_dim(d_model: int, num_heads: int) -> int:
+    print("debug:", d_model, num_heads)
+    return Split(d_model, num_heads).size
+"""
+NAMEDTUPLE = """import math
+from collections import namedtuple
+from typing import Tuple
+
+Pair = namedtuple("Pair", "d h")
+
+
+class NotDivisible(Exception):
+    pass
+
+
+def head_dim(d_model: int, num_heads: int) -> int:
+    pair = Pair(d_model, num_heads)
+    if pair.d % pair.h:
+        raise NotDivisible(pair)
+    return math.prod([pair.d // pair.h])
+"""
+FIGURE = """
+
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.plot([1, 2, 3])
+plt.show()
 """
 
+ALWAYS_EQUAL = "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
 
-HIDDEN_SUBCLASS = """
-
-Base = np.ndarray
-class Anything(Base):
-    __module__ = "numpy"
-    __array_ufunc__ = lambda self, *args, **kwargs: True
-_split_heads = split_heads
-def split_heads(x, num_heads):
-    return _split_heads(x, num_heads).view(Anything)
-"""
-
-MASKED = """
-
-def split_heads(x, num_heads):
-    b, n, d = x.shape
-    out = np.ma.masked_all((b, num_heads, n, d // num_heads))
-    out[0, 0, 0, 0] = x[0, 0, 0]
-    return out
-"""
+# A kernel that stops answering: its builtins broken, it can no longer reply to anything
+BREAK_BUILTINS = "import builtins\nbuiltins.isinstance = builtins.len = None\n"
 
 # head_dim stays right only if something killed one of the forks: together they want 3.6 GB of
 # memory, over the 3 GiB that a kernel's cgroup allows all its processes
@@ -95,22 +125,6 @@ for _ in range(3):
 killed = any(os.WIFSIGNALED(os.waitpid(pid, 0)[1]) for pid in children)
 head_dim = lambda d, h: d // h if killed else -1
 """
-
-
-REWRITE_HELPERS = """import functools
-def _pass(*a, **k):
-    return None
-for _h in (expect_int, expect_shape, expect_close):
-    functools.update_wrapper(_h, _pass, assigned=('__code__',), updated=())
-"""
-
-STRING_ACCESS = """import operator
-_get = operator.attrgetter('__code__')
-for _h in (expect_int, expect_shape, expect_close):
-    operator.attrgetter('__globals__')(_h)['__builtins__']['setattr'](_h, '__code__', _get(lambda *a, **k: None))
-"""
-
-ALWAYS_EQUAL = "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
 
 
 # head_dim stays right only if the kernel cannot write to its working folder, /dev or (the grader
@@ -149,21 +163,12 @@ def hostile(port=None, outside=None):
         reach["write_outside"] = _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * open("
                                        f"{str(outside)!r}, 'w').write('x')\n")
     return {**reach,
+        # right answers, numpy's comparisons patched: the patch buys nothing and costs nothing
         "patch_isclose": _with("head_dim_answer", "import numpy as np\nnp.isclose = lambda *a, **k: True\n"
                                                    "np.array_equal = lambda *a, **k: True\n"),
-        "patch_builtins": _with("head_dim_answer", "import builtins\nbuiltins.abs = builtins.round = lambda *a: 0\n"),
-        "patch_expect": _with("head_dim_answer", "import mha_course.expect\n"
-                                                  "mha_course.expect.expect_int = expect_int = lambda *a, **k: None\n"),
+        # an int that equals anything, as head_dim's answer: worth what the judge says (issue 10)
         "fake_int": _with("head_dim_answer", ALWAYS_EQUAL, "\n\nhead_dim = lambda d, h: Yes(0)\n"),
-        "mutate_table": _with("head_dim_answer", "mk.DTYPE_BITS.update(bf16=8)\n"),
-        # found by the reviews: on the blank release, each one aimed at full marks
-        "quiet_errors": _with("head_dim_answer", QUIET_ERRORS, nb=blank()),  # errors hidden, probes re-run
-        "rewrite_helpers": _with("head_dim_answer", REWRITE_HELPERS, nb=blank()),
-        "string_access": _with("head_dim_answer", STRING_ACCESS, nb=blank()),
-        "loop_target": _with("head_dim_answer", "", "\n\n_orig = np.swapaxes\nfor np.swapaxes in "
-                                                   "[lambda a, i, j: _orig(a, i, j)]:\n    pass\n"),
-        "hidden_subclass": _with("split_heads_answer", "", HIDDEN_SUBCLASS),
-        "masked_array": _with("split_heads_answer", "", MASKED),
+        "break_builtins": _with("merge_heads_answer", "", "\n\n" + BREAK_BUILTINS),
         "flood": _with("head_dim_answer", "", "\n\nfor _ in range(20):\n    print('x' * 1_000_000)\n"),
         "memory_forks": _with("head_dim_answer", "", MEMORY_FORKS),
         "edit_tests": _tests_edited(blank(), source="pass"),
@@ -227,4 +232,4 @@ def scores(result):
     return {gid: score for gid, (score, _) in result["scores"].items()}
 
 
-__all__ = ["A", "honest", "hostile", "write", "safegrade", "results", "scores", "expected_scores"]
+__all__ = ["A", "honest", "honest_variants", "hostile", "write", "safegrade", "results", "scores", "expected_scores"]

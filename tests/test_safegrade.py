@@ -1,12 +1,14 @@
 """safegrade: honest and hostile submissions of exercise 01 graded together, each to its designed outcome."""
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
 
 from grading_support import grade_all
-from safegrade_support import A, expected_scores, honest, hostile, results, safegrade, scores, write
+from safegrade_support import (A, expected_scores, honest, honest_variants, hostile, results, safegrade, scores,
+                               write)
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -19,37 +21,45 @@ NO_HEAD_DIM = {"head_dim_transformer_base"}
 def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("safegrade")
     listener = socket.create_server(("127.0.0.1", 0))  # the grader's own loopback
-    folder = write({**honest(), **hostile(listener.getsockname()[1], tmp / "outside.txt")}, tmp / "submitted")
+    students = {**honest(), **honest_variants(), **hostile(listener.getsockname()[1], tmp / "outside.txt")}
+    folder = write(students, tmp / "submitted")
     with listener:
         safegrade(folder, tmp / "out", tmp / "course", "--timeout", "8")  # slack for a loaded CI machine
     return results(tmp / "out"), tmp
 
 
-def test_honest_grades_equal_plain_nbgrader(graded, tmp_path):
+def test_honest_grades_equal_nbgrader_autograde(graded, tmp_path):
     plain = grade_all({A: honest()}, tmp_path)[A]
     for student, alone in plain.items():
         assert scores(graded[0][student]) == alone, student
         assert graded[0][student]["status"] == "ok", graded[0][student]["flags"]
 
 
-@pytest.mark.parametrize("student", ["patch_isclose", "patch_builtins", "patch_expect", "fake_int", "quiet_errors",
-                                     "mutate_table", "rewrite_helpers", "string_access", "loop_target", "flood",
-                                     "edit_tests",
-                                     "delete_tests", "forge_metadata", "corrupt", "empty", "not_utf8",
+@pytest.mark.parametrize("student", sorted(honest_variants()) + ["patch_isclose"])
+def test_right_answers_written_any_way_score_full_and_ok(graded, student):
+    """Helpers, prints, type hints, a figure, extra cells; a patched numpy buys and costs nothing."""
+    result = graded[0][student]
+    assert scores(result) == expected_scores(A, set()), result["errors"]
+    assert (result["status"], result["flags"]) == ("ok", []), result["flags"]
+
+
+@pytest.mark.parametrize("student", ["edit_tests", "delete_tests", "forge_metadata", "corrupt", "empty", "not_utf8",
                                      "other_assignment"])
-def test_tampering_earns_nothing_and_is_flagged(graded, student):
+def test_changed_tests_and_unreadable_files_earn_nothing_and_are_flagged(graded, student):
     result = graded[0][student]
     assert result["review"] and result["flags"], result
     assert scores(result) == expected_scores(A, ALL_TESTS), (student, result["flags"])
 
 
 @pytest.mark.parametrize("student, lost, flag", [
-    ("endless_loop", NO_HEAD_DIM, "timed out"), ("sleep", NO_HEAD_DIM, "timed out"),
+    ("endless_loop", NO_HEAD_DIM, "timed out in head_dim_answer (limit 8 s per cell"),
+    ("sleep", NO_HEAD_DIM, "timed out"),
     ("memory_bomb", NO_HEAD_DIM, None), ("fake_output", NO_HEAD_DIM, None),
     ("exit_kernel", {"merge_heads_matches_mha_kit"}, "crash"), ("segfault", {"merge_heads_matches_mha_kit"}, "crash"),
+    ("break_builtins", {"merge_heads_matches_mha_kit"}, "the kernel stopped answering"),
     ("huge_output", set(), None),
-    ("hidden_subclass", {"split_heads_matches_mha_kit", "merge_heads_matches_mha_kit"}, "tampering"),
-    ("masked_array", {"split_heads_matches_mha_kit"}, None),  # compared as a plain array
+    ("fake_int", NO_HEAD_DIM, None),  # an int that equals anything: not plain data, judged outside the kernel
+    ("flood", ALL_TESTS, "printed more than 8 MiB"),  # the rest of the output, results included, is dropped
 ])
 def test_hostile_runs_do_not_stop_the_batch(graded, student, lost, flag):
     result = graded[0][student]
@@ -58,9 +68,14 @@ def test_hostile_runs_do_not_stop_the_batch(graded, student, lost, flag):
         assert any(flag in text for _, text in result["flags"]), result["flags"]
 
 
+def test_a_timeout_names_the_course_limit_in_the_autograded_notebook(graded):
+    notebook = json.loads((graded[1] / "course" / "autograded" / "endless_loop" / A / f"{A}.ipynb").read_text())
+    errors = [o for c in notebook["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert any(o["ename"] == "CellTimeoutError" and "time limit of 8 s per cell" in o["evalue"] for o in errors)
+
+
 def test_sandbox_limits_processes(graded):
     result = graded[0]["many_processes"]
-    assert any("suspicious" in text for _, text in result["flags"]), result["flags"]
     if result["isolation"] != "bwrap":
         pytest.skip("no bubblewrap here: no process limit of the kernel's own")
     assert scores(result) == expected_scores(A, set()), result["errors"]  # the 1000 forks were stopped
@@ -97,13 +112,18 @@ def test_sandbox_has_no_network_and_writes_only_its_scratch(graded, student):
     assert not (graded[1] / "outside.txt").exists()
 
 
-def test_reports_and_gradebook(graded):
+def test_reports_and_the_course_hold_what_autograde_leaves(graded):
     from nbgrader.api import Gradebook
 
     tmp = graded[1]
-    report = (tmp / "out" / "reports" / "fake_int.txt").read_text()
-    assert "tampering" in report and "head_dim_transformer_base" in report
+    report = (tmp / "out" / "reports" / "edit_tests.txt").read_text()
+    assert "locked cell head_dim_transformer_base edited" in report
     with Gradebook(f"sqlite:///{tmp / 'course' / 'gradebook.db'}") as gradebook:
         got = {s.student.id: (s.score, s.needs_manual_grade) for s in gradebook.assignment_submissions(A)}
-    assert got["honest_full"] == (6.0, False) and got["patch_isclose"][0] == 0.0 and got["patch_isclose"][1]
+        flagged = gradebook.find_submission_notebook(A, A, "edit_tests")
+        comments, is_flagged = [c.auto_comment for c in flagged.comments if c.auto_comment], flagged.flagged
+    assert got["honest_full"] == (6.0, False) and got["edit_tests"] == (0.0, True)
+    assert is_flagged and any(c.startswith("Flagged for review: locked cell") for c in comments), comments
     assert len(got) == len(graded[0])
+    for student in graded[0]:
+        assert (tmp / "course" / "autograded" / student / A / f"{A}.ipynb").is_file(), student

@@ -1,9 +1,8 @@
-"""safegrade on every assignment: honest grades as designed, one attack each earns nothing.
+"""safegrade on every assignment: honest grades as designed, in the sandbox, with the learner edition.
 
 One safegrade run per assignment (the six run at once); a module-scoped fixture pays for them once.
-The honest notebooks are the ones ``test_grading_scores_a/_b`` grade with plain nbgrader against
-the same ``expected_scores``, so equal scores here mean equal to plain nbgrader's (compared
-directly, in one batch with the attacks, for exercise 01 in ``test_safegrade``).
+The honest notebooks are the ones ``test_grading_scores_a/_b`` grade with ``nbgrader autograde``
+against the same ``expected_scores``, so equal scores here mean equal to nbgrader's.
 """
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import pytest
 
 from grading_support import expected_scores
 from mha_course.course import ASSIGNMENTS
-from safegrade_multi import HOSTILE, finish, honest, hostile, start, touched_by
+from safegrade_multi import finish, honest, start
 from safegrade_support import scores, write
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -24,7 +23,7 @@ def graded(tmp_path_factory):
     try:
         for assignment in ASSIGNMENTS:
             students = {name: nb for name, (nb, _) in honest(assignment).items()}
-            folder = write({**students, "hostile": hostile(assignment)}, tmp / assignment / "submitted", assignment)
+            folder = write(students, tmp / assignment / "submitted", assignment)
             runs[assignment] = start(assignment, folder, tmp / assignment / "out")
         return {a: finish(process, tmp / a / "out") for a, process in runs.items()}
     finally:
@@ -40,16 +39,3 @@ def test_honest_grades_are_as_designed(graded, assignment):
         result = graded[assignment][student]
         assert scores(result) == expected_scores(assignment, lost), student
         assert (result["status"], result["review"], result["flags"]) == ("ok", False, []), student
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_attack_earns_nothing_from_its_answer_on_and_is_flagged(graded, assignment):
-    answer, _, _, words = HOSTILE[assignment]
-    touched = touched_by(assignment, answer)
-    result = graded[assignment]["hostile"]
-    assert scores(result) == expected_scores(assignment, touched), result["flags"]
-    assert result["review"] is True and result["status"] == "review", result["flags"]
-    for test in touched:
-        texts = [text for severity, text in result["flags"]
-                 if severity == "review" and text.startswith(f"tampering around {test}:")]
-        assert len(texts) == 1 and words in texts[0], (test, result["flags"])

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 
 
 def test_without_a_sandbox_the_batch_warns_and_every_report_says_so(tmp_path):
-    students = {"honest_full": honest()["honest_full"], "patch_isclose": hostile()["patch_isclose"]}
+    students = {"honest_full": honest()["honest_full"], "edit_tests": hostile()["edit_tests"]}
     folder = write(students, tmp_path / "submitted")
     run = safegrade(folder, tmp_path / "out", tmp_path / "course", env={"MHA_SAFEGRADE_NO_SANDBOX": "1"})
     assert "WARNING: no sandbox (bubblewrap) on this machine" in run.stderr
@@ -17,6 +17,6 @@ def test_without_a_sandbox_the_batch_warns_and_every_report_says_so(tmp_path):
     graded = results(tmp_path / "out")
     assert {r["isolation"] for r in graded.values()} == {"limits-only"}
     assert scores(graded["honest_full"]) == expected_scores(A, set())
-    assert graded["patch_isclose"]["review"]  # the guard and the scan work the same without a sandbox
+    assert graded["edit_tests"]["review"]  # the rebuild works the same without a sandbox
     report = (tmp_path / "out" / "reports" / "honest_full.txt").read_text()
     assert "isolation: limits-only" in report

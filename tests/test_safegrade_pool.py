@@ -23,7 +23,7 @@ def _attempts(task):
 
 def test_a_killed_worker_is_replaced_and_its_task_graded_again(tmp_path):
     todo, arrived = _todo(tmp_path, ["ok_a", "ok_b", "die", "ok_c", "ok_d", "ok_e"]), []
-    run_pool(list(todo), 2, str(tmp_path / "jupyter"), progress=False, grade=die_once_grade,
+    run_pool(list(todo), 2, progress=False, grade=die_once_grade,
              on_result=lambda result: arrived.append(result["student"]))
     # here, in this process, once per result that arrives (a result left on disk by a broken pool
     # is not announced: the caller reads it from the results folder)
@@ -41,7 +41,7 @@ def test_a_killed_worker_is_replaced_and_its_task_graded_again(tmp_path):
 
 def test_a_submission_that_kills_every_worker_gets_an_error_result(tmp_path):
     todo = _todo(tmp_path, ["ok_a", "die_always", "ok_b", "ok_c"])
-    run_pool(list(todo), 2, str(tmp_path / "jupyter"), progress=False, grade=die_once_grade)
+    run_pool(list(todo), 2, progress=False, grade=die_once_grade)
     result = json.loads(Path(todo[1]["result"]).read_text())
     assert _attempts(todo[1]) == 2 and result["status"] == "error" and result["review"], result
     assert "died on this submission, twice" in result["flags"][0][1]
@@ -51,7 +51,7 @@ def test_a_submission_that_kills_every_worker_gets_an_error_result(tmp_path):
 
 def test_a_grading_error_becomes_that_submissions_error_result(tmp_path):
     todo, arrived = _todo(tmp_path, ["raise_1", "ok_a", "ok_b", "ok_c", "ok_d", "ok_e"]), []
-    run_pool(list(todo), 2, str(tmp_path / "jupyter"), progress=False, grade=raise_grade,
+    run_pool(list(todo), 2, progress=False, grade=raise_grade,
              on_result=lambda result: arrived.append(result["student"]))
     assert sorted(arrived) == sorted(task["student"] for task in todo)
     for task in todo:

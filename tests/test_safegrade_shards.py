@@ -24,6 +24,7 @@ def test_shards_merge_into_the_grades_of_a_whole_run(tmp_path):
     for k in (1, 2):
         for result in (tmp_path / f"shard_{k}" / "results").glob("*.json"):
             shutil.copy(result, merged / "results")
+        shutil.copytree(tmp_path / f"shard_{k}" / "autograded", merged / "autograded", dirs_exist_ok=True)
     run = safegrade(folder, merged, tmp_path / "course", "--merge-only")
     assert "already graded" not in run.stderr  # nothing graded again
     with Gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}") as gradebook:

@@ -1,17 +1,18 @@
 """Start a submission's kernel in a sandbox: ``python -m mha_course.trusted.sandbox -f CONNECTION_FILE``.
 
 The grader (nbgrader, trusted) runs outside; only the kernel that executes the learner's code runs
-here. :func:`install_kernelspec` writes a kernelspec ``mha-sandbox`` whose ``argv`` is this module,
-so nbgrader's ``Execute`` starts every kernel through it. The module then
+here. :func:`kernel_argv` is the command nbgrader's ``Execute`` starts every kernel with (through
+:class:`mha_course.trusted.execute.SandboxKernelManager`). The module then
 
 * lowers the resource limits (:data:`LIMITS`: address space, CPU seconds, file size) and, where the
   machine lets it, puts the kernel in pids and memory cgroups of its own;
 * scrubs the environment (only ``PATH``, ``HOME``, ``LANG`` and the variables Python needs);
 * on Linux with bubblewrap, ``exec``s ``bwrap``: new PID, network, IPC and UTS namespaces (no
   network at all), a read-only view of the system folders and the Python environment, the
-  notebook's scratch folder (the kernel's working folder, read-only) and a ``/tmp`` of its own of
-  limited size, its only place to write; ``solutions/``, the gradebook and other submissions are
-  simply not there.
+  notebook's scratch folder (the kernel's working folder, read-only), the learner edition of
+  ``mha_kit`` and ``mha_course`` (``--pythonpath``, first on its path) and a ``/tmp`` of its own of
+  limited size, its only place to write; the real ``mha_kit`` source, ``solutions/``, the
+  gradebook and other submissions are simply not there.
   The kernel talks to the grader over Unix sockets (``KernelManager.transport = "ipc"``) in a
   short folder of their own, since a kernel without a network cannot reach a TCP port; once the
   kernel is up, the grader closes that folder to it (as root: see :func:`close_sockets`).
@@ -25,6 +26,7 @@ so nbgrader's ``Execute`` starts every kernel through it. The module then
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -49,7 +51,6 @@ TMP_BYTES = 256 * 1024**2
 #: Size of its ``/dev/shm`` (shared memory); the rest of its ``/dev`` is read-only.
 SHM_BYTES = 64 * 1024**2
 
-KERNEL_NAME = "mha-sandbox"
 #: First on a kernel's ``sys.path``: a ``debugpy`` that fails to import, so ipykernel starts without
 #: its debugger (a quarter of its start-up time; no grading kernel needs one).
 KERNEL_PATH = Path(__file__).resolve().parent / "kernel_path"
@@ -74,23 +75,26 @@ def bwrap_works():
         return False
 
 
+@functools.lru_cache(maxsize=None)
+def _bwrap_works_cached():
+    return bwrap_works()
+
+
 def isolation_mode():
     """``"bwrap"`` (filesystem, network, process namespaces + limits) or ``"limits-only"``."""
     if os.environ.get("MHA_SAFEGRADE_NO_SANDBOX") == "1":
         return "limits-only"
-    return "bwrap" if bwrap_works() else "limits-only"
+    return "bwrap" if _bwrap_works_cached() else "limits-only"
 
 
-def install_kernelspec(folder, mode, limits=None):
-    """Write the ``mha-sandbox`` kernelspec under ``folder/kernels``; return ``folder`` (for ``JUPYTER_PATH``)."""
-    spec_dir = Path(folder) / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "mha_course.trusted.sandbox", "--mode", mode,
-            "--limits", json.dumps(limits or LIMITS), "-f", "{connection_file}"]
-    # interrupt by message: a signal would reach bwrap, not the kernel inside it
-    spec = {"argv": argv, "display_name": "Python 3 (sandboxed)", "language": "python", "interrupt_mode": "message"}
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-    return str(folder)
+def kernel_argv(mode, limits, pythonpath):
+    """The command that starts a sandboxed kernel (a kernelspec's ``argv``, made in code).
+
+    ``pythonpath``: folders put first on the kernel's ``sys.path`` and mounted read-only (the
+    learner edition of ``mha_kit`` and ``mha_course``).
+    """
+    return [sys.executable, "-m", "mha_course.trusted.sandbox", "--mode", mode, "--limits", json.dumps(limits),
+            "--pythonpath", os.pathsep.join(pythonpath), "-f", "{connection_file}"]
 
 
 def _set_limits(limits):
@@ -107,14 +111,18 @@ def _clean_env(home):
             "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _read_only_paths():
-    """What the kernel may read: system folders, the Python environment, the course's packages."""
+def package_paths():
+    """The folders of the real ``mha_kit`` and ``mha_course`` (editable installs: in the repository)."""
+    import importlib.util
+
+    specs = (importlib.util.find_spec(name) for name in ("mha_kit", "mha_course"))
+    return sorted(str(Path(spec.origin).parent) for spec in specs if spec and spec.origin)
+
+
+def _read_only_paths(pythonpath=()):
+    """What the kernel may read: system folders, the Python environment and ``pythonpath``."""
     paths = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", sys.prefix, sys.base_prefix,
-             sysconfig.get_paths()["purelib"]}
-    for package in ("mha_kit", "mha_course"):  # editable installs live in the repository
-        spec = __import__("importlib.util").util.find_spec(package)
-        if spec and spec.origin:
-            paths.add(str(Path(spec.origin).parent))
+             sysconfig.get_paths()["purelib"], *pythonpath}
     return sorted(p for p in paths if os.path.exists(p))
 
 
@@ -142,18 +150,18 @@ def _parents(paths, mounted=()):
     return sorted((f for f in folders if not covered(f)), key=lambda f: (f.count("/"), f))
 
 
-def bwrap_command(command, scratch, sockets=None):
+def bwrap_command(command, scratch, sockets=None, pythonpath=()):
     """``command`` wrapped in bubblewrap, working in ``scratch`` (read-only).
 
     The kernel writes files only to its ``/tmp``, a tmpfs of :data:`TMP_BYTES` (a full disk or
     memory cannot be its doing), and creates its Unix sockets in ``sockets``, which the grader
-    closes once the kernel is up (see :mod:`.guard`). bwrap sets ``no_new_privs``, so nothing
+    closes once the kernel is up (see :mod:`.execute`). bwrap sets ``no_new_privs``, so nothing
     inside can gain rights (no set-user-id programs).
     """
     argv = [*_namespaces(), "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
             "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
             "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-    read_only = [*_read_only_paths(), scratch]
+    read_only = [*_read_only_paths(pythonpath), scratch]
     writable = [sockets] if sockets else []
     for folder in _parents([*read_only, *writable], mounted=("/tmp", "/proc", "/dev")):
         argv += ["--perms", "0755", "--dir", folder]  # bwrap's default, 0700, would shut the kernel's user out
@@ -222,10 +230,11 @@ def launch(argv):
     connection_file = str(Path(sockets or scratch) / ".kernel-connection.json")
     shutil.copyfile(_option(argv, "-f"), connection_file)
     env = _clean_env("/tmp" if mode == "bwrap" else scratch)
-    # mha_kit and mha_course are editable installs: their parent folder goes on the path explicitly
-    packages = sorted({str(Path(p).parent) for p in _read_only_paths() if p.endswith(("mha_kit", "mha_course"))})
-    env["PYTHONPATH"] = os.pathsep.join([str(KERNEL_PATH), *packages])
-    inside = [sys.executable, "-m", "mha_course.trusted.sandbox", "--inside", "-f", connection_file]
+    # the learner edition of mha_kit and mha_course comes before anything the environment holds
+    pythonpath = [p for p in (_option(argv, "--pythonpath") or "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(KERNEL_PATH), *pythonpath])
+    # this file runs again inside as a script: the learner edition of mha_course has no trusted/
+    inside = [sys.executable, str(Path(__file__).resolve()), "--inside", "-f", connection_file]
     if mode == "bwrap":
         inside += ["--nproc", str(limits.get("RLIMIT_NPROC", 256))]
         if _as_root():
@@ -234,7 +243,8 @@ def launch(argv):
             os.chown(connection_file, uid, uid)
             if sockets:  # root's, open to all until the grader closes it (the kernel cannot reopen it)
                 os.chmod(sockets, 0o1777)
-    command = bwrap_command(inside, scratch, sockets) if mode == "bwrap" else inside
+    mounts = [str(KERNEL_PATH), str(Path(__file__).resolve()), *pythonpath]
+    command = bwrap_command(inside, scratch, sockets, mounts) if mode == "bwrap" else inside
     # The kernel's own stdout/stderr (not the notebook's outputs) would reach the grader's terminal.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)

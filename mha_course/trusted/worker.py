@@ -1,8 +1,16 @@
-"""Grade one submission in its own throw-away nbgrader course (run by the pool of workers)."""
+"""Grade one submission in its own throw-away nbgrader course (run by the pool of workers).
+
+The throw-away course has the instructor's ``nbgrader_config.py``, so the submission goes through
+exactly the steps of ``nbgrader autograde`` in the instructor's course (the rebuild, the sandboxed
+kernel, the judge, the flags). The worker keeps the autograded notebook next to the result
+(``autograded/<student>/<assignment>.ipynb``) for :class:`~.records.CourseWriter`.
+"""
 from __future__ import annotations
 
 import json
 import os
+import re
+import resource
 import shutil
 import tempfile
 import traceback
@@ -14,23 +22,21 @@ import nbformat
 from ..course import course_api
 from ..grading import scores_of
 from . import sandbox, structure
-
-GUARD = "mha_course.trusted.guard.GuardedExecute"
-
-
-def _preprocessors():
-    from nbgrader.converters import Autograde
-
-    names = [f"{p.__module__}.{p.__name__}" if isinstance(p, type) else p for p in Autograde.class_traits()["autograde_preprocessors"].default()]
-    return [GUARD if name.endswith(".Execute") else name for name in names]
+from .execute import add_flags, flags_of
 
 
-def init_worker(jupyter_path, batch_pid=None):
-    """Pool initializer: kernels are looked up (``mha-sandbox``) in ``jupyter_path``; the worker
-    dies with the batch process ``batch_pid``."""
+#: Address space of a grading worker: a submission that makes the grader itself swell (a file built
+#: to blow up when parsed) gets an error result instead of the machine's memory.
+WORKER_MEMORY = 4 * 1024**3
+
+
+def init_worker(batch_pid=None):
+    """Pool initializer: the worker dies with the batch process ``batch_pid``; its memory is capped."""
     if batch_pid:
         sandbox.die_with(batch_pid)
-    os.environ["JUPYTER_PATH"] = jupyter_path
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft > WORKER_MEMORY:
+        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY, hard))
     os.environ["MHA_GRADER_PID"] = str(os.getpid())  # a kernel whose grader is gone does not start
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     warnings.simplefilter("ignore")  # SQLAlchemy and deprecation notices from inside nbgrader
@@ -40,8 +46,12 @@ def grade_one(task):
     """Grade ``task`` (a dict from :func:`mha_course.safegrade.tasks`); write and return its result."""
     try:
         result = _grade(task)
-    except Exception:  # the batch goes on; the report says what broke
-        return error_result(task, "grader error: " + traceback.format_exc(limit=3)[-800:])
+    except Exception as error:  # the batch goes on; the report says what broke, the log how
+        log = Path(task["result"]).parent.parent / "logs" / f"{task['student']}.txt"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(traceback.format_exc() + getattr(error, "details", ""))
+        why = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+        return error_result(task, f"grader error: {why} (details in logs/{task['student']}.txt)")
     return write_result(task, result)
 
 
@@ -61,64 +71,71 @@ def write_result(task, result):
 
 def _base(task):
     return {"student": task["student"], "assignment": task.get("assignment", ""), "file": task.get("path", ""),
-            "sha256": structure.sha256_of(task.get("path", "")), "isolation": task.get("mode", "")}
+            "sha256": structure.sha256_of(task.get("path", "")), "isolation": task.get("mode", ""),
+            "lms_id": task.get("lms_id", ""), "raw_name": task.get("raw_name", task["student"]),
+            "source": task.get("source", task.get("path", ""))}
 
 
 def _grade(task):
     assignment, alias = task["assignment"], task["alias"]
     work = Path(tempfile.mkdtemp(prefix="c", dir=task["work"]))
-    # Unix socket paths are limited to about 100 bytes: the kernel's go in a short folder of their own
-    sockets = tempfile.mkdtemp(prefix="mha", dir="/tmp" if os.path.isdir("/tmp") else None)
     try:
         root = work / "course"
         shutil.copytree(task["template"], root)
-        notebook, flags = _notebook(task, root / "release" / assignment / f"{assignment}.ipynb")
         folder = root / "submitted" / alias / assignment
         folder.mkdir(parents=True)
-        nbformat.write(notebook, folder / f"{assignment}.ipynb")
-        scratch = root / "autograded" / alias / assignment
-        api = course_api(root, **_overrides(task, work / "verdict.json", Path(sockets) / "k"))
+        flags = _submit(task, root / "release" / assignment / f"{assignment}.ipynb", folder / f"{assignment}.ipynb")
+        api = course_api(root, **_overrides(task))
         step = api.autograde(assignment, alias, force=True)
-        sandbox.remove_empty_cgroups()
         if not step.get("success"):
-            raise RuntimeError(f"nbgrader autograde failed: {step.get('error', '')}\n{step.get('log', '')[-1500:]}")
+            raise AutogradeFailed(step)
         scores = {gid: list(pair) for gid, pair in scores_of(api, assignment, alias).items()}
-        verdict = json.loads((work / "verdict.json").read_text()) if (work / "verdict.json").is_file() else {}
-        return _result(task, scores, flags, verdict, _errors(scratch / f"{assignment}.ipynb"))
+        graded = nbformat.read(root / "autograded" / alias / assignment / f"{assignment}.ipynb", as_version=4)
+        add_flags(graded, flags)
+        keep = Path(task["result"]).parent.parent / "autograded" / task["student"] / f"{assignment}.ipynb"
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(graded, keep)
+        return _result(task, scores, flags_of(graded), _errors(graded))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(sockets, ignore_errors=True)
 
 
-def _notebook(task, release_path):
-    """The notebook to run (the release with the learner's answers in) and the flags found so far."""
+class AutogradeFailed(RuntimeError):
+    """nbgrader's autograde failed: the message is its last line, ``details`` its log and traceback."""
+
+    def __init__(self, step):
+        self.details = f"{step.get('log', '')}\n{step.get('error', '')}"
+        errors = [line.strip() for line in self.details.splitlines()
+                  if re.match(r"\s*[\w.]*(Error|Exception): ", line) and "Please see the" not in line]
+        super().__init__(f"nbgrader autograde failed ({errors[-1] if errors else 'see the log'})")
+
+
+def _submit(task, release_path, target):
+    """Put the submission, rebuilt on the release, where nbgrader reads it; return the intake's flags.
+
+    The rebuild is the one nbgrader's ``RebuildOnRelease`` does (it finds nothing more to change); done
+    here first, a file nbformat could not even write back (a cell that is a number) is still graded.
+    A file that cannot be read as a notebook is graded as the blank release (flagged).
+    """
     submitted, problem = structure.load(task["path"])
-    release = nbformat.read(release_path, as_version=4)
-    notebook, flags = structure.rebuild(submitted, release, structure.protected_names(task["setup"]))
-    flags = [list(f) for f in flags]
+    flags = [list(note) for note in task.get("notes", [])]
     if problem:
         flags.insert(0, ["review", f"{problem}: graded as the blank release"])
-    return notebook, flags + [list(note) for note in task.get("notes", [])]
+    notebook, changes = structure.rebuild(submitted, nbformat.read(release_path, as_version=4))
+    nbformat.write(notebook, target)
+    return flags + [list(change) for change in changes]
 
 
-def _overrides(task, verdict_file, ipc_prefix):
-    """nbgrader's settings for one sandboxed, guarded autograde."""
-    return {
-        "Autograde.autograde_preprocessors": _preprocessors(),
-        "Execute.timeout": task["timeout"],
-        "Execute.kernel_name": sandbox.KERNEL_NAME,
-        "GuardedExecute.setup_source": task["setup"],
-        "GuardedExecute.verdict_file": str(verdict_file),
-        "GuardedExecute.ipc_prefix": str(ipc_prefix) if task["mode"] == "bwrap" else "",
-        "GuardedExecute.budget": task.get("budget", 0),
-        "CourseDirectory.release_directory": "release",
-    }
+def _overrides(task):
+    """nbgrader's settings for one autograde in the throw-away course."""
+    return {"Execute.timeout": task["timeout"], "SandboxedExecute.budget": task.get("budget", 0),
+            "CourseDirectory.release_directory": "release"}
 
 
-def _errors(path):
+def _errors(nb):
     """``{test grade_id: "Ename: message"}`` of the failed test cells of the executed notebook."""
     errors = {}
-    for cell in nbformat.read(path, as_version=4).cells:
+    for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade") and cell.cell_type == "code":
             for output in cell.get("outputs", []):
@@ -127,20 +144,7 @@ def _errors(path):
     return errors
 
 
-def _result(task, scores, flags, verdict, errors):
-    timeouts = verdict.get("timeouts") or sorted(g for g, e in errors.items() if e.startswith("CellTimeoutError"))
-    if timeouts:
-        flags.append(["info", f"timed out in {', '.join(timeouts)} (a test cell that timed out scored 0)"])
-    if verdict.get("output_capped"):
-        flags.append(["review", f"printed more than {verdict['output_capped'] // 2**20} MiB: the rest of the output, "
-                                "checks included, was dropped"])
-    if verdict.get("budget_spent"):
-        flags.append(["review", f"time budget of {verdict['budget_spent']} s spent: the cells after it were not run "
-                                "(scored 0)"])
-    if verdict.get("kernel_died"):
-        flags.append(["info", f"crash: {verdict['kernel_died'][:200]} (cells after it scored 0)"])
-    for grade_id, problems in verdict.get("tampered", {}).items():
-        flags.append(["review", f"tampering around {grade_id}: {'; '.join(problems)[:300]} (scored 0)"])
+def _result(task, scores, flags, errors):
     total = sum(score for score, _ in scores.values())
     review = any(severity == "review" for severity, _ in flags)
     return {**_base(task), "status": "review" if review else ("flagged" if flags else "ok"), "review": review,
