@@ -1,5 +1,6 @@
 """The book's chapters as _toc.yml lists them, for the tests that read the book."""
 
+import json
 from pathlib import Path
 
 import yaml
@@ -40,3 +41,25 @@ def source_of(docname):
         if path.exists():
             return path
     return None
+
+
+#: The parts whose chapters teach (each ends with a follow-up chain); Practice, Reference and the
+#: instructors' part do not.
+CONTENT_PARTS = ("Multi-head attention", "What interviewers ask next", "In the interview")
+
+
+def content_chapters(toc_path=REPO_ROOT / "_toc.yml"):
+    """File stems of the chapters in :data:`CONTENT_PARTS`, in reading order."""
+    toc = yaml.safe_load(Path(toc_path).read_text(encoding="utf-8"))
+    return [item["file"].split("/")[-1] for part in toc["parts"] if part["caption"] in CONTENT_PARTS
+            for item in part["chapters"]]
+
+
+def cells(chapter):
+    """The cells of ``book/<chapter>.ipynb``."""
+    return json.loads((REPO_ROOT / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))["cells"]
+
+
+def markdown(chapter):
+    """The sources of the chapter's markdown cells, in order."""
+    return ["".join(c["source"]) for c in cells(chapter) if c["cell_type"] == "markdown"]

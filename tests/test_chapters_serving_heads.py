@@ -3,23 +3,14 @@
 nbval re-executes the chapters and compares every output; these tests read the stored outputs
 and say which claim broke, and check the formats other tools read (chain, tags, alt text).
 """
-import json
 import re
 
 import pytest
-from booktoc import REPO_ROOT, toc_docnames
+from booktoc import REPO_ROOT, cells, markdown, toc_docnames
 
 import mha_kit as mk
 
 CHAPTERS = ["serving_kv_cache", "why_several_heads"]
-
-
-def cells(chapter):
-    return json.loads((REPO_ROOT / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))["cells"]
-
-
-def markdown(chapter):
-    return ["".join(c["source"]) for c in cells(chapter) if c["cell_type"] == "markdown"]
 
 
 def printed(chapter):
@@ -31,17 +22,6 @@ def printed(chapter):
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_is_in_the_toc_part_what_interviewers_ask_next(chapter):
     assert f"book/{chapter}" in toc_docnames()
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_ends_with_a_follow_up_chain(chapter):
-    last = markdown(chapter)[-1]
-    assert last.startswith(f"({chapter}-chain)=\n## Follow-up chain\n")
-    titles = re.findall(r"^:::\{admonition\} (.*)\n:class: (.*)$", last, flags=re.M)
-    assert [t[:6] for t, _ in titles] == ["[E] Q1", "[M] Q2", "[H] Q3"]
-    assert all(cls == "dropdown followup" for _, cls in titles)
-    for block in last.split(":::{admonition}")[1:]:
-        assert block.index("**Strong answer.**") < block.index("**Listening for.**") < block.index("**Trap.**")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

@@ -5,13 +5,12 @@ sheet. Each test below recomputes one checked quantity by hand and fails if `mha
 chapter that prints it) came to say something else; the last tests keep the chapters' interview
 layer (follow-up chains, difficulty tags, hidden build checks) in the shape the tools read.
 """
-import json
 import re
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from booktoc import REPO_ROOT
+from booktoc import REPO_ROOT, cells, markdown
 
 import mha_kit as mk
 
@@ -156,18 +155,9 @@ def test_batching_scales_the_cache_linearly(batch):
 
 MY_CHAPTERS = ["index", "answering", "common_mistakes", "follow_up_questions", "notation",
                "references", "cheat_sheet"]
-CHAIN_CHAPTERS = ["answering", "common_mistakes", "follow_up_questions"]
 WRONG_LINES = ["caches keys and values for every head", "every head in the KV cache",
                "where heads get expensive", "memory for scores", "bookkeeping", "Llama 3 70B at 128K",
                "softmax saturates and its\ngradients vanish"]
-
-
-def cells(chapter):
-    return json.loads((REPO_ROOT / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))["cells"]
-
-
-def markdown(chapter):
-    return ["".join(c["source"]) for c in cells(chapter) if c["cell_type"] == "markdown"]
 
 
 @pytest.mark.parametrize("chapter", MY_CHAPTERS)
@@ -180,17 +170,6 @@ def test_wrong_lines_are_gone(chapter):
 def test_common_mistakes_keeps_all_ten():
     headings = re.findall(r"^## (\d+)\. ", "\n".join(markdown("common_mistakes")), flags=re.M)
     assert headings == [str(i) for i in range(1, 11)]
-
-
-@pytest.mark.parametrize("chapter", CHAIN_CHAPTERS)
-def test_chapter_ends_with_a_follow_up_chain(chapter):
-    last = markdown(chapter)[-1]
-    assert last.startswith(f"({chapter}-chain)=\n## Follow-up chain\n")
-    titles = re.findall(r"^:::\{admonition\} (.*)\n:class: (.*)$", last, flags=re.M)
-    assert [t[:6] for t, _ in titles] == ["[E] Q1", "[M] Q2", "[H] Q3"]
-    assert all(cls == "dropdown followup" for _, cls in titles)
-    for block in last.split(":::{admonition}")[1:]:
-        assert block.index("**Strong answer.**") < block.index("**Listening for.**") < block.index("**Trap.**")
 
 
 @pytest.mark.parametrize("chapter", MY_CHAPTERS)
