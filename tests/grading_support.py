@@ -365,9 +365,8 @@ def score_and_reference_tests(assignments):
     def graded(tmp_path_factory):
         specs = build_specs(assignments)
         for assignment in assignments:
-            specs[assignment]["reference_call"] = reference_call(assignment)
-            for answer in masked_reference_calls(assignment):
-                specs[assignment][f"reference_call_{answer}"] = reference_call(assignment, (answer,))
+            for i, group in enumerate(reference_call_groups(assignment)):
+                specs[assignment][f"reference_call_{i}"] = reference_call(assignment, group)
         return grade_all(specs, tmp_path_factory.mktemp("grading"), with_errors=True)
 
     @pytest.fixture(scope="module")
@@ -377,16 +376,12 @@ def score_and_reference_tests(assignments):
     @pytest.mark.parametrize("assignment", assignments)
     def test_an_answer_that_calls_the_reference_earns_nothing(graded, assignment):
         scores, errors = graded
-        lost = {t for answer in REFERENCE_CALLS[assignment] for t in lost_without(assignment, answer)}
-        assert scores[assignment]["reference_call"] == expected_scores(assignment, lost)
-        for test in lost:
-            assert f"is not available in {assignment}" in errors[assignment]["reference_call"][test], test
-        for answer in masked_reference_calls(assignment):  # alone, as the notebook above cannot tell
-            student = f"reference_call_{answer}"
-            lost = lost_without(assignment, answer)
-            assert scores[assignment][student] == expected_scores(assignment, lost), answer
+        for i, group in enumerate(reference_call_groups(assignment)):
+            student = f"reference_call_{i}"
+            lost = {t for answer in group for t in lost_without(assignment, answer)}
+            assert scores[assignment][student] == expected_scores(assignment, lost), group
             for test in lost:
-                assert f"is not available in {assignment}" in errors[assignment][student][test], (answer, test)
+                assert f"is not available in {assignment}" in errors[assignment][student][test], (group, test)
 
     @pytest.mark.parametrize("assignment", [a for a in assignments if a not in _V2])
     def test_every_answer_has_a_reference_call(assignment):
@@ -419,16 +414,19 @@ def reference_call(assignment, answers=None):
     return nb
 
 
-def masked_reference_calls(assignment):
-    """Answers of :data:`REFERENCE_CALLS` whose questions build on another one there: with all of them put
-    in at once, their test cells fail because of that other answer, so they are graded alone as well."""
-    calls = set(REFERENCE_CALLS[assignment])
-    return sorted(a for a in calls if builds_on_any(assignment, a, calls - {a}))
-
-
-def builds_on_any(assignment, answer, others):
-    """Whether ``answer``'s question calls (transitively) the learner's answer to one of ``others``."""
-    return any(answer in builds_on(assignment, other) for other in others)
+def reference_call_groups(assignment):
+    """The answers of :data:`REFERENCE_CALLS` in as few notebooks as can tell them apart: no answer in a
+    group builds on another one there, whose reference call would fail its test cells first."""
+    groups = []
+    for answer in (a for a in answer_ids(assignment) if a in REFERENCE_CALLS[assignment]):
+        users = builds_on(assignment, answer)
+        for group in groups:
+            if not users & group and not any(answer in builds_on(assignment, other) for other in group):
+                group.add(answer)
+                break
+        else:
+            groups.append({answer})
+    return [tuple(sorted(group)) for group in groups]
 
 
 # Assignments 07-10 keep their tables in their own module.
