@@ -230,7 +230,8 @@ REFERENCE_CALLS = {
     },
     "02_params_compute": {
         "projection_params_answer": "def projection_params(d_model, num_heads, num_kv_heads, head_dim):\n"
-                                    "    return mk.projection_params(mk.AttentionConfig(d_model, num_heads, num_kv_heads, head_dim))",
+                                    "    cfg = mk.AttentionConfig(d_model, num_heads, num_kv_heads, head_dim)\n"
+                                    "    return mk.projection_params(cfg)",
         "attention_macs_answer": "def attention_macs(num_heads, head_dim, n_queries, n_keys):\n"
                                  "    cfg = mk.AttentionConfig(num_heads * head_dim, num_heads)\n"
                                  "    return mk.attention_macs(cfg, n_keys, n_queries)",
