@@ -384,7 +384,9 @@ def score_and_reference_tests(assignments):
             for test in lost:
                 assert f"is not available in {assignment}" in errors[assignment][student][test], (group, test)
 
-    @pytest.mark.parametrize("assignment", [a for a in assignments if a not in _V2])
+    own = [a for a in assignments if a not in _V2]  # 07-10's table in grading_support_v2 covers only some answers
+
+    @pytest.mark.parametrize("assignment", own)
     def test_every_answer_has_a_reference_call(assignment):
         """Each answer is in REFERENCE_CALLS, or in NO_REFERENCE (nothing in mha_kit answers it)."""
         covered = set(REFERENCE_CALLS[assignment]) | set(NO_REFERENCE.get(assignment, ()))
@@ -400,6 +402,8 @@ def score_and_reference_tests(assignments):
                 used = set(re.findall(r"\bmk\.(\w+)", cell.source))
                 assert used <= allowed, (cell.metadata["nbgrader"]["grade_id"], used - allowed)
 
+    if not own:
+        del test_every_answer_has_a_reference_call
     return {**tests, **{name: obj for name, obj in locals().items() if name in ("graded", "scores")
                         or name.startswith("test_")}}
 
