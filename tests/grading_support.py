@@ -220,6 +220,78 @@ WRONG_ANSWERS = {
 }
 
 
+# {assignment: {answer grade_id: source}}: answers that only call the mha_kit reference the question
+# asks the learner to write (or, with no single reference, the closest one-line use of forbidden
+# mha_kit code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+REFERENCE_CALLS = {
+    "01_shapes": {
+        "split_heads_answer": "def split_heads(x, num_heads):\n    return mk.split_heads(x, num_heads)",
+        "merge_heads_answer": "def merge_heads(x):\n    return mk.merge_heads(x)",
+    },
+    "02_params_compute": {
+        "projection_params_answer": "def projection_params(d_model, num_heads, num_kv_heads, head_dim):\n"
+                                    "    cfg = mk.AttentionConfig(d_model, num_heads, num_kv_heads, head_dim)\n"
+                                    "    return mk.projection_params(cfg)",
+        "attention_macs_answer": "def attention_macs(num_heads, head_dim, n_queries, n_keys):\n"
+                                 "    cfg = mk.AttentionConfig(num_heads * head_dim, num_heads)\n"
+                                 "    return mk.attention_macs(cfg, n_keys, n_queries)",
+        "score_count_answer": "def score_count(num_heads, n):\n"
+                              "    return mk.score_count(mk.AttentionConfig(num_heads, num_heads), n)",
+    },
+    "03_kv_cache": {
+        "kv_bytes_read_answer": "def kv_bytes_read(num_kv_heads, head_dim, context_len, bits=16):\n"
+                                "    cfg = mk.AttentionConfig(num_kv_heads * head_dim, num_kv_heads, head_dim=head_dim)\n"
+                                "    return mk.kv_bytes_read(cfg, context_len, bits)",
+        "cache_bytes_per_token_answer": "def cache_bytes_per_token(cfg, bits=16):\n"
+                                        "    return mk.kv_cache_bytes_per_token(cfg, bits)",
+        "mla_cache_answer": "def mla_cache_bytes_per_token(cfg, bits=16):\n    return mk.kv_cache_bytes_per_token(cfg, bits)",
+        "kv_cache_bytes_answer": "def kv_cache_bytes(cfg, context_len, batch_size, bits=16):\n"
+                                 "    return mk.kv_cache_bytes(cfg, context_len, batch_size, bits)",
+        "max_context_answer": "def max_context(cfg, memory_bytes, bits=16, batch_size=1):\n"
+                              "    return mk.max_context_tokens(cfg, memory_bytes, bits, batch_size)",
+    },
+    "04_implement_attention": {
+        "softmax_answer": "def softmax(x, axis=-1):\n    return mk.softmax(x, axis)",
+        "causal_mask_answer": "def causal_mask(n):\n    return mk.causal_mask(n)",
+        "attention_answer": "def attention(q, k, v, mask=None):\n    return mk.scaled_dot_product_attention(q, k, v, mask)[0]",
+        "multi_head_answer": "def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=False):\n"
+                             "    return mk.multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=causal)[0]",
+        "gqa_answer": "def grouped_attention(q, k, v):\n    return mk.grouped_attention(q, k, v)[0]",
+    },
+    "05_decoding": {
+        "decode_step_answer": "def decode_step(x_t, w_q, w_k, w_v, w_o, num_heads, cache):\n"
+                              "    return mk.cached_attention(x_t[None], w_q, w_k, w_v, w_o, num_heads, cache)[0][0]",
+        "decode_macs_answer": "def decode_step_macs(num_heads, head_dim, cache_len):\n"
+                              "    return mk.attention_macs(mk.AttentionConfig(num_heads * head_dim, num_heads), cache_len)",
+        "flops_per_byte_answer": "def decode_flops_per_byte(num_heads, num_kv_heads, head_dim, bits=16):\n"
+                                 "    cfg = mk.AttentionConfig(num_heads * head_dim, num_heads, num_kv_heads)\n"
+                                 "    return mk.arithmetic_intensity(cfg, 1, bits)",
+    },
+    "06_spot_the_bug": {
+        "fixed_causal_attention_answer": "def fixed_causal_attention(q, k, v):\n"
+                                         "    return mk.scaled_dot_product_attention(q, k, v, mk.causal_mask(len(q)))[0]",
+        "fixed_attention_answer": "def fixed_attention(q, k, v):\n    return mk.scaled_dot_product_attention(q, k, v)[0]",
+        "fixed_grouped_attention_answer": "def fixed_grouped_attention(q, k, v):\n    return mk.grouped_attention(q, k, v)[0]",
+        "fixed_merge_heads_answer": "def fixed_merge_heads(heads):\n    return mk.merge_heads(heads[None])[0]",
+        "fixed_cache_bytes_answer": "def fixed_cache_bytes(cfg, context_len, batch_size, bits=16):\n"
+                                    "    return mk.kv_cache_bytes(cfg, context_len, batch_size, bits)",
+    },
+}
+
+# {assignment: {answer grade_id: why}}: the answers with no forbidden reference at all; each is
+# arithmetic (or a choice) on what the learner edition allows, which has no function that answers it.
+NO_REFERENCE = {
+    "01_shapes": {
+        # mk.AttentionConfig(d, h).head_dim also gives d // h: a base helper (every assignment's configs),
+        # whose one line of division is the question's; nothing in mha_kit lists the arrays' shapes
+        "head_dim_answer": "d // h, arithmetic",
+        "head_shapes_answer": "shapes from arithmetic; no mha_kit function lists them",
+    },
+    "02_params_compute": {"changes_with_h_answer": "a set of names, the learner's reasoning"},
+    "06_spot_the_bug": {f"q{i}_mistake_answer": "a letter from the notebook's list of mistakes" for i in range(1, 6)},
+}
+
+
 def build_specs(assignments):
     """Every submission the grading tests need, ``{assignment: {student: notebook}}``."""
     specs = {}
@@ -276,7 +348,97 @@ def score_tests(assignments):
     return {name: obj for name, obj in locals().items() if name == "scores" or name.startswith("test_")}
 
 
+def score_and_reference_tests(assignments):
+    """``score_tests(assignments)`` plus the reference-call tests, graded in one batch.
+
+    The ``scores`` fixture returned replaces score_tests' own, so that one nbgrader subprocess grades
+    the designed submissions and the reference calls together.
+    """
+    import re
+
+    import pytest
+
+    from mha_course.course import BASE_HELPERS, COURSE
+
+    tests = score_tests(assignments)
+
+    @pytest.fixture(scope="module")
+    def graded(tmp_path_factory):
+        specs = build_specs(assignments)
+        for assignment in assignments:
+            for i, group in enumerate(reference_call_groups(assignment)):
+                specs[assignment][f"reference_call_{i}"] = reference_call(assignment, group)
+        return grade_all(specs, tmp_path_factory.mktemp("grading"), with_errors=True)
+
+    @pytest.fixture(scope="module")
+    def scores(graded):
+        return graded[0]
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_an_answer_that_calls_the_reference_earns_nothing(graded, assignment):
+        scores, errors = graded
+        for i, group in enumerate(reference_call_groups(assignment)):
+            student = f"reference_call_{i}"
+            lost = {t for answer in group for t in lost_without(assignment, answer)}
+            assert scores[assignment][student] == expected_scores(assignment, lost), group
+            for test in lost:
+                assert f"is not available in {assignment}" in errors[assignment][student][test], (group, test)
+
+    own = [a for a in assignments if a not in _V2]  # 07-10's table in grading_support_v2 covers only some answers
+
+    @pytest.mark.parametrize("assignment", own)
+    def test_every_answer_has_a_reference_call(assignment):
+        """Each answer is in REFERENCE_CALLS, or in NO_REFERENCE (nothing in mha_kit answers it)."""
+        covered = set(REFERENCE_CALLS[assignment]) | set(NO_REFERENCE.get(assignment, ()))
+        assert covered == set(answer_ids(assignment))
+        assert not set(REFERENCE_CALLS[assignment]) & set(NO_REFERENCE.get(assignment, ()))
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_every_answer_is_written_from_scratch(assignment):
+        """The solutions (full marks with the learner edition) call no mha_kit function beyond the allowed helpers."""
+        allowed = set(BASE_HELPERS) | set(COURSE[assignment].helpers)
+        for cell in read("solutions", assignment).cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                used = set(re.findall(r"\bmk\.(\w+)", cell.source))
+                assert used <= allowed, (cell.metadata["nbgrader"]["grade_id"], used - allowed)
+
+    if not own:
+        del test_every_answer_has_a_reference_call
+    return {**tests, **{name: obj for name, obj in locals().items() if name in ("graded", "scores")
+                        or name.startswith("test_")}}
+
+
+def reference_call(assignment, answers=None):
+    """The full solution with the answers of :data:`REFERENCE_CALLS` (all, or those in ``answers``) put in."""
+    answers = REFERENCE_CALLS[assignment] if answers is None else answers
+    nb = submission(assignment, {})
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell.source = REFERENCE_CALLS[assignment][grade_id]
+    return nb
+
+
+def reference_call_groups(assignment):
+    """The answers of :data:`REFERENCE_CALLS` in as few notebooks as can tell them apart: no answer in a
+    group builds on another one there, whose reference call would fail its test cells first."""
+    groups = []
+    for answer in (a for a in answer_ids(assignment) if a in REFERENCE_CALLS[assignment]):
+        users = builds_on(assignment, answer)
+        for group in groups:
+            if not users & group and not any(answer in builds_on(assignment, other) for other in group):
+                group.add(answer)
+                break
+        else:
+            groups.append({answer})
+    return [tuple(sorted(group)) for group in groups]
+
+
 # Assignments 07-10 keep their tables in their own module.
+from grading_support_v2 import REFERENCE_CALLS as _REFERENCE_CALLS_V2  # noqa: E402
 from grading_support_v2 import WRONG_ANSWERS as _WRONG_ANSWERS_V2  # noqa: E402
 
+from grading_support_v2 import ASSIGNMENTS_V2 as _V2  # noqa: E402
+
 WRONG_ANSWERS.update(_WRONG_ANSWERS_V2)
+REFERENCE_CALLS.update(_REFERENCE_CALLS_V2)

@@ -1,8 +1,8 @@
 """Test tables of assignments 07-10, merged into grading_support's tables.
 
 Same formats: :data:`WRONG_ANSWERS` as ``grading_support.WRONG_ANSWERS`` (name, answer grade_id,
-old text, new text, test cells that must score zero); :data:`REFERENCE_CALLS`: ``{assignment: {answer grade_id: source}}``,
-answers that only call the ``mha_kit`` reference the question asks for.
+old text, new text, test cells that must score zero); :data:`REFERENCE_CALLS` as ``grading_support.REFERENCE_CALLS``
+(answers that only call the ``mha_kit`` reference the question asks for).
 """
 from __future__ import annotations
 
@@ -104,62 +104,3 @@ REFERENCE_CALLS = {
                              "    return mk.quantized_cache_bytes(elements, cfg.num_layers * 2 * cfg.num_kv_heads, scale_bits)",
     },
 }
-
-
-def score_and_reference_tests(assignments):
-    """``grading_support.score_tests(assignments)`` plus the reference-call tests, graded in one batch.
-
-    The ``scores`` fixture returned replaces score_tests' own, so that one nbgrader subprocess grades
-    the designed submissions and the reference calls together.
-    """
-    import re
-
-    import pytest
-
-    import grading_support as gs
-    from mha_course.course import BASE_HELPERS, COURSE
-
-    tests = gs.score_tests(assignments)
-
-    @pytest.fixture(scope="module")
-    def graded(tmp_path_factory):
-        specs = gs.build_specs(assignments)
-        for assignment in assignments:
-            specs[assignment]["reference_call"] = reference_call(assignment)
-        return gs.grade_all(specs, tmp_path_factory.mktemp("grading"), with_errors=True)
-
-    @pytest.fixture(scope="module")
-    def scores(graded):
-        return graded[0]
-
-    @pytest.mark.parametrize("assignment", assignments)
-    def test_an_answer_that_calls_the_reference_earns_nothing(graded, assignment):
-        scores, errors = graded
-        lost = {t for answer in REFERENCE_CALLS[assignment] for t in gs.lost_without(assignment, answer)}
-        assert scores[assignment]["reference_call"] == gs.expected_scores(assignment, lost)
-        for test in lost:
-            assert f"is not available in {assignment}" in errors[assignment]["reference_call"][test], test
-
-    @pytest.mark.parametrize("assignment", assignments)
-    def test_every_answer_is_written_from_scratch(assignment):
-        """The solutions (full marks with the learner edition) call no mha_kit function beyond the allowed helpers."""
-        allowed = set(BASE_HELPERS) | set(COURSE[assignment].helpers)
-        for cell in gs.read("solutions", assignment).cells:
-            if cell.metadata.get("nbgrader", {}).get("solution"):
-                used = set(re.findall(r"\bmk\.(\w+)", cell.source))
-                assert used <= allowed, (cell.metadata["nbgrader"]["grade_id"], used - allowed)
-
-    return {**tests, **{name: obj for name, obj in locals().items() if name in ("graded", "scores")
-                        or name.startswith("test_")}}
-
-
-def reference_call(assignment):
-    """The full solution with the answers of :data:`REFERENCE_CALLS` put in."""
-    import grading_support as gs
-
-    nb = gs.submission(assignment, {})
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in REFERENCE_CALLS[assignment]:
-            cell.source = REFERENCE_CALLS[assignment][grade_id]
-    return nb
