@@ -4,7 +4,9 @@ One layer, one new token, 64 query heads, float32 on the CPU, for four variants 
 MHA, GQA-8, MQA (Llama 3 70B's heads of 128 with 64, 8 and 1 KV heads) and MLA (DeepSeek-V2's
 latent, absorbed form), through mha_kit's own decode path (:func:`mha_kit.decode_attention`,
 :func:`mha_kit.latent_decode_attention`), each with the kernel :func:`mha_kit.choose_decode_kernel`
-picked for its shape on this machine.
+picked for its shape on this machine, over a cache stored in either layout
+(:data:`mha_kit.CACHE_LAYOUTS`: token-major as appended, or dim-major as vLLM keeps its values):
+the layout and the kernel are both chosen by timing, per variant and context.
 
 Each step is judged against two roofs measured in the same run, round by round beside the steps:
 
@@ -55,7 +57,7 @@ TARGET_READ = 0.70  # MHA: fraction of the read-bandwidth roof's speed at 32K
 FIT_FROM = 8192  # contexts used for the linear fit of time against bytes
 PRODUCT_FLOPS = 1 << 26  # FLOPs per thread in one timing of a variant's isolated products
 PRODUCT_TOKENS = 4096  # longest block the products are timed on: 2 MiB of float32 keys of 128
-COLUMNS = ("context", "variant", "kernel", "kv_bytes", "macs", "median_s", "spread", "gb_per_s",
+COLUMNS = ("context", "variant", "kernel", "layout", "kv_bytes", "macs", "median_s", "spread", "gb_per_s",
            "gflop_per_s", "bound_s", "limited_by", "roofline_fraction", "achievable_s",
            "achievable_limited_by", "achievable_fraction", "read_fraction", "speedup_vs_mha")
 
@@ -115,8 +117,8 @@ def product_rate(pool, threads, cfg, choice):
     """The decode step's own products, q.K^T and p.V, in isolation; returns FLOP/s over all threads.
 
     Each thread multiplies one KV head's ``g`` queries by one block of keys and values of the
-    length the chosen kernel uses (``choice``: ``kernel`` and ``block_len`` from
-    :func:`mha_kit.choose_decode_kernel` at the largest context), at most ``PRODUCT_TOKENS`` so that
+    length the chosen kernel uses (``choice``: ``kernel``, ``block_len`` and ``layout`` chosen at
+    the largest context), stored in the chosen layout, at most ``PRODUCT_TOKENS`` so that
     the block stays in the CPU's caches, the same block again and again: only the products' own
     speed counts, not the memory's. ``"keys_first"`` runs them as that kernel does (k @ q.T, then
     p.T @ v); MLA's values are a view of its keys, as in its cache.
@@ -124,8 +126,9 @@ def product_rate(pool, threads, cfg, choice):
     g, d_k, d_v = _decode_dims(cfg)
     tokens = min(choice["block_len"] or PRODUCT_TOKENS, PRODUCT_TOKENS)
     rng = np.random.default_rng(1)
-    blocks = [(rng.random((g, d_k), dtype=np.float32), rng.random((tokens, d_k), dtype=np.float32))
-              for _ in range(threads)]  # each thread its own block
+    blocks = [(rng.random((g, d_k), dtype=np.float32),
+               mk.store_cache(rng.random((1, tokens, d_k), dtype=np.float32), choice["layout"])[0])
+              for _ in range(threads)]  # each thread its own block, stored in the chosen layout
     flops = 2 * g * tokens * (d_k + d_v)
     reps = max(1, PRODUCT_FLOPS // flops)
 
@@ -147,8 +150,8 @@ def _decode_dims(cfg):
     return cfg.num_heads // cfg.num_kv_heads, cfg.head_dim, cfg.head_dim
 
 
-def decode_inputs(cfg, max_context, seed=0):
-    """Random float32 ``(q, k, v)`` for one decode step over ``max_context`` tokens.
+def decode_inputs(cfg, max_context, seed=0, layout="token"):
+    """Random float32 ``(q, k, v)`` for one decode step over ``max_context`` tokens, cache in ``layout``.
 
     MHA, GQA and MQA: ``q`` (h, d_h), ``k`` and ``v`` (h_kv, s, d_h). MLA, absorbed: ``q``
     (h, d_c + d_rope), ``k`` the cached ``[c_KV, k_rope]`` (1, s, d_c + d_rope) and ``v`` its first
@@ -156,10 +159,12 @@ def decode_inputs(cfg, max_context, seed=0):
     """
     rng = np.random.default_rng(seed)
     if cfg.variant == "mla":
-        kv = rng.random((1, max_context, cfg.kv_lora_rank + cfg.qk_rope_head_dim), dtype=np.float32)
+        kv = mk.store_cache(rng.random((1, max_context, cfg.kv_lora_rank + cfg.qk_rope_head_dim), dtype=np.float32),
+                            layout)
         q = rng.standard_normal((cfg.num_heads, kv.shape[-1]), dtype=np.float32)
         return q, kv, kv[..., :cfg.kv_lora_rank]
-    k, v = (rng.random((cfg.num_kv_heads, max_context, cfg.head_dim), dtype=np.float32) for _ in "kv")
+    k, v = (mk.store_cache(rng.random((cfg.num_kv_heads, max_context, cfg.head_dim), dtype=np.float32), layout)
+            for _ in "kv")
     return rng.standard_normal((cfg.num_heads, cfg.head_dim), dtype=np.float32), k, v
 
 
@@ -172,10 +177,22 @@ def decode_step(cfg, inputs, s, threads, options):
 
 
 def choose_kernels(variants, inputs, contexts, threads, repeats):
-    """``{(variant, s): {"kernel", "block_len", "seconds"}}``: the fastest formulation of each shape."""
-    return {(label, s): mk.choose_decode_kernel(inputs[label][0], inputs[label][1][:, :s], inputs[label][2][:, :s],
-                                                num_threads=threads, repeats=repeats)
-            for label in variants for s in contexts}
+    """``{(variant, s): {"kernel", "block_len", "layout", "seconds"}}``: the fastest of each shape.
+
+    ``inputs[label][layout]`` holds the variant's ``(q, k, v)`` in each cache layout; every layout's
+    candidates are timed (:func:`mha_kit.choose_decode_kernel`) and the fastest of all is kept.
+    """
+    kernels = {}
+    for label in variants:
+        for s in contexts:
+            choices = []
+            for layout, (q, k, v) in inputs[label].items():
+                choice = mk.choose_decode_kernel(q, k[:, :s], v[:, :s], num_threads=threads, repeats=repeats)
+                choices.append(choice | {"layout": layout, "seconds": {f"{key}@{layout}": t for key, t in
+                                                                       choice["seconds"].items()}})
+            best = min(choices, key=lambda c: c["seconds"][f"{_kernel_name(c)}@{c['layout']}"])
+            kernels[(label, s)] = best | {"seconds": {k: t for c in choices for k, t in c["seconds"].items()}}
+    return kernels
 
 
 def measure(probes_for, contexts, repeats, warmup, threads):
@@ -185,9 +202,10 @@ def measure(probes_for, contexts, repeats, warmup, threads):
     Returns ``(kernels, {(variant, s): [seconds]}, {roof: [rate]})``.
     """
     variants = roofline.benchmark_variants()
-    inputs = {label: decode_inputs(cfg, max(contexts)) for label, cfg in variants.items()}
+    inputs = {label: {layout: decode_inputs(cfg, max(contexts), layout=layout) for layout in mk.CACHE_LAYOUTS}
+              for label, cfg in variants.items()}
     kernels = choose_kernels(variants, inputs, contexts, threads, 1 if warmup == 0 else MIN_REPEATS)
-    steps = {(label, s): decode_step(variants[label], inputs[label], s, threads,
+    steps = {(label, s): decode_step(variants[label], inputs[label][kernels[(label, s)]["layout"]], s, threads,
                                      {key: kernels[(label, s)][key] for key in ("kernel", "block_len")})
              for label in variants for s in contexts}
     return (kernels, *time_rounds(probes_for(kernels), steps, repeats, warmup))
@@ -224,7 +242,8 @@ def roof_probes(pool, threads, quick, kernels):
 def table_rows(times, roofs, kernels, dtype="fp32"):
     """Rows of the table: counts, medians and spread, both roofs' fractions, speed-up over MHA."""
     variants = roofline.benchmark_variants()
-    rows = [table_row(label, variants[label], s, seconds, roofs, dtype) | {"kernel": _kernel_name(kernels[(label, s)])}
+    rows = [table_row(label, variants[label], s, seconds, roofs, dtype) | {"kernel": _kernel_name(kernels[(label, s)]),
+                                                                           "layout": kernels[(label, s)]["layout"]}
             for (label, s), seconds in times.items()]
     medians = {(r["variant"], r["context"]): r["median_s"] for r in rows}
     for r in rows:
@@ -329,11 +348,11 @@ def _read_lines(path):
 
 def format_table(rows):
     """The results as aligned text, one line per (context, variant)."""
-    head = (f"{'context':>8} {'variant':<6} {'kernel':<18} {'KV read':>8} {'median':>10} {'IQR':>4} {'GB/s':>5} "
+    head = (f"{'context':>8} {'variant':<6} {'kernel':<18} {'layout':<6} {'KV read':>8} {'median':>10} {'IQR':>4} {'GB/s':>5} "
             f"{'GFLOP/s':>7} {'classic':>7} {'achievable':>14} {'read':>5} {'vs MHA':>6}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['context']:>8,} {r['variant']:<6} {r['kernel']:<18} {mk.format_bytes(r['kv_bytes']):>8} "
+        lines.append(f"{r['context']:>8,} {r['variant']:<6} {r['kernel']:<18} {r['layout']:<6} {mk.format_bytes(r['kv_bytes']):>8} "
                      f"{r['median_s'] * 1e3:>7.2f} ms {r['spread']:>4.0%} {r['gb_per_s']:>5.1f} {r['gflop_per_s']:>7.1f} "
                      f"{r['roofline_fraction']:>7.0%} {r['achievable_fraction']:>4.0%} {r['achievable_limited_by']:>9} "
                      f"{r['read_fraction']:>5.0%} {r['speedup_vs_mha']:>5.1f}x")

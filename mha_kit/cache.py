@@ -136,6 +136,11 @@ _BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS
 _POOLS = {}  # num_threads -> ThreadPoolExecutor, created on first use and reused
 _CHOICES = {}  # (h, h_kv, s, d_h, d_v, dtype, threads) -> fastest options, filled by kernel="auto"
 
+CACHE_LAYOUTS = {
+    "token": "token-major: each token's d_h numbers side by side, (h_kv, s, d_h) in memory, as appending writes them",
+    "dim": "dim-major: each of the d_h numbers across the tokens side by side, (h_kv, d_h, s) in memory",
+}
+
 DECODE_KERNELS = {
     "blocks": "one KV head per block, scores q @ k.T: (g, d_h) @ (d_h, s_b) -> (g, s_b)",
     "keys_first": "one KV head per block, scores k @ q.T: (s_b, d_h) @ (d_h, g) -> (s_b, g), kept transposed",
@@ -301,17 +306,55 @@ def _pool(threads):
     return _POOLS[threads]
 
 
+def store_cache(cache, layout="token"):
+    """The same cache of shape ``(h_kv, s, d)`` with its numbers stored in ``layout``.
+
+    Either way the result has shape ``(h_kv, s, d)`` and the same values, so every function of
+    mha_kit reads it alike; only the order in memory differs (:data:`CACHE_LAYOUTS`). ``"dim"``
+    stores ``(h_kv, d, s)`` and returns a transposed view of it: in the decode products the keys'
+    and values' rows are then read along the tokens, as vLLM's paged value cache keeps each block
+    (head size before block size). Which layout is faster for a variant is a question for the
+    machine: ``benchmarks/decode_benchmark.py`` times both.
+
+    Parameters
+    ----------
+    cache : ndarray, shape (h_kv, s, d)
+    layout : {"token", "dim"}
+
+    Returns
+    -------
+    ndarray, shape (h_kv, s, d), a copy (``"token"``: C-contiguous; ``"dim"``: a view of a C-contiguous (h_kv, d, s))
+
+    Book: chapter "Measure it yourself".
+    """
+    cache = np.asarray(cache)
+    if layout not in CACHE_LAYOUTS:
+        raise ValueError(f"layout must be one of {sorted(CACHE_LAYOUTS)}, got {layout!r}")
+    if cache.ndim != 3:
+        raise ValueError(f"expected a cache of shape (h_kv, s, d), got {cache.shape}")
+    if layout == "token":
+        return np.ascontiguousarray(cache)
+    return np.ascontiguousarray(cache.swapaxes(1, 2)).swapaxes(1, 2)  # (h_kv, d, s) in memory
+
+
+def cache_layout(cache):
+    """``"dim"`` when the cache's numbers run along the tokens in memory, else ``"token"``."""
+    cache = np.asarray(cache)
+    return "dim" if cache.ndim == 3 and cache.shape[1] > 1 and cache.strides[1] == cache.itemsize else "token"
+
+
 # --- Picking the kernel: time each formulation once per shape ------------------------------------
 
 def decode_candidates(s, g, d_h):
     """The (kernel, block_len) pairs :func:`choose_decode_kernel` times; ``None``: the default length.
 
-    Each kernel at its default block length, and the block kernels also at a "cache" length whose
-    keys fill 256 KiB of float32, so that a block's keys stay in a core's cache between the two products.
+    Each kernel at its default block length, and each also at a "cache" length whose keys fill
+    256 KiB of float32 per KV head, so that a block's keys stay in a core's cache between the two
+    products (for ``"batched"``: a run of heads, each cut into blocks of that length).
     """
     cache_len = max(1, min(s, _KEYS_PER_BLOCK // d_h))
     return [("blocks", None), ("blocks", cache_len), ("keys_first", None), ("keys_first", cache_len),
-            ("batched", None)]
+            ("batched", None), ("batched", cache_len)]
 
 
 def choose_decode_kernel(q, k_cache, v_cache, *, num_threads=None, repeats=3):

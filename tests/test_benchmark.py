@@ -58,8 +58,8 @@ def test_quick_run_prints_a_table_with_every_variant(quick_run):
     rows = [line.split() for line in lines[header + 2: header + 10]]
     assert [(r[0], r[1]) for r in rows] == [(c, v) for v in VARIANTS for c in ("256", "512")]
     for r in rows:
-        assert r[2].split("/")[0] in mk.DECODE_KERNELS  # the kernel the choice kept
-        assert r[6] == "ms" and r[7].endswith("%") and r[-1].endswith("x")  # median, its spread, speed-up
+        assert r[2].split("/")[0] in mk.DECODE_KERNELS and r[3] in mk.CACHE_LAYOUTS  # the choice kept
+        assert r[7] == "ms" and r[8].endswith("%") and r[-1].endswith("x")  # median, its spread, speed-up
         assert r[-3] in ("memory", "compute")  # what sets the achievable roof
     assert any(line.startswith("roofs, median of 5 rounds") and "read bandwidth" in line and "copy bandwidth" in line
                for line in lines)
@@ -84,6 +84,11 @@ def test_quick_run_writes_csv_and_machine(quick_run, bench):
         f"products {v}" for v in VARIANTS}
     assert set(machine["kernels"]) == {f"{v}@{s}" for v in VARIANTS for s in (256, 512)}
     assert machine["kernels"]["GQA-8@512"]["kernel"] == gqa["kernel"].split("/")[0]
+    assert machine["kernels"]["GQA-8@512"]["layout"] == gqa["layout"] in mk.CACHE_LAYOUTS
+    # every candidate of both layouts was timed, and the one kept is the fastest of them
+    timed = machine["kernels"]["GQA-8@512"]["seconds"]
+    assert {key.rsplit("@", 1)[1] for key in timed} == set(mk.CACHE_LAYOUTS)
+    assert timed[f"{gqa['kernel']}@{gqa['layout']}"] == min(timed.values())
 
 
 ROOFS = {"copy_bandwidth": 40e9, "read_bandwidth": 20e9, "gemm_flop_rate": 200e9,

@@ -45,6 +45,31 @@ def test_decode_attention_equals_grouped_attention(h, h_kv, s, layout):
     np.testing.assert_allclose(out, reference(q, k, v), **TOL64)
 
 
+@pytest.mark.parametrize("h, h_kv", [(8, 8), (8, 2), (8, 1)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_decode_attention_on_a_dim_major_cache(h, h_kv, layout):
+    """The same cache stored dim-major (a transposed view, sliced as the benchmark slices it) gives the same output."""
+    rng = np.random.default_rng(h * 10 + h_kv)
+    q = rng.standard_normal((h, 4))
+    k, v = rng.standard_normal((h_kv, 30, 4)), rng.standard_normal((h_kv, 30, 5))
+    k_dim, v_dim = mk.store_cache(k, "dim"), mk.store_cache(v, "dim")
+    assert mk.cache_layout(k_dim) == "dim" and mk.cache_layout(k) == "token"
+    assert not k_dim.flags.c_contiguous and k_dim.base.flags.c_contiguous and k_dim.base.shape == (h_kv, 4, 30)
+    out = mk.decode_attention(q, k_dim[:, :23], v_dim[:, :23], **layout)
+    np.testing.assert_allclose(out, reference(q, k[:, :23], v[:, :23]), **TOL64)
+
+
+def test_store_cache_keeps_values_and_rejects_bad_input():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for layout in mk.CACHE_LAYOUTS:
+        stored = mk.store_cache(x, layout)
+        assert stored.shape == x.shape and (stored == x).all() and mk.cache_layout(stored) == layout
+    with pytest.raises(ValueError, match=r"^layout must be one of \['dim', 'token'\], got 'rows'$"):
+        mk.store_cache(x, "rows")
+    with pytest.raises(ValueError, match=r"^expected a cache of shape \(h_kv, s, d\), got \(3, 4\)$"):
+        mk.store_cache(x[0], "dim")
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_decode_attention_float32_stays_float32(layout):
     rng = np.random.default_rng(5)
@@ -130,6 +155,7 @@ def test_choose_decode_kernel_reports_every_candidate_and_picks_the_fastest():
 def test_decode_candidates_cache_length():
     """Block kernels are also tried with 256 KiB of float32 keys per block: 512 tokens of 128."""
     assert ("blocks", 512) in cache_module.decode_candidates(32768, 8, 128)
+    assert ("batched", 512) in cache_module.decode_candidates(32768, 8, 128)  # runs of heads cut into such blocks
     assert ("keys_first", 7) in cache_module.decode_candidates(7, 8, 128)  # never longer than the cache
     assert {kernel for kernel, _ in cache_module.decode_candidates(10, 1, 4)} == set(cache_module.DECODE_KERNELS)
 
