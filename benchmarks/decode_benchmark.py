@@ -143,6 +143,28 @@ def product_rate(pool, threads, cfg, choice):
     return lambda: threads * reps * flops / run_times(lambda: on_threads(pool, calls), 1, 0)[0]
 
 
+def streamed_products(pool, threads, choice, inputs, s, flops):
+    """The step's two products alone, over the whole cache of ``s`` tokens as the step reads it; FLOP/s.
+
+    No softmax and no merging: each thread multiplies its share of (KV head, block) pairs, blocks of
+    the chosen length (the default: ``PRODUCT_TOKENS``), the cache coming from memory as in the step.
+    Beside :func:`product_rate` (the same products on a block in cache) and the read-only stream,
+    it says how far this machine overlaps loading the cache with multiplying it: not at all when
+    this time is the sum of the other two, fully when it is the larger of them.
+    """
+    q, k, v = inputs
+    h_kv, d_k = k.shape[0], k.shape[-1]
+    q_grouped = q.reshape(h_kv, -1, d_k)  # (h_kv, g, d_k): the g query heads of each KV head
+    block = choice["block_len"] or PRODUCT_TOKENS
+    work = [(j, a, min(a + block, s)) for j in range(h_kv) for a in range(0, s, block)]
+
+    def products(lo, hi):
+        for j, a, b in work[lo:hi]:
+            (q_grouped[j] @ k[j, a:b].T) @ v[j, a:b]  # (g, d_k) @ (d_k, s_b) -> (g, s_b); @ (s_b, d_v)
+    calls = [lambda lo=lo, hi=hi: products(lo, hi) for lo, hi in _thread_slices(len(work), threads)]
+    return lambda: flops / run_times(lambda: on_threads(pool, calls), 1, 0)[0]
+
+
 def _decode_dims(cfg):
     """(g, key width, value width) of one KV head in the decode step; MLA: (h, d_c + d_rope, d_c)."""
     if cfg.variant == "mla":
@@ -198,17 +220,19 @@ def choose_kernels(variants, inputs, contexts, threads, repeats):
 def measure(probes_for, contexts, repeats, warmup, threads):
     """Choose each shape's kernel, then time every decode step and every roof round by round.
 
-    ``probes_for(kernels)`` returns the roofs to measure, each a function giving its rate once.
+    ``probes_for(kernels, inputs)`` returns the roofs to measure, each a function giving its rate
+    once (``inputs``: each variant's cache in the layout chosen at the largest context).
     Returns ``(kernels, {(variant, s): [seconds]}, {roof: [rate]})``.
     """
     variants = roofline.benchmark_variants()
     inputs = {label: {layout: decode_inputs(cfg, max(contexts), layout=layout) for layout in mk.CACHE_LAYOUTS}
               for label, cfg in variants.items()}
     kernels = choose_kernels(variants, inputs, contexts, threads, 1 if warmup == 0 else MIN_REPEATS)
+    chosen = {label: inputs[label][kernels[(label, max(contexts))]["layout"]] for label in variants}
     steps = {(label, s): decode_step(variants[label], inputs[label][kernels[(label, s)]["layout"]], s, threads,
                                      {key: kernels[(label, s)][key] for key in ("kernel", "block_len")})
              for label in variants for s in contexts}
-    return (kernels, *time_rounds(probes_for(kernels), steps, repeats, warmup))
+    return (kernels, *time_rounds(probes_for(kernels, chosen), steps, repeats, warmup))
 
 
 def time_rounds(probes, steps, repeats, warmup):
@@ -229,13 +253,20 @@ def time_rounds(probes, steps, repeats, warmup):
     return times, rates
 
 
-def roof_probes(pool, threads, quick, kernels):
-    """The roofs measured each round: copy, read, GEMM, and each variant's products."""
+def roof_probes(pool, threads, quick, kernels, inputs=None, context=None):
+    """The roofs measured each round: copy, read, GEMM, and each variant's products.
+
+    With ``inputs`` (each variant's cache) and ``context``, also each variant's products streamed
+    over that cache (:func:`streamed_products`).
+    """
     nbytes = (16 if quick else 512) << 20
     probes = {"copy_bandwidth": copy_stream(pool, threads, nbytes), "read_bandwidth": read_stream(pool, threads, nbytes),
               "gemm_flop_rate": gemm_rate(pool, threads, 256 if quick else 2048)}
     for label, cfg in roofline.benchmark_variants().items():
         probes[f"products {label}"] = product_rate(pool, threads, cfg, kernels[label])  # kernels: label -> choice
+        if inputs is not None:
+            flops = 2 * mk.attention_macs(cfg, context)
+            probes[f"streamed {label}"] = streamed_products(pool, threads, kernels[label], inputs[label], context, flops)
     return probes
 
 
@@ -306,6 +337,25 @@ def gqa_speedup_line(at):
     return (f"INFO  GQA-8 over MHA at {gqa['context']:,}: {gqa['speedup_vs_mha']:.1f}x faster for "
             f"{mha['kv_bytes'] / gqa['kv_bytes']:.0f}x fewer bytes; the achievable roofs predict "
             f"{mha['achievable_s'] / gqa['achievable_s']:.1f}x{why}")
+
+
+def overlap_lines(rows, roofs):
+    """Per variant at the largest context: bytes alone, products in cache, and both streamed together.
+
+    ``overlap`` is how much of the shorter of the first two the streamed products hid: 0% when their
+    time is the sum (load, then multiply), 100% when it is the larger (the roofs' assumption).
+    """
+    largest = max(r["context"] for r in rows)
+    lines = []
+    for r in (r for r in rows if r["context"] == largest and f"streamed {r['variant']}" in roofs):
+        flops = 2 * r["macs"]
+        load, multiply = r["kv_bytes"] / roofs["read_bandwidth"], flops / roofs[f"products {r['variant']}"]
+        both = flops / roofs[f"streamed {r['variant']}"]
+        overlap = min(max((load + multiply - both) / min(load, multiply), 0.0), 1.0)
+        lines.append(f"loads and products, {r['variant']} at {largest:,}: bytes alone {load * 1e3:.1f} ms, products in "
+                     f"cache {multiply * 1e3:.1f} ms, both streamed {both * 1e3:.1f} ms: overlap {overlap:.0%} "
+                     f"(step {r['median_s'] * 1e3:.1f} ms)")
+    return lines
 
 
 def machine_description(threads):
@@ -403,9 +453,9 @@ def main(argv=None):
 
 def run(pool, args, contexts, repeats):
     """Choose the kernels, then time roofs and steps (see :func:`measure`)."""
-    def probes_for(kernels):
+    def probes_for(kernels, inputs):
         chosen = {label: kernels[(label, max(contexts))] for label in roofline.benchmark_variants()}
-        return roof_probes(pool, args.threads, args.quick, chosen)
+        return roof_probes(pool, args.threads, args.quick, chosen, inputs, max(contexts))
     return measure(probes_for, contexts, repeats, 0 if args.quick else 2, args.threads)
 
 
@@ -428,7 +478,7 @@ def report_lines(machine, rows):
         if fit:
             lines.append(f"linear fit {variant} (s >= {FIT_FROM:,}, time = t0 + bytes / slope): "
                          f"slope {fit[0] / 1e9:.1f} GB/s, R^2 {fit[1]:.3f}")
-    return lines + summary_lines(rows)
+    return lines + overlap_lines(rows, roofs) + summary_lines(rows)
 
 
 if __name__ == "__main__":

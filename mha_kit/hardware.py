@@ -28,6 +28,8 @@ class Accelerator:
         Bytes per second between HBM and the chip.
     bf16_flops : float
         Dense bf16 tensor-core FLOP/s.
+    hbm_bytes : int
+        Bytes of HBM on the chip (decimal gigabytes, as the datasheets print them).
     sram_bytes_per_sm, num_sms : int, optional
         On-chip SRAM per streaming multiprocessor, and the number of multiprocessors.
 
@@ -40,6 +42,7 @@ class Accelerator:
     source: str  # where the numbers were read
     hbm_bandwidth: float  # bytes/s
     bf16_flops: float  # dense FLOP/s
+    hbm_bytes: int  # bytes of HBM
     sram_bytes_per_sm: int | None = None  # bytes of on-chip SRAM per SM
     num_sms: int | None = None  # streaming multiprocessors
 
@@ -48,6 +51,7 @@ class Accelerator:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{key} must be a positive number, got {value!r}")
+        object.__setattr__(self, "hbm_bytes", check_positive_int("hbm_bytes", self.hbm_bytes))
         for key in ("sram_bytes_per_sm", "num_sms"):
             if getattr(self, key) is not None:
                 object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
@@ -61,15 +65,15 @@ class Accelerator:
 _RECORDS = (
     # The FlashAttention paper (sec. 2.1) describes the A100's SRAM: 192 KB per SM, 108 SMs.
     Accelerator(name="a100-40gb", title="A100 40GB SXM", cite="nvidiaa100,dao2022flashattention",
-                source="NVIDIA A100 datasheet (1,555 GB/s HBM2, 312 TFLOPS bf16 dense); "
+                source="NVIDIA A100 datasheet (40 GB and 1,555 GB/s HBM2, 312 TFLOPS bf16 dense); "
                        "arXiv:2205.14135 sec. 2.1 (192 KB SRAM per SM, 108 SMs)",
-                hbm_bandwidth=1.555e12, bf16_flops=312e12, sram_bytes_per_sm=192 * 1024, num_sms=108),
+                hbm_bandwidth=1.555e12, bf16_flops=312e12, hbm_bytes=40 * 10**9, sram_bytes_per_sm=192 * 1024, num_sms=108),
     Accelerator(name="h100-sxm", title="H100 SXM", cite="nvidiah100",
-                source="NVIDIA H100 datasheet (3.35 TB/s HBM3, 989 TFLOPS bf16 dense)",
-                hbm_bandwidth=3.35e12, bf16_flops=989e12),
+                source="NVIDIA H100 datasheet (80 GB and 3.35 TB/s HBM3, 989 TFLOPS bf16 dense)",
+                hbm_bandwidth=3.35e12, bf16_flops=989e12, hbm_bytes=80 * 10**9),
     Accelerator(name="h200-sxm", title="H200 SXM", cite="nvidiah200",
-                source="NVIDIA H200 datasheet (4.8 TB/s HBM3e, 989 TFLOPS bf16 dense)",
-                hbm_bandwidth=4.8e12, bf16_flops=989e12),
+                source="NVIDIA H200 datasheet (141 GB and 4.8 TB/s HBM3e, 989 TFLOPS bf16 dense)",
+                hbm_bandwidth=4.8e12, bf16_flops=989e12, hbm_bytes=141 * 10**9),
 )
 
 #: Read-only mapping from a short name to its :class:`Accelerator` record.

@@ -67,6 +67,8 @@ def test_quick_run_prints_a_table_with_every_variant(quick_run):
     assert any("threads=" in line and "blas=" in line for line in lines)
     assert any(line.startswith("load average (1 min) ") for line in lines)
     assert any(line.startswith("targets: not checked") for line in lines)
+    overlap = [line for line in lines if line.startswith("loads and products, ")]
+    assert [line.split()[3] for line in overlap] == VARIANTS and all(" overlap " in line for line in overlap)
 
 
 def test_quick_run_writes_csv_and_machine(quick_run, bench):
@@ -81,7 +83,7 @@ def test_quick_run_writes_csv_and_machine(quick_run, bench):
     machine = json.loads((out / "machine.json").read_text())
     assert {"cpu", "cores", "threads", "numpy", "blas", "roofs", "roof_spread", "kernels", "rounds"} <= set(machine)
     assert set(machine["roofs"]) == {"copy_bandwidth", "read_bandwidth", "gemm_flop_rate"} | {
-        f"products {v}" for v in VARIANTS}
+        f"products {v}" for v in VARIANTS} | {f"streamed {v}" for v in VARIANTS}
     assert set(machine["kernels"]) == {f"{v}@{s}" for v in VARIANTS for s in (256, 512)}
     assert machine["kernels"]["GQA-8@512"]["kernel"] == gqa["kernel"].split("/")[0]
     assert machine["kernels"]["GQA-8@512"]["layout"] == gqa["layout"] in mk.CACHE_LAYOUTS
@@ -281,3 +283,18 @@ def test_decode_benchmark_machines_one_bar_per_machine_and_variant():
     assert ax.get_yscale() == "log" and "32,768 tokens" in ax.get_ylabel()
     with pytest.raises(ValueError, match=r"every run needs rows at context 32768, got \['new'\]"):
         plots.decode_benchmark_machines({"old": old, "new": [row("MHA", 1024, "1")]})
+
+
+@pytest.mark.parametrize("streamed_ms, overlap", [
+    (3.0, "0%"),  # the sum of 2 ms of bytes and 1 ms of products: loaded, then multiplied
+    (2.0, "100%"),  # the larger of the two: the products hidden behind the bytes
+    (2.5, "50%"),  # half of the shorter one hidden
+    (1.5, "100%"),  # faster than either (noise): shown as full overlap, never above
+])
+def test_overlap_line(bench, streamed_ms, overlap):
+    flops = 2 * 1_000_000
+    row = {"context": 4096, "variant": "GQA-8", "macs": flops // 2, "kv_bytes": 2_000_000, "median_s": 0.004}
+    roofs = {"read_bandwidth": 1e9, "products GQA-8": flops / 1e-3, "streamed GQA-8": flops / (streamed_ms / 1e3)}
+    (line,) = bench.overlap_lines([row], roofs)
+    assert line == (f"loads and products, GQA-8 at 4,096: bytes alone 2.0 ms, products in cache 1.0 ms, both streamed "
+                    f"{streamed_ms:.1f} ms: overlap {overlap} (step 4.0 ms)")

@@ -20,6 +20,17 @@ def test_rates_and_ridge_point(name, bandwidth, flops, ridge):
     assert gpu.ridge_point == pytest.approx(ridge, rel=1e-12)
 
 
+@pytest.mark.parametrize("name, gigabytes", [("a100-40gb", 40), ("h100-sxm", 80), ("h200-sxm", 141)])
+def test_memory_sizes_from_the_datasheets(name, gigabytes):
+    assert mk.GPUS[name].hbm_bytes == gigabytes * 1_000_000_000  # decimal GB, as the sheets print them
+    assert f"{gigabytes} GB" in mk.GPUS[name].source
+
+
+def test_memory_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match=r"^hbm_bytes must be a positive integer, got 80000000000\.0 \(float\)$"):
+        _gpu(hbm_bytes=80e9)
+
+
 def test_a100_sram_as_the_flashattention_paper_describes_it():
     a100 = mk.GPUS["a100-40gb"]
     assert (a100.sram_bytes_per_sm, a100.num_sms) == (196_608, 108)  # 192 KiB per SM, 108 SMs
@@ -34,7 +45,8 @@ def test_every_record_cites_the_bibliography(name):
 
 
 def _gpu(**overrides):
-    fields = dict(name="toy", title="Toy", cite="nvidiah100", source="made up", hbm_bandwidth=1e12, bf16_flops=1e14)
+    fields = dict(name="toy", title="Toy", cite="nvidiah100", source="made up", hbm_bandwidth=1e12, bf16_flops=1e14,
+                  hbm_bytes=10**9)
     return mk.Accelerator(**{**fields, **overrides})
 
 
