@@ -160,7 +160,10 @@ def streamed_products(pool, threads, choice, inputs, s, flops):
 
     def products(lo, hi):
         for j, a, b in work[lo:hi]:
-            (q_grouped[j] @ k[j, a:b].T) @ v[j, a:b]  # (g, d_k) @ (d_k, s_b) -> (g, s_b); @ (s_b, d_v)
+            if choice["kernel"] == "keys_first":  # as product_rate runs that kernel's pair
+                (k[j, a:b] @ q_grouped[j].T).T @ v[j, a:b]  # (s_b, d_k) @ (d_k, g) -> (s_b, g); (g, s_b) @ (s_b, d_v)
+            else:
+                (q_grouped[j] @ k[j, a:b].T) @ v[j, a:b]  # (g, d_k) @ (d_k, s_b) -> (g, s_b); @ (s_b, d_v)
     calls = [lambda lo=lo, hi=hi: products(lo, hi) for lo, hi in _thread_slices(len(work), threads)]
     return lambda: flops / run_times(lambda: on_threads(pool, calls), 1, 0)[0]
 
