@@ -6,10 +6,12 @@ attention written on top of it. :class:`CarryForward`, the step after :class:`~m
 in ``nbgrader_config.py``, grades such a question again, the way a teacher carries an error forward:
 
 1. :func:`plan` reads the judged notebook: a *dependent* answer D qualifies when one of its test
-   cells failed, an answer it builds on failed one of its own test cells (wrong, blank,
-   raising, or calling a switched-off reference), and D itself is not blank (it would fail anyway). The failed dependencies that do not qualify
-   themselves are *substituted*; one that qualifies (it builds on a failed answer in turn) keeps
-   the learner's code, since it is graded again too.
+   cells failed, an answer it builds on failed one of its own test cells (wrong, blank, raising,
+   or calling a switched-off reference), and D itself is answered (a blank D fails anyway). The
+   failed dependencies that do not qualify themselves are *substituted*; one that qualifies (it
+   builds on a failed answer in turn) keeps the learner's code, since it is graded again too. So
+   two mistakes in a chain (a wrong ``softmax`` and a wrong ``attention``) still cost multi-head
+   attention its points: one extra run cannot grade ``attention`` and replace it at once.
 2. :func:`substituted_copy`: a copy of the notebook in which the substituted answer cells carry the
    solution's source, read here, by the grading process, from ``solutions/`` (never written where
    the primary kernel can reach it).
@@ -30,8 +32,6 @@ import functools
 
 import nbformat
 from nbformat.v4 import new_output
-
-from .core import judge_notebook
 
 
 def _meta(cell):
