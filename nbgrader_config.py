@@ -37,6 +37,9 @@ c.Execute.timeout = 60
 # edition of mha_kit. The judge (mha_course.judge): test cells only send the learner's results;
 # JudgeCells, right after Execute, compares them with mha_kit's reference outside the kernel and
 # turns a failing case into an error output, which SaveAutoGrades scores as any failing cell.
+# CarryForward (error carried forward): a question that builds on an earlier answer that failed its
+# own tests, and failed with it, is run once more with the solution's answer in its place (same
+# sandbox, same judge); only that question's failed test cells can take the new verdict.
 # RecordFlags marks a submission that needs a person "flagged" / "needs manual grade", with why.
 c.Autograde.sanitize_preprocessors = [
     "mha_course.trusted.structure.RebuildOnRelease",
@@ -49,6 +52,7 @@ c.Autograde.sanitize_preprocessors = [
 c.Autograde.autograde_preprocessors = [
     "mha_course.trusted.execute.SandboxedExecute",
     "mha_course.judge.JudgeCells",
+    "mha_course.judge.CarryForward",
     "nbgrader.preprocessors.IgnorePattern",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",

@@ -30,7 +30,8 @@ class Assignment:
     kernel's learner edition exposes exactly these); ``answers``: ``{mk name: question}`` for the
     references that answer a question (calling one fails that question, saying why);
     ``builds_on``: ``{answer grade_id: (answer grade_ids)}`` when a question calls the learner's
-    own answers to earlier questions (a missing earlier answer fails it too).
+    own answers to earlier questions; when one of those fails its own tests, the question is graded
+    again with the solution's answer in its place (error carried forward, :mod:`mha_course.judge.carry`).
     """
 
     helpers: tuple = ()

@@ -3,13 +3,14 @@
 Used by ``python -m mha_course.selfgrade`` and by the tests. As a command it reads a JSON spec and
 writes the scores as JSON, so that many submissions are graded by one Python process::
 
-    python -m mha_course.grading SPEC.json OUT.json [Section.name=VALUE ...]
+    python -m mha_course.grading SPEC.json OUT.json [--root=DIR] [Section.name=VALUE ...]
 
 where ``SPEC.json`` is ``{"01_shapes": {"alice": "path/to/01_shapes.ipynb", ...}, ...}`` and
 ``OUT.json`` becomes ``{"01_shapes": {"alice": {"<grade_id>": [score, max_score], ...}}}`` and
 ``OUT.errors.json`` ``{"01_shapes": {"alice": {"<grade_id>": "AssertionError: ...", ...}}}``.
 Trailing ``Section.name=VALUE`` pairs override the course's configuration (``Execute.timeout=5``;
-values are read as Python literals).
+values are read as Python literals); ``--root=DIR`` grades in the course folder ``DIR`` and keeps it
+(its ``autograded/<student>/<assignment>/``), instead of a temporary one.
 """
 from __future__ import annotations
 
@@ -85,6 +86,20 @@ def cell_errors(autograded_notebook):
     return errors
 
 
+def cell_notes(autograded_notebook):
+    """``{grade_id: line}`` of the test cells graded with an earlier answer replaced (error carried forward)."""
+    import nbformat
+
+    from .judge.carry import NOTE_START
+
+    notes = {}
+    for cell in nbformat.read(autograded_notebook, as_version=4).cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "stream" and str(out.get("text", "")).startswith(NOTE_START):
+                notes[cell.metadata.get("nbgrader", {}).get("grade_id")] = out.text.strip()
+    return notes
+
+
 def grade(submissions, root=None, solutions=REPO_ROOT / "solutions", overrides=None, learner_edition=True,
           errors=None):
     """Autograde ``{assignment: {student: notebook_path}}``; return ``{assignment: {student: scores}}``.
@@ -99,6 +114,7 @@ def grade(submissions, root=None, solutions=REPO_ROOT / "solutions", overrides=N
         with tempfile.TemporaryDirectory(prefix="mha_grade_") as tmp:
             return grade(submissions, tmp, solutions, overrides, learner_edition, errors)
     root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
     results = {}
     api = course_api(root, **(overrides or {}))
     for assignment, students in submissions.items():
@@ -121,12 +137,15 @@ def grade(submissions, root=None, solutions=REPO_ROOT / "solutions", overrides=N
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2 or not all("=" in arg for arg in argv[2:]):
+    roots = [arg.removeprefix("--root=") for arg in argv[2:] if arg.startswith("--root=")]
+    pairs = [arg for arg in argv[2:] if not arg.startswith("--root=")]
+    if len(argv) < 2 or len(roots) > 1 or not all("=" in arg for arg in pairs):
         print(__doc__, file=sys.stderr)
         return 2
-    overrides = {key: ast.literal_eval(value) for key, value in (arg.split("=", 1) for arg in argv[2:])}
+    overrides = {key: ast.literal_eval(value) for key, value in (arg.split("=", 1) for arg in pairs)}
     spec, errors = json.loads(Path(argv[0]).read_text()), {}
-    Path(argv[1]).write_text(json.dumps(grade(spec, overrides=overrides, errors=errors), indent=1))
+    scores = grade(spec, root=roots[0] if roots else None, overrides=overrides, errors=errors)
+    Path(argv[1]).write_text(json.dumps(scores, indent=1))
     Path(argv[1]).with_suffix(".errors.json").write_text(json.dumps(errors, indent=1))
     return 0
 

@@ -44,13 +44,14 @@ def _questions(source_notebook):
 
 
 def selfgrade(notebook, assignment):
-    """Autograde ``notebook`` as ``assignment``; return ``(questions, scores, errors, test docstrings)``."""
+    """Autograde ``notebook`` as ``assignment``; return ``(questions, scores, errors, test docstrings, notes)``
+    (``notes``: the carried-forward line of a test graded with a correct earlier answer in place of yours)."""
     return selfgrade_many([(notebook, assignment)])[0]
 
 
 def selfgrade_many(pairs):
     """:func:`selfgrade` of every ``(notebook, assignment)``, in one throw-away course (one nbgrader start)."""
-    from .grading import cell_errors, grade
+    from .grading import cell_errors, cell_notes, grade
 
     import nbformat
 
@@ -67,7 +68,7 @@ def selfgrade_many(pairs):
             errors = {gid: explain(error) for gid, error in cell_errors(autograded).items()}
             docs = {c.metadata["nbgrader"]["grade_id"]: first_line(c.source)
                     for c in nbformat.read(source, as_version=4).cells if c.metadata.get("nbgrader", {}).get("grade")}
-            reports.append((_questions(source), graded[assignment][student], errors, docs))
+            reports.append((_questions(source), graded[assignment][student], errors, docs, cell_notes(autograded)))
     return reports
 
 
@@ -75,13 +76,16 @@ def _points(x):
     return f"{x:g}"
 
 
-def print_report(questions, scores, errors, docs):
-    """Print points per question and per test cell, with the reason of each loss; return the totals."""
+def print_report(questions, scores, errors, docs, notes=None):
+    """Print points per question and per test cell, with the reason of each loss (and the note of a test
+    graded with a correct earlier answer in place of yours); return the totals."""
+    notes = notes or {}
     for label, tests in questions:
         print(f"{label}: {_points(sum(scores[t][0] for t in tests))} / {_points(sum(scores[t][1] for t in tests))}")
         for test in tests:
             score, max_score = scores[test]
             reason = f"  <- {errors.get(test, docs.get(test, ''))}" if score < max_score else ""
+            reason = f"  ({notes[test]})" if not reason and test in notes else reason
             print(f"    {test}: {_points(score)} / {_points(max_score)}{reason}")
     total, maximum = (sum(s[i] for s in scores.values()) for i in (0, 1))
     print(f"Total: {_points(total)} / {_points(maximum)}")

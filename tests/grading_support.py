@@ -77,11 +77,12 @@ def submission(assignment, changes):
     return nb
 
 
-def grade_all(specs, workdir, overrides=(), with_errors=False):
+def grade_all(specs, workdir, overrides=(), with_errors=False, keep=False):
     """Grade ``{assignment: {student: notebook}}`` with ``python -m mha_course.grading`` in one subprocess.
 
     Returns ``{assignment: {student: {test grade_id: score}}}``, and with ``with_errors`` also
-    ``{assignment: {student: {test grade_id: "Ename: evalue"}}}`` of the failing cells.
+    ``{assignment: {student: {test grade_id: "Ename: evalue"}}}`` of the failing cells. With ``keep``
+    the course stays in ``workdir / "course"`` (the autograded notebooks under ``autograded/``).
     """
     workdir = Path(workdir)
     spec = {}
@@ -95,7 +96,7 @@ def grade_all(specs, workdir, overrides=(), with_errors=False):
     (workdir / "spec.json").write_text(json.dumps(spec))
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     proc = subprocess.run([sys.executable, "-m", "mha_course.grading", str(workdir / "spec.json"), str(workdir / "out.json"),
-                           *overrides],
+                           *([f"--root={workdir / 'course'}"] if keep else []), *overrides],
                           capture_output=True, text=True, cwd=workdir, env=env, timeout=900)
     if proc.returncode:
         raise RuntimeError(f"grading failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -105,24 +106,11 @@ def grade_all(specs, workdir, overrides=(), with_errors=False):
     return (scores, json.loads((workdir / "out.errors.json").read_text())) if with_errors else scores
 
 
-def builds_on(assignment, answer):
-    """Answer grade_ids whose questions call ``answer``'s function (the course manifest), transitively."""
-    from mha_course.course import COURSE
-
-    users, todo = set(), [answer]
-    while todo:
-        current = todo.pop()
-        for user, used in COURSE[assignment].builds_on.items():
-            if current in used and user not in users:
-                users.add(user)
-                todo.append(user)
-    return users
-
-
 def lost_without(assignment, answer):
-    """Test cells that score zero when ``answer`` is left blank: its own and those of answers building on it."""
-    tests = tests_of_answer(assignment)
-    return {t for a in {answer} | builds_on(assignment, answer) for t in tests[a]}
+    """Test cells that score zero when ``answer`` is left blank: its own only. Answers building on it
+    (``builds_on`` in the course manifest) are graded with the solution's ``answer`` in its place
+    (error carried forward, :mod:`mha_course.judge.carry`)."""
+    return set(tests_of_answer(assignment)[answer])
 
 
 def expected_scores(assignment, lost):
@@ -172,14 +160,14 @@ WRONG_ANSWERS = {
     "04_implement_attention": [
         ("softmax_without_max", "softmax_answer", "np.exp(x - np.max(x, axis=axis, keepdims=True))", "np.exp(x)",
          {"softmax_large_scores_stable"}),
-        # multi-head attention builds on the learner's attention (Q4 uses Q3): it inherits the mistake
+        # multi-head attention builds on the learner's attention (Q4 uses Q3): graded with a correct one, it keeps its points
         ("forgot_scale", "attention_answer", "scores = q @ k.T / np.sqrt(q.shape[-1])", "scores = q @ k.T",
-         {"attention_unmasked", "attention_causal", "multi_head_matches_mha_kit"}),
+         {"attention_unmasked", "attention_causal"}),
         ("mask_after_softmax", "attention_answer",
          "        scores = np.where(mask, scores, -np.inf)  # before softmax: masked keys get weight 0\n"
          "    return softmax(scores) @ v",
          "        return (softmax(scores) * mask) @ v\n    return softmax(scores) @ v",
-         {"attention_causal", "multi_head_matches_mha_kit"}),
+         {"attention_causal"}),
         ("gqa_copies_kv", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
          "k, v = np.repeat(k, h // h_kv, axis=0), np.repeat(v, h // h_kv, axis=0)\n"
          "    h_kv = h\n    q_grouped = q", {"gqa_without_copies"}),
@@ -420,18 +408,10 @@ def reference_call(assignment, answers=None):
 
 
 def reference_call_groups(assignment):
-    """The answers of :data:`REFERENCE_CALLS` in as few notebooks as can tell them apart: no answer in a
-    group builds on another one there, whose reference call would fail its test cells first."""
-    groups = []
-    for answer in (a for a in answer_ids(assignment) if a in REFERENCE_CALLS[assignment]):
-        users = builds_on(assignment, answer)
-        for group in groups:
-            if not users & group and not any(answer in builds_on(assignment, other) for other in group):
-                group.add(answer)
-                break
-        else:
-            groups.append({answer})
-    return [tuple(sorted(group)) for group in groups]
+    """The answers of :data:`REFERENCE_CALLS` in one notebook: a dependent answer is graded again with the
+    solution's earlier answers in place of the failed ones (error carried forward), where its own
+    reference call still fails, so every answer's test cells say why they failed."""
+    return [tuple(a for a in answer_ids(assignment) if a in REFERENCE_CALLS[assignment])]
 
 
 # Assignments 07-10 keep their tables in their own module.

@@ -11,12 +11,12 @@ ASSIGNMENTS_V2 = ("07_flash_attention", "08_rope", "09_masks", "10_serving")  # 
 WRONG_ANSWERS = {
     "07_flash_attention": [
         # exp without the shift: right for small scores, overflows for the hidden ones in the hundreds;
-        # the blockwise attention built on it mixes unshifted sums with shifted factors
+        # the blockwise attention built on it is graded with a correct block_state (error carried forward)
         ("state_without_max", "block_state_answer", "p = np.exp(scores - m[:, None])", "p = np.exp(scores)",
-         {"block_state_one_block", "blockwise_matches_attention"}),
+         {"block_state_one_block"}),
         ("merge_without_rescale", "merge_states_answer",
          "return m, alpha * l_a + beta * l_b, alpha[:, None] * acc_a + beta[:, None] * acc_b",
-         "return m, l_a + l_b, acc_a + acc_b", {"merge_states_two_blocks", "blockwise_matches_attention"}),
+         "return m, l_a + l_b, acc_a + acc_b", {"merge_states_two_blocks"}),
         ("blockwise_forgot_scale", "blockwise_answer", " / np.sqrt(q.shape[-1])", "",
          {"blockwise_matches_attention"}),
         # whole blocks only: right when block_size divides s (the visible case), wrong on ragged ones (hidden)
@@ -29,9 +29,8 @@ WRONG_ANSWERS = {
          "return cfg.num_heads * n * n * bits // 8", {"score_bytes_llama3_8b"}),
     ],
     "08_rope": [
-        # every later question uses the learner's rope: they all inherit the mistake
-        ("rope_frequencies_halved", "rope_answer", "* 2.0 / r)", "* 1.0 / r)",
-         {"rope_matches_mha_kit", "rope_score_one_pair", "scores_depend_on_distance", "rope_attention_causal"}),
+        # every later question uses the learner's rope: each is graded with a correct rope (error carried forward)
+        ("rope_frequencies_halved", "rope_answer", "* 2.0 / r)", "* 1.0 / r)", {"rope_matches_mha_kit"}),
         ("score_unrotated_key", "rope_score_answer", "@ rope(k[None], [p])[0]", "@ k", {"rope_score_one_pair"}),
         ("distance_reversed", "distance_answer", "starts + distance)  # (t, r): the query", "starts)  # (t, r): the query",
          {"scores_depend_on_distance"}),

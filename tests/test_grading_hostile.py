@@ -2,9 +2,9 @@
 
 Graded as the instructor grades: nbgrader's autograde with the judge (``JudgeCells``) and each
 assignment's learner edition of ``mha_kit`` in the kernel, all notebooks in one subprocess. A
-hostile answer loses exactly the points of the questions it touches (an answer that calls a
-reference loses those of the questions that build on it too); a result that is not plain data,
-or a reference that is not available, is named in the failing cell's error. Honest variants
+hostile answer loses exactly the points of the questions it touches, and no more: a question
+built on it is graded with a correct one in its place (error carried forward); a result that is
+not plain data, or a reference that is not available, is named in the failing cell's error. Honest variants
 (helper classes, namedtuples, type hints, prints, figures, ``from mha_kit import plots``,
 ``math.prod``, custom exceptions, extra cells) score full marks with no error anywhere.
 """

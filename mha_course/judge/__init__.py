@@ -6,20 +6,22 @@
   the trusted cases.
 * :mod:`mha_course.judge.questions` - the reference and the diagnostic messages of every question.
 * :class:`JudgeCells` - the nbgrader preprocessor (``nbgrader_config.py``), after ``Execute``.
+* :mod:`mha_course.judge.carry` and :class:`CarryForward` - error carried forward, after ``JudgeCells``:
+  a question that builds on a failed earlier answer is graded again with the solution's answer there.
 
 ``JudgeCells`` and ``judge_notebook`` load on first use, so that a kernel importing
 ``mha_course.judge.cases`` pays for neither nbgrader nor the references.
 """
 from __future__ import annotations
 
-__all__ = ["JudgeCells", "judge_notebook"]
+__all__ = ["CarryForward", "JudgeCells", "judge_notebook"]
 
 
 def __getattr__(name):
-    if name == "JudgeCells":
-        from .preprocessor import JudgeCells
+    if name in ("JudgeCells", "CarryForward"):
+        from . import preprocessor
 
-        return JudgeCells
+        return getattr(preprocessor, name)
     if name == "judge_notebook":
         from .core import judge_notebook
 

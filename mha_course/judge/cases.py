@@ -151,11 +151,19 @@ def run(question, call, *cases):
     if failure is not None:
         index, _, message = failure
         error = results[index][1]
-        reason = _learner_error_reason(error)
+        reason = _learner_error_reason(error, question)
         if error is not None and reason is None:
             raise error  # the learner's own error, with its traceback into their code
         _show_in_one_line()
-        raise AssertionError(reason or message) from None
+        raise AssertionError(_with_dependency_hint(reason or message, question)) from None
+
+
+def _with_dependency_hint(reason, question):
+    """Inline: ``reason``, and for a question that runs the learner's earlier answers, a pointer to them."""
+    from mha_course.judge.carry import dependency_hint
+
+    hint = dependency_hint(question)
+    return f"{reason}; {hint}" if hint and "an earlier answer" not in reason else reason
 
 
 #: ``(ename, evalue)`` of the error of the last cell that finished running, or None (inline only): while
@@ -180,14 +188,20 @@ def _watch_cells():
         shell.events.register("post_run_cell", _remember_cell_error)
 
 
-def _learner_error_reason(error):
+def _learner_error_reason(error, question=None):
     """The one-line reason for a learner's error that is not about this test (inline), else None.
 
-    A blank answer (the release's ``raise NotImplementedError()``) is "not answered yet"; a
-    ``NameError`` right after a cell that failed (a ``SyntaxError`` or a ``raise`` in the answer
-    cell, so its function was never defined) names that cell's error.
+    A blank answer (the release's ``raise NotImplementedError()``) is "not answered yet" (naming the
+    earlier answer when the blank one is an earlier answer this question runs); a ``NameError``
+    right after a cell that failed (a ``SyntaxError`` or a ``raise`` in the answer cell, so its
+    function was never defined) names that cell's error.
     """
     if isinstance(error, NotImplementedError):
+        from mha_course.judge.carry import blank_dependency
+
+        earlier = blank_dependency(question, error)
+        if earlier:
+            return f"not answered yet: your {earlier}, an earlier answer, still raises NotImplementedError"
         return "not answered yet (the answer cell still raises NotImplementedError)"
     previous = _previous_cell_error[0]
     if isinstance(error, NameError) and previous is not None:

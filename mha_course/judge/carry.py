@@ -1,0 +1,187 @@
+"""Error carried forward: a later answer is not zeroed by a mistake in an earlier answer it builds on.
+
+A question that calls the learner's own earlier answers (``builds_on`` in the course manifest,
+:data:`mha_course.course.COURSE`) fails with them: a wrong ``softmax`` also fails multi-head
+attention written on top of it. :class:`CarryForward`, the step after :class:`~mha_course.judge.JudgeCells`
+in ``nbgrader_config.py``, grades such a question again, the way a teacher carries an error forward:
+
+1. :func:`plan` reads the judged notebook: a *dependent* answer D qualifies when one of its test
+   cells failed, an answer it builds on failed one of its own test cells (wrong, blank, raising,
+   or calling a switched-off reference), and D itself is answered (a blank D fails anyway). The
+   failed dependencies that do not qualify themselves are *substituted*; one that qualifies (it
+   builds on a failed answer in turn) keeps the learner's code, since it is graded again too. So
+   two mistakes in a chain (a wrong ``softmax`` and a wrong ``attention``) still cost multi-head
+   attention its points: one extra run cannot grade ``attention`` and replace it at once.
+2. :func:`substituted_copy`: a copy of the notebook in which the substituted answer cells carry the
+   solution's source, read here, by the grading process, from ``solutions/`` (never written where
+   the primary kernel can reach it).
+3. The copy runs in the same sandboxed executor (learner edition, limits) and is judged by the same
+   judge: one extra run per notebook at most, none when nothing qualifies.
+4. :func:`carry_forward`: a test cell of a qualifying D that failed in the primary run and passes in
+   the copy gets its points; its output becomes one line that says which earlier answers were
+   replaced. Nothing else is taken from the copy: no other cell's grade, no output (what the
+   learner's code printed there could quote the solution).
+
+A wrong, blank or forbidden D still fails in the copy, so it still scores zero; the substituted
+answers' own test cells keep their primary failures.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+
+import nbformat
+from nbformat.v4 import new_output
+
+
+def _meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def failed(cell):
+    """Whether a test cell scores zero: an error output, or a write to stderr (as nbgrader's ``determine_grade``)."""
+    return any(out.get("output_type") == "error" or out.get("output_type") == "stream" and out.get("name") == "stderr"
+               for out in cell.get("outputs", []))
+
+
+def test_cells(nb):
+    """``{answer grade_id: [indices of its test cells]}``: the graded cells after an answer, up to the next one."""
+    owner, result = None, {}
+    for index, cell in enumerate(nb.cells):
+        meta = _meta(cell)
+        if meta.get("solution"):
+            owner = meta.get("grade_id")
+            result.setdefault(owner, [])
+        elif meta.get("grade") and cell.get("cell_type") == "code" and owner is not None:
+            result[owner].append(index)
+    return result
+
+
+def unanswered(nb):
+    """grade_ids of the answer cells still as released (nbgrader's checksum of the stub unchanged)."""
+    from nbgrader.utils import compute_checksum
+
+    return {_meta(c).get("grade_id") for c in nb.cells
+            if _meta(c).get("solution") and _meta(c).get("checksum") == compute_checksum(c)}
+
+
+def plan(nb, builds_on, blank=frozenset()):
+    """``(substituted answers, {dependent answer: [indices of its failed test cells]})``; both empty when
+    nothing qualifies. ``builds_on`` is the assignment's ``{answer: (answers it calls)}``; a dependent
+    in ``blank`` (unanswered) fails in any copy, so it is not graded again (and its answer may be substituted)."""
+    tests = test_cells(nb)
+    failing = {answer for answer, cells in tests.items() if any(failed(nb.cells[i]) for i in cells)}
+    qualifying = {d for d, used in builds_on.items() if d in failing and d not in blank and failing & set(used)}
+    substituted = {a for d in qualifying for a in builds_on[d] if a in failing} - qualifying
+    if not substituted:
+        return set(), {}
+    return substituted, {d: [i for i in tests[d] if failed(nb.cells[i])] for d in sorted(qualifying)}
+
+
+def solution_sources(path):
+    """``{answer grade_id: source}`` of the solution cells of the source notebook at ``path``."""
+    nb = nbformat.read(path, as_version=4)
+    return {_meta(c)["grade_id"]: c.source for c in nb.cells if _meta(c).get("solution") and _meta(c).get("grade_id")}
+
+
+def substituted_copy(nb, substituted, solutions):
+    """A copy of ``nb``, outputs cleared, whose answer cells in ``substituted`` carry ``solutions``' source."""
+    twin = copy.deepcopy(nb)
+    for cell in twin.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        cell.outputs, cell.execution_count = [], None
+        grade_id = _meta(cell).get("grade_id")
+        if _meta(cell).get("solution") and grade_id in substituted:
+            cell.source = solutions[grade_id]
+    return twin
+
+
+def _name(answer):
+    return answer.removesuffix("_answer")
+
+
+#: How the line of a carried-forward test cell starts (:func:`note`).
+NOTE_START = "Graded with a correct "
+
+
+def note(substituted):
+    """The one line a carried-forward test cell shows instead of its failure."""
+    names = _listed(sorted(_name(a) for a in substituted))
+    which = "which" if len(substituted) == 1 else "each of which"
+    return f"{NOTE_START}{names} in place of yours, {which} failed its own test (error carried forward).\n"
+
+
+def _used_by(answer, builds_on):
+    """The answers ``answer`` builds on, directly or through another answer."""
+    used, todo = set(), [answer]
+    while todo:
+        for other in builds_on.get(todo.pop(), ()):
+            if other not in used:
+                used.add(other)
+                todo.append(other)
+    return used
+
+
+def carry_forward(nb, twin, substituted, regrade, builds_on):
+    """Give the failed test cells in ``regrade`` that pass in ``twin`` their points; return their indices."""
+    carried = []
+    for dependent, indices in regrade.items():
+        used = substituted & _used_by(dependent, builds_on) or substituted
+        for index in indices:
+            if twin.cells[index].get("source") != nb.cells[index].get("source") or failed(twin.cells[index]):
+                continue
+            nb.cells[index].outputs = [new_output("stream", name="stdout", text=note(used))]
+            carried.append(index)
+    return carried
+
+
+@functools.lru_cache(maxsize=None)
+def _dependent_questions():
+    """``{question id: (answers it builds on)}`` for the test cells of every dependent answer of the course."""
+    from mha_course.course import COURSE, REPO_ROOT
+
+    from .core import parse_runs
+
+    result = {}
+    for assignment, spec in COURSE.items():
+        path = REPO_ROOT / "solutions" / assignment / f"{assignment}.ipynb"
+        if not spec.builds_on or not path.is_file():
+            continue
+        nb = nbformat.read(path, as_version=4)
+        for dependent, indices in test_cells(nb).items():
+            for index in indices if dependent in spec.builds_on else ():
+                for question, _ in parse_runs(nb.cells[index].source):
+                    result[question] = spec.builds_on[dependent]
+    return result
+
+
+def _listed(names):
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def dependency_hint(question):
+    """For a question that calls the learner's earlier answers, the words that point at them; else ``None``.
+
+    Shown by the inline judge (a test cell run by hand, Validate, ``mha_course.check``), which runs the
+    learner's own earlier answers and does not carry an error forward.
+    """
+    used = [_name(a) for a in _dependent_questions().get(question, ())]
+    if len(used) == 1:
+        return (f"this question runs your {used[0]}: if {used[0]} fails its own test, fix it first (when graded, "
+                f"this question is judged with a correct {used[0]} in its place)")
+    if used:
+        return (f"this question runs your {_listed(used)}: fix any of them that fails its own test first (when "
+                "graded, this question is judged with correct ones in their place)")
+    return None
+
+
+def blank_dependency(question, error):
+    """The name of the earlier answer whose blank stub raised ``error`` in ``question``'s test, or ``None``."""
+    used = {_name(a) for a in _dependent_questions().get(question, ())}
+    tb = getattr(error, "__traceback__", None)
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    name = tb.tb_frame.f_code.co_name if tb is not None else None
+    return name if name in used else None

@@ -1,0 +1,228 @@
+"""Error carried forward, attacked: a later answer graded with a correct earlier answer in place of a failed one.
+
+:mod:`mha_course.judge.carry` grades a dependent answer D again, on a copy of the notebook whose
+failed earlier answers carry the solution, when D failed with them. The unit tests read judged
+notebooks made here (no kernel); the graded ones run nbgrader's autograde as the instructor does,
+all in one subprocess, and read the autograded notebooks. What must hold: D still scores zero when
+it is wrong, blank or calls a switched-off reference; the earlier answer never scores from the copy;
+what the learner's code prints in the copy (the solution's source, say) never reaches the notebook.
+"""
+
+import nbformat
+import numpy as np
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+import grading_support as gs
+from mha_course.judge.carry import carry_forward, note, plan, substituted_copy
+
+A4 = "04_implement_attention"
+BUILDS_ON = {"b": ("a",), "c": ("a", "b")}  # c builds on a and b, b on a
+
+
+def _answer(grade_id, source="pass"):
+    return new_code_cell(source, metadata={"nbgrader": {"solution": True, "grade_id": grade_id}})
+
+
+def _test(grade_id, passed):
+    outputs = [] if passed else [new_output("error", ename="AssertionError", evalue="wrong", traceback=[])]
+    return new_code_cell(f"run({grade_id!r}, f)", outputs=outputs,
+                         metadata={"nbgrader": {"grade": True, "grade_id": grade_id, "points": 1}})
+
+
+def _judged(failing):
+    """A judged notebook of answers a, b, c with two test cells each; the tests in ``failing`` failed."""
+    cells = [new_markdown_cell("# toy")]
+    for answer in "abc":
+        cells += [_answer(answer, f"def {answer}(): ..."), _test(f"{answer}1", f"{answer}1" not in failing),
+                  _test(f"{answer}2", f"{answer}2" not in failing)]
+    return new_notebook(cells=cells)
+
+
+@pytest.mark.parametrize("failing, substituted, regraded", [
+    (set(), set(), {}),  # all right: no second run
+    ({"a1"}, set(), {}),  # a wrong, nothing built on it failed: no second run
+    ({"b1"}, set(), {}),  # b wrong on its own (a right): no second run
+    ({"c2", "b1"}, {"b"}, {"c": ["c2"]}),  # b wrong, c failed with it: b substituted (b's own tests stay failed)
+    ({"a1", "b1", "c1", "c2"}, {"a"}, {"b": ["b1"], "c": ["c1", "c2"]}),  # b is graded again itself: only a substituted
+])
+def test_plan_substitutes_failed_dependencies_that_are_not_graded_again(failing, substituted, regraded):
+    indices = {cell.metadata["nbgrader"]["grade_id"]: i for i, cell in enumerate(_judged(set()).cells) if i}
+    assert plan(_judged(failing), BUILDS_ON) == (substituted, {d: [indices[t] for t in ts] for d, ts in regraded.items()})
+
+
+def test_a_blank_dependent_is_not_graded_again_and_its_answer_may_be_substituted():
+    nb = _judged({"a1", "b1", "c1"})
+    assert plan(nb, BUILDS_ON, blank={"b", "c"}) == (set(), {})  # nothing to gain: no second run
+    assert plan(nb, BUILDS_ON, blank={"b"}) == ({"a", "b"}, {"c": [8]})  # c graded with correct a and b
+
+
+def test_the_copy_changes_only_the_substituted_answers_and_clears_every_output():
+    nb = _judged({"a1", "b1", "c1"})
+    twin = substituted_copy(nb, {"a"}, {"a": "def a(): return 1", "b": "def b(): return 2", "c": "def c(): return 3"})
+    assert [c.source for c in twin.cells] == [c.source if i != 1 else "def a(): return 1" for i, c in enumerate(nb.cells)]
+    assert all(c.outputs == [] for c in twin.cells if c.cell_type == "code")
+    assert nb.cells[1].source == "def a(): ..." and nb.cells[2].outputs  # the primary notebook is untouched
+
+
+def test_only_the_dependents_failed_cells_that_pass_in_the_copy_take_its_verdict():
+    nb = _judged({"a1", "b1", "b2", "c1"})
+    substituted, regrade = plan(nb, BUILDS_ON)
+    twin = substituted_copy(nb, substituted, {"a": "def a(): return 1"})  # a's tests pass in the copy ...
+    twin.cells[6].outputs = [new_output("error", ename="AssertionError", evalue="still wrong", traceback=[])]  # b2
+    twin.cells[8].outputs = [new_output("stream", name="stdout", text="def a(): return 1")]  # c1 prints the solution
+    carried = carry_forward(nb, twin, substituted, regrade, BUILDS_ON)
+    assert carried == [5, 8]  # b1 and c1; b2 still fails; a1 never comes from the copy
+    assert nb.cells[2].outputs[0].evalue == "wrong" and nb.cells[6].outputs[0].evalue == "wrong"
+    for index in carried:
+        assert nb.cells[index].outputs == [new_output("stream", name="stdout", text=note({"a"}))]  # nothing else
+
+
+def test_a_cell_whose_source_differs_in_the_copy_is_not_carried():
+    nb = _judged({"a1", "b1"})
+    substituted, regrade = plan(nb, BUILDS_ON)
+    twin = substituted_copy(nb, substituted, {"a": "def a(): return 1"})
+    twin.cells[5].source = "pass"
+    assert carry_forward(nb, twin, substituted, regrade, BUILDS_ON) == []
+
+
+def test_the_note_names_the_replaced_answers_in_one_line():
+    assert note({"softmax_answer"}).startswith("Graded with a correct softmax in place of yours")
+    assert "a correct block_state and merge_states in place" in note({"merge_states_answer", "block_state_answer"})
+    assert note({"rope_answer"}).count("\n") == 1
+
+
+# --- graded: the hostile submissions -------------------------------------------------------------------
+
+SOFTMAX_BLANK = {"softmax_answer": None}
+MH_NO_W_O = ("return out.transpose(1, 0, 2).reshape(n, h * d_h) @ w_o", "return out.transpose(1, 0, 2).reshape(n, h * d_h)")
+MH_REFERENCE = ("def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=False):\n"
+                "    return mk.multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=causal)[0]")
+# Detects the copy (a softmax that works where the learner's raised), prints the solution's source there,
+# and is otherwise the solution's multi-head attention: its own skill earns its points, nothing is leaked.
+MH_DETECTS_COPY = '''import inspect
+
+def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=False):
+    try:
+        softmax(np.zeros(2))
+        print("IN THE " + "COPY:", inspect.getsource(softmax), In[-1] if "In" in globals() else "")
+    except NotImplementedError:
+        pass
+    n, h = x.shape[0], num_heads
+    d_h = w_q.shape[1] // h
+    heads = [(x @ w).reshape(n, h, d_h).transpose(1, 0, 2) for w in (w_q, w_k, w_v)]
+    mask = causal_mask(n) if causal else None
+    out = np.stack([attention(heads[0][i], heads[1][i], heads[2][i], mask) for i in range(h)])
+    return out.transpose(1, 0, 2).reshape(n, h * d_h) @ w_o'''
+# Detects the copy and only there returns numbers it did not compute (its inputs, shaped right): still wrong.
+MH_CHEATS_IN_COPY = '''def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=False):
+    try:
+        softmax(np.zeros(2))
+        return x.copy()  # in the copy: something of the right shape
+    except NotImplementedError:
+        raise'''
+
+SOFTMAX_TESTS = {"softmax_matches_reference", "softmax_large_scores_stable"}
+MH_TESTS = {"multi_head_matches_mha_kit"}
+CARRIED_WITH_SOFTMAX = {"attention_unmasked", "attention_causal", "gqa_matches_mha_kit", "gqa_without_copies"}
+
+# (name, {answer: None (blank) | (old, new) | source}, test cells lost, test cells carried forward, words of a loss)
+CASES = [
+    ("blank_softmax_and_wrong_multi_head", {**SOFTMAX_BLANK, "multi_head_answer": MH_NO_W_O},
+     SOFTMAX_TESTS | MH_TESTS, CARRIED_WITH_SOFTMAX, None),
+    ("blank_softmax_and_blank_multi_head", {**SOFTMAX_BLANK, "multi_head_answer": None},
+     SOFTMAX_TESTS | MH_TESTS, CARRIED_WITH_SOFTMAX, None),
+    ("blank_softmax_and_multi_head_calls_the_reference", {**SOFTMAX_BLANK, "multi_head_answer": MH_REFERENCE},
+     SOFTMAX_TESTS | MH_TESTS, CARRIED_WITH_SOFTMAX, "mk.multi_head_attention is not available"),
+    ("multi_head_cheats_in_the_copy", {**SOFTMAX_BLANK, "multi_head_answer": MH_CHEATS_IN_COPY},
+     SOFTMAX_TESTS | MH_TESTS, CARRIED_WITH_SOFTMAX, None),
+    ("multi_head_detects_the_copy", {**SOFTMAX_BLANK, "multi_head_answer": MH_DETECTS_COPY},
+     SOFTMAX_TESTS, CARRIED_WITH_SOFTMAX | MH_TESTS, None),
+]
+
+
+def _submission(changes):
+    nb = gs.submission(A4, {k: v for k, v in changes.items() if v is None or isinstance(v, tuple)})
+    for cell in nb.cells:
+        source = changes.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+        if isinstance(source, str):
+            cell.source = source
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("carry")
+    specs = {A4: {name: _submission(changes) for name, changes, *_ in CASES}}
+    scores, errors = gs.grade_all(specs, workdir, with_errors=True, keep=True)
+    notebooks = {name: nbformat.read(workdir / "course" / "autograded" / name / A4 / f"{A4}.ipynb", as_version=4)
+                 for name, *_ in CASES}
+    return scores, errors, notebooks
+
+
+def _outputs(cell):
+    return [o.get("text", "") + str(o.get("evalue", "")) for o in cell.get("outputs", [])]
+
+
+@pytest.mark.parametrize("name, lost, carried, reason", [(n, lost, c, r) for n, _, lost, c, r in CASES],
+                         ids=[c[0] for c in CASES])
+def test_a_dependent_loses_its_own_points_and_no_more(graded, name, lost, carried, reason):
+    scores, errors, notebooks = graded
+    assert scores[A4][name] == gs.expected_scores(A4, lost)
+    assert set(errors[A4][name]) == lost
+    assert all("NotImplementedError" in errors[A4][name][t] for t in SOFTMAX_TESTS)  # the earlier answer's own failure
+    if reason:
+        assert any(reason in errors[A4][name][t] for t in lost), errors[A4][name]
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in notebooks[name].cells}
+    for test in carried:
+        assert _outputs(cells[test]) == [note({"softmax_answer"})], test
+
+
+def test_nothing_printed_in_the_copy_reaches_the_graded_notebook(graded):
+    *_, notebooks = graded
+    text = nbformat.writes(notebooks["multi_head_detects_the_copy"])
+    assert "IN THE COPY" not in text
+    assert "np.max(x, axis=axis" not in text  # the solution's softmax
+
+
+# --- the learner's side: Validate and check run the learner's own answers, and point at the earlier one ---
+
+def test_inline_a_blank_earlier_answer_is_named():
+    from mha_course.judge.cases import run
+
+    def softmax(x):  # the release's stub of Q1
+        raise NotImplementedError()
+
+    def _call(n, s, d_h, d_v, causal, seed):  # Q3's test calls attention, which calls the blank softmax
+        return softmax(np.zeros((n, s))) @ np.zeros((s, d_v))
+
+    with pytest.raises(AssertionError, match="^not answered yet: your softmax, an earlier answer, still raises"):
+        run("attention", _call, (3, 3, 4, 4, False, 1))
+
+
+@pytest.mark.parametrize("question, case, words", [
+    ("multi_head_attention", (4, 2, 3, None, False), "this question runs your softmax, causal_mask and attention: fix any"),
+    ("rope_attention", None, "this question runs your rope: if rope fails its own test, fix it first"),
+    ("softmax", ((3, 5), -1, 0), None),  # Q1 builds on nothing: no pointer
+])
+def test_inline_a_wrong_dependent_points_at_the_earlier_answers(question, case, words):
+    from mha_course.judge.carry import dependency_hint
+    from mha_course.judge.cases import run
+
+    assert (dependency_hint(question) or "").startswith(words or "")
+    if case is None:
+        return
+    with pytest.raises(AssertionError) as failure:
+        run(question, lambda *args: np.zeros((3, 4)) if question != "softmax" else np.zeros((3, 5)), case)
+    assert (words in str(failure.value)) if words else ("this question runs" not in str(failure.value))
+
+
+def test_selfgrade_shows_the_note_beside_a_carried_test(capsys):
+    from mha_course.selfgrade import print_report
+
+    questions = [("Q1 (softmax)", ["s1"]), ("Q3 (attention)", ["a1", "a2"])]
+    scores = {"s1": (0.0, 1.0), "a1": (1.0, 1.0), "a2": (0.0, 2.0)}
+    line = note({"softmax_answer"}).strip()
+    print_report(questions, scores, {"s1": "NotImplementedError", "a2": "AssertionError: wrong"}, {}, {"a1": line})
+    out = capsys.readouterr().out
+    assert f"a1: 1 / 1  ({line})" in out and "a2: 0 / 2  <- AssertionError: wrong" in out
