@@ -138,14 +138,17 @@ def carry_forward(nb, twin, substituted, regrade, builds_on):
 
 @functools.lru_cache(maxsize=None)
 def _dependent_questions():
-    """``{question id: (answers it builds on)}`` for the test cells of every dependent answer of the course."""
+    """``{question id: (answers it builds on)}`` for the test cells of every dependent answer of the course.
+
+    Read from the released notebooks, which the learner has: the inline judge never opens a solution.
+    """
     from mha_course.course import COURSE, REPO_ROOT
 
     from .core import parse_runs
 
     result = {}
     for assignment, spec in COURSE.items():
-        path = REPO_ROOT / "solutions" / assignment / f"{assignment}.ipynb"
+        path = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"  # the release: test cells, no answers
         if not spec.builds_on or not path.is_file():
             continue
         nb = nbformat.read(path, as_version=4)
