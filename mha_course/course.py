@@ -119,12 +119,15 @@ def assignment_module(assignment, stem):
 
     The grading process imports ``grading_questions`` (:mod:`mha_course.judge.questions` does, for
     every assignment); the tests import ``grading_answers``. Raises ``ValueError`` for an assignment
-    that is not in :data:`COURSE` and ``FileNotFoundError`` naming the missing file.
+    that is not in :data:`COURSE` or a file that is not a grading file, and ``FileNotFoundError``
+    naming the missing file.
     """
     import importlib.util
 
     if assignment not in COURSE:
         raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(ASSIGNMENTS)}")
+    if f"{stem}.py" not in GRADING_FILES:
+        raise ValueError(f"{stem}.py is not one of the grading files {GRADING_FILES}")
     name = f"_course_{assignment}_{stem}"
     if name in sys.modules:
         return sys.modules[name]

@@ -10,12 +10,13 @@ reach the release, or when a file elsewhere lists assignments by name.
 from __future__ import annotations
 
 import re
+import sys
 
 import nbformat
 import pytest
 
 import grading_support as gs
-from mha_course.course import ASSIGNMENTS, COURSE, GRADING_FILES
+from mha_course.course import ASSIGNMENTS, COURSE, GRADING_FILES, assignment_module
 from mha_course.judge.core import parse_runs
 from mha_course.judge.questions import QUESTIONS
 
@@ -104,6 +105,17 @@ def test_every_folder_holds_its_notebook_and_the_grading_files(assignment):
     folder = ROOT / "solutions" / assignment
     for name in (f"{assignment}.ipynb", *GRADING_FILES):
         assert (folder / name).is_file(), f"solutions/{assignment}/{name} is missing"
+
+
+def test_loading_a_folders_file_names_what_is_wrong(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="unknown assignment '99_nope'; known: "):
+        assignment_module("99_nope", "grading_answers")
+    with pytest.raises(ValueError, match=r"grading_notes.py is not one of the grading files \("):
+        assignment_module(ASSIGNMENTS[0], "grading_notes")
+    monkeypatch.setattr("mha_course.course.REPO_ROOT", tmp_path)  # a course whose folder lacks the file
+    monkeypatch.delitem(sys.modules, f"_course_{ASSIGNMENTS[0]}_grading_answers", raising=False)
+    with pytest.raises(FileNotFoundError, match=f"assignment {ASSIGNMENTS[0]} has no grading_answers.py in "):
+        assignment_module(ASSIGNMENTS[0], "grading_answers")
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
