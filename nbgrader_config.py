@@ -1,6 +1,7 @@
 """nbgrader configuration: this repository is an nbgrader course.
 
-* ``solutions/<assignment>/<assignment>.ipynb`` - the source notebooks (answers and hidden tests);
+* ``solutions/<assignment>/<assignment>.ipynb`` - the source notebooks (answers and hidden tests),
+  beside the course's grading files (``grading_questions.py``, ``grading_answers.py``);
 * ``exercises/<assignment>/`` - the release, made by ``nbgrader generate_assignment`` and
   committed so learners can open it at once. Never edit it by hand: regenerate it with
   ``.venv/bin/nbgrader generate_assignment --force <assignment>`` (or ``python -m mha_course.release``).
@@ -23,6 +24,11 @@ prepare_environment()
 c.CourseDirectory.course_id = "mha-interview"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
+# An assignment's folder also holds the course's own files (mha_course.course.GRADING_FILES): the
+# judge's questions and the tests' designed answers. nbgrader copies every other file of the folder
+# into the release and, when autograding, into the folder the learner's kernel runs in: these stay
+# out of both (with nbgrader's own defaults).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "grading_*.py"]
 
 
 # What an unanswered solution cell becomes in the release.

@@ -90,6 +90,13 @@ COURSE = {
 #: The assignments, in the order the book teaches them (folder names under solutions/).
 ASSIGNMENTS = tuple(COURSE)
 
+#: The course's own files in an assignment's folder, beside its notebook: the judge's questions
+#: (``grading_questions.py``: the reference and the messages of each question id, loaded by the
+#: grading process) and the designed answers the tests grade (``grading_answers.py``: mistakes,
+#: reference calls, attacks). nbgrader keeps them out of the release and out of the folder the
+#: grading kernel runs in (``CourseDirectory.ignore`` in ``nbgrader_config.py``).
+GRADING_FILES = ("grading_questions.py", "grading_answers.py")
+
 
 def _find_course_root():
     """The repository root: the folder holding ``nbgrader_config.py`` and ``solutions/``.
@@ -106,6 +113,37 @@ def _find_course_root():
 
 #: The repository root: the nbgrader course that this package belongs to.
 REPO_ROOT = _find_course_root()
+
+
+def assignment_module(assignment, stem):
+    """The module ``solutions/<assignment>/<stem>.py`` (a name of :data:`GRADING_FILES`), imported once.
+
+    The grading process imports ``grading_questions`` (:mod:`mha_course.judge.questions` does, for
+    every assignment); the tests import ``grading_answers``. Raises ``ValueError`` for an assignment
+    that is not in :data:`COURSE` or a file that is not a grading file, and ``FileNotFoundError``
+    naming the missing file.
+    """
+    import importlib.util
+
+    if assignment not in COURSE:
+        raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(ASSIGNMENTS)}")
+    if f"{stem}.py" not in GRADING_FILES:
+        raise ValueError(f"{stem}.py is not one of the grading files {GRADING_FILES}")
+    name = f"_course_{assignment}_{stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = REPO_ROOT / "solutions" / assignment / f"{stem}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"assignment {assignment} has no {path.name} in {path.parent}")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # before it runs: dataclasses and pickle look a module up there
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 def prepare_environment():

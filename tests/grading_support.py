@@ -118,166 +118,37 @@ def expected_scores(assignment, lost):
     return {gid: 0.0 if gid in lost else points for gid, points in points_of_tests(assignment).items()}
 
 
-# Plausible wrong answers, per assignment: (name, answer grade_id, old text, new text, test cells
-# that must score zero). Every other test cell must keep full marks.
-WRONG_ANSWERS = {
-    "01_shapes": [
-        ("head_dim_float_division", "head_dim_answer", "d_model // num_heads", "d_model / num_heads",
-         {"head_dim_transformer_base"}),
-        ("scores_per_head_size", "head_shapes_answer", '"scores": (batch, num_heads, n, n)',
-         '"scores": (batch, num_heads, n, d_model // num_heads)', {"head_shapes_scores_concat_output"}),
-        ("split_by_plain_reshape", "split_heads_answer",
-         "x = x.reshape(B, n, num_heads, d // num_heads)  # (B, n, h, d_h)\n    return x.transpose(0, 2, 1, 3)",
-         "return x.reshape(B, num_heads, n, d // num_heads)", {"split_heads_matches_mha_kit"}),
-    ],
-    "02_params_compute": [
-        # the visible test is MHA, so only the GQA cell (hidden cases included) loses its points
-        ("gqa_counted_as_mha", "projection_params_answer", "2 * d_model * num_kv_heads * head_dim",
-         "2 * d_model * num_heads * head_dim", {"params_gqa_llama3_70b"}),
-        ("macs_scores_only", "attention_macs_answer", "return scores + value_mix", "return scores",
-         {"attention_macs_sequence_and_decode"}),
-        ("macs_counted_as_flops", "attention_macs_answer", "return scores + value_mix",
-         "return 2 * (scores + value_mix)", {"attention_macs_sequence_and_decode"}),
-        ("every_count_changes", "changes_with_h_answer", '{"score_count"}',
-         '{"projection_params", "attention_macs", "score_count"}', {"changes_with_h_set"}),
-    ],
-    "03_kv_cache": [
-        ("bits_not_bytes", "kv_bytes_read_answer", "return -(-elements * bits // 8)", "return elements * bits",
-         {"kv_bytes_read_llama3_70b_8k"}),
-        ("gqa_counted_as_mha", "cache_bytes_per_token_answer", "2 * cfg.num_kv_heads", "2 * cfg.num_heads",
-         {"cache_per_token_llama3_8b"}),
-        ("mla_without_rotary_key", "mla_cache_answer", "(cfg.kv_lora_rank + cfg.qk_rope_head_dim)",
-         "cfg.kv_lora_rank", {"mla_cache_deepseek_v2"}),
-        ("max_context_as_float", "max_context_answer", "memory_bytes * 8 // bits_per_token",
-         "memory_bytes * 8 / bits_per_token", {"max_context_llama3_8b_16gib"}),
-        # an int of a float division: right for every visible size, wrong past 2**53 bytes (hidden)
-        ("max_context_int_of_float", "max_context_answer", "memory_bytes * 8 // bits_per_token",
-         "int(memory_bytes * 8 / bits_per_token)", {"max_context_llama3_8b_16gib"}),
-        # rounds down: right for whole bytes (the visible case), wrong for 3- and 6-bit numbers (hidden)
-        ("bytes_rounded_down", "kv_bytes_read_answer", "return -(-elements * bits // 8)", "return elements * bits // 8",
-         {"kv_bytes_read_llama3_70b_8k"}),
-    ],
-    "04_implement_attention": [
-        ("softmax_without_max", "softmax_answer", "np.exp(x - np.max(x, axis=axis, keepdims=True))", "np.exp(x)",
-         {"softmax_large_scores_stable"}),
-        # multi-head attention builds on the learner's attention (Q4 uses Q3): graded with a correct one, it keeps its points
-        ("forgot_scale", "attention_answer", "scores = q @ k.T / np.sqrt(q.shape[-1])", "scores = q @ k.T",
-         {"attention_unmasked", "attention_causal"}),
-        ("mask_after_softmax", "attention_answer",
-         "        scores = np.where(mask, scores, -np.inf)  # before softmax: masked keys get weight 0\n"
-         "    return softmax(scores) @ v",
-         "        return (softmax(scores) * mask) @ v\n    return softmax(scores) @ v",
-         {"attention_causal"}),
-        ("gqa_copies_kv", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
-         "k, v = np.repeat(k, h // h_kv, axis=0), np.repeat(v, h // h_kv, axis=0)\n"
-         "    h_kv = h\n    q_grouped = q", {"gqa_without_copies"}),
-        # the same copy with a fancy index: right values, caught by reading the code
-        ("gqa_fancy_index_copy", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
-         "k, v = k[np.arange(h) // (h // h_kv)], v[np.arange(h) // (h // h_kv)]\n    h_kv = h\n    q_grouped = q",
-         {"gqa_without_copies"}),
-        ("gqa_modulo_head", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
-         "q_grouped = q.reshape(h // h_kv, h_kv, n, d_h).transpose(1, 0, 2, 3).reshape(h_kv, -1, d_h)",
-         {"gqa_matches_mha_kit", "gqa_without_copies"}),
-    ],
-    "05_decoding": [
-        ("forgot_scale", "decode_step_answer", "mk.decode_attention(q, cache.keys",
-         "mk.decode_attention(q * np.sqrt(d_h), cache.keys", {"decode_matches_causal_pass"}),
-        ("macs_scores_only", "decode_macs_answer", "return 2 * num_heads", "return num_heads",
-         {"decode_macs_llama3_70b"}),
-        ("intensity_in_macs", "flops_per_byte_answer", "flops_per_key = 2 * 2 * num_heads",
-         "flops_per_key = 2 * num_heads", {"flops_per_byte_gqa"}),
-    ],
-    "06_spot_the_bug": [
-        ("mask_still_after_softmax", "fixed_causal_attention_answer",
-         "scores = np.where(mk.causal_mask(len(q)), scores, -np.inf)  # mask the scores, before softmax\n"
-         "    return mk.softmax(scores) @ v",
-         "weights = np.where(mk.causal_mask(len(q)), mk.softmax(scores), 0.0)\n    return weights @ v",
-         {"bug_mask_after_softmax"}),
-        ("scale_removed", "fixed_attention_answer", "q @ k.T / np.sqrt(q.shape[-1])", "q @ k.T",
-         {"bug_wrong_scale"}),
-        # passes the visible h=4, h_kv=2 case (g == h_kv there); the hidden h=8, h_kv=2 case fails
-        ("kv_head_i_div_h_kv", "fixed_grouped_attention_answer", "j = i // g", "j = i // h_kv",
-         {"bug_wrong_kv_head"}),
-        ("cache_bytes_as_float", "fixed_cache_bytes_answer", "* bits // 8", "* bits / 8",
-         {"bug_cache_without_v"}),
-        # the fix is right, the diagnosis is not: only the diagnosis point is lost
-        ("q1_names_the_mask_direction", "q1_mistake_answer", 'return "C"', 'return "D"', {"q1_mistake_named"}),
-        ("q3_names_a_distractor_in_lower_case", "q3_mistake_answer", 'return "H"', 'return "a"', {"q3_mistake_named"}),
-        ("q5_names_a_word_not_a_letter", "q5_mistake_answer", 'return "B"', 'return "only K"', {"q5_mistake_named"}),
-    ],
-}
+def designed(assignment):
+    """The module ``solutions/<assignment>/grading_answers.py``: the designed answers the tests grade.
+
+    It defines ``WRONG_ANSWERS``, a list of plausible wrong answers ``(name, answer grade_id, old
+    text, new text, test cells that must score zero)`` (every other test cell keeps full marks);
+    ``REFERENCE_CALLS``, ``{answer grade_id: source}`` of answers that only call the ``mha_kit``
+    reference the question asks the learner to write (graded with the learner edition, each earns
+    nothing for the test cells it feeds); ``NO_REFERENCE``, ``{answer grade_id: why}`` of the
+    answers no ``mha_kit`` function answers; optionally ``HOSTILE`` and ``HONEST``
+    (``test_grading_hostile``).
+    """
+    from mha_course.course import assignment_module
+
+    return assignment_module(assignment, "grading_answers")
 
 
-# {assignment: {answer grade_id: source}}: answers that only call the mha_kit reference the question
-# asks the learner to write (or, with no single reference, the closest one-line use of forbidden
-# mha_kit code). Graded with the learner edition, each earns nothing for the test cells it feeds.
-REFERENCE_CALLS = {
-    "01_shapes": {
-        "split_heads_answer": "def split_heads(x, num_heads):\n    return mk.split_heads(x, num_heads)",
-        "merge_heads_answer": "def merge_heads(x):\n    return mk.merge_heads(x)",
-    },
-    "02_params_compute": {
-        "projection_params_answer": "def projection_params(d_model, num_heads, num_kv_heads, head_dim):\n"
-                                    "    cfg = mk.AttentionConfig(d_model, num_heads, num_kv_heads, head_dim)\n"
-                                    "    return mk.projection_params(cfg)",
-        "attention_macs_answer": "def attention_macs(num_heads, head_dim, n_queries, n_keys):\n"
-                                 "    cfg = mk.AttentionConfig(num_heads * head_dim, num_heads)\n"
-                                 "    return mk.attention_macs(cfg, n_keys, n_queries)",
-        "score_count_answer": "def score_count(num_heads, n):\n"
-                              "    return mk.score_count(mk.AttentionConfig(num_heads, num_heads), n)",
-    },
-    "03_kv_cache": {
-        "kv_bytes_read_answer": "def kv_bytes_read(num_kv_heads, head_dim, context_len, bits=16):\n"
-                                "    cfg = mk.AttentionConfig(num_kv_heads * head_dim, num_kv_heads, head_dim=head_dim)\n"
-                                "    return mk.kv_bytes_read(cfg, context_len, bits)",
-        "cache_bytes_per_token_answer": "def cache_bytes_per_token(cfg, bits=16):\n"
-                                        "    return mk.kv_cache_bytes_per_token(cfg, bits)",
-        "mla_cache_answer": "def mla_cache_bytes_per_token(cfg, bits=16):\n    return mk.kv_cache_bytes_per_token(cfg, bits)",
-        "kv_cache_bytes_answer": "def kv_cache_bytes(cfg, context_len, batch_size, bits=16):\n"
-                                 "    return mk.kv_cache_bytes(cfg, context_len, batch_size, bits)",
-        "max_context_answer": "def max_context(cfg, memory_bytes, bits=16, batch_size=1):\n"
-                              "    return mk.max_context_tokens(cfg, memory_bytes, bits, batch_size)",
-    },
-    "04_implement_attention": {
-        "softmax_answer": "def softmax(x, axis=-1):\n    return mk.softmax(x, axis)",
-        "causal_mask_answer": "def causal_mask(n):\n    return mk.causal_mask(n)",
-        "attention_answer": "def attention(q, k, v, mask=None):\n    return mk.scaled_dot_product_attention(q, k, v, mask)[0]",
-        "multi_head_answer": "def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=False):\n"
-                             "    return mk.multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=causal)[0]",
-        "gqa_answer": "def grouped_attention(q, k, v):\n    return mk.grouped_attention(q, k, v)[0]",
-    },
-    "05_decoding": {
-        "decode_step_answer": "def decode_step(x_t, w_q, w_k, w_v, w_o, num_heads, cache):\n"
-                              "    return mk.cached_attention(x_t[None], w_q, w_k, w_v, w_o, num_heads, cache)[0][0]",
-        "decode_macs_answer": "def decode_step_macs(num_heads, head_dim, cache_len):\n"
-                              "    return mk.attention_macs(mk.AttentionConfig(num_heads * head_dim, num_heads), cache_len)",
-        "flops_per_byte_answer": "def decode_flops_per_byte(num_heads, num_kv_heads, head_dim, bits=16):\n"
-                                 "    cfg = mk.AttentionConfig(num_heads * head_dim, num_heads, num_kv_heads)\n"
-                                 "    return mk.arithmetic_intensity(cfg, 1, bits)",
-    },
-    "06_spot_the_bug": {
-        "fixed_causal_attention_answer": "def fixed_causal_attention(q, k, v):\n"
-                                         "    return mk.scaled_dot_product_attention(q, k, v, mk.causal_mask(len(q)))[0]",
-        "fixed_attention_answer": "def fixed_attention(q, k, v):\n    return mk.scaled_dot_product_attention(q, k, v)[0]",
-        "fixed_grouped_attention_answer": "def fixed_grouped_attention(q, k, v):\n    return mk.grouped_attention(q, k, v)[0]",
-        "fixed_merge_heads_answer": "def fixed_merge_heads(heads):\n    return mk.merge_heads(heads[None])[0]",
-        "fixed_cache_bytes_answer": "def fixed_cache_bytes(cfg, context_len, batch_size, bits=16):\n"
-                                    "    return mk.kv_cache_bytes(cfg, context_len, batch_size, bits)",
-    },
-}
+#: ``{assignment: [(name, answer grade_id, old text, new text, test cells that must score zero)]}``.
+WRONG_ANSWERS = {a: designed(a).WRONG_ANSWERS for a in ASSIGNMENTS}
+#: ``{assignment: {answer grade_id: source}}``: answers that only call a reference they must not use.
+REFERENCE_CALLS = {a: designed(a).REFERENCE_CALLS for a in ASSIGNMENTS}
+#: ``{assignment: {answer grade_id: why}}``: the answers with no forbidden reference at all.
+NO_REFERENCE = {a: designed(a).NO_REFERENCE for a in ASSIGNMENTS}
+#: ``[(assignment, name, {answer grade_id: source}, answers whose tests are lost, reason or None)]``.
+HOSTILE = [(a, *attack) for a in ASSIGNMENTS for attack in getattr(designed(a), "HOSTILE", ())]
+#: ``[(assignment, name, {answer grade_id: source}, (answer grade_id, extra cell) or None)]``.
+HONEST = [(a, *variant) for a in ASSIGNMENTS for variant in getattr(designed(a), "HONEST", ())]
 
-# {assignment: {answer grade_id: why}}: the answers with no forbidden reference at all; each is
-# arithmetic (or a choice) on what the learner edition allows, which has no function that answers it.
-NO_REFERENCE = {
-    "01_shapes": {
-        # mk.AttentionConfig(d, h).head_dim also gives d // h: a base helper (every assignment's configs),
-        # whose one line of division is the question's; nothing in mha_kit lists the arrays' shapes
-        "head_dim_answer": "d // h, arithmetic",
-        "head_shapes_answer": "shapes from arithmetic; no mha_kit function lists them",
-    },
-    "02_params_compute": {"changes_with_h_answer": "a set of names, the learner's reasoning"},
-    "06_spot_the_bug": {f"q{i}_mistake_answer": "a letter from the notebook's list of mistakes" for i in range(1, 6)},
-}
+
+def quarter(k):
+    """The k-th of four shares of the course's assignments (k = 0..3), every fourth one in the manifest."""
+    return ASSIGNMENTS[k::4]
 
 
 def build_specs(assignments):
@@ -296,10 +167,10 @@ def build_specs(assignments):
 def score_tests(assignments):
     """The score tests for ``assignments``, for a test module to put in its globals.
 
-    The course is split over two modules (``test_grading_scores_a`` and ``_b``) so that
-    pytest-xdist's ``--dist loadfile`` grades the halves on two workers at once; each module
-    grades all its submissions in one subprocess (a module-scoped fixture), paying nbgrader's
-    start-up once.
+    The course is split over four modules (``test_grading_scores_a`` to ``_d``, each a quarter of
+    the manifest: :func:`quarter`) so that pytest-xdist's ``--dist loadfile`` grades them on
+    several workers at once; each module grades all its submissions in one subprocess (a
+    module-scoped fixture), paying nbgrader's start-up once.
     """
     import pytest
 
@@ -372,9 +243,7 @@ def score_and_reference_tests(assignments):
             for test in lost:
                 assert f"is not available in {assignment}" in errors[assignment][student][test], (group, test)
 
-    own = [a for a in assignments if a not in _V2]  # 07-10's table in grading_support_v2 covers only some answers
-
-    @pytest.mark.parametrize("assignment", own)
+    @pytest.mark.parametrize("assignment", assignments)
     def test_every_answer_has_a_reference_call(assignment):
         """Each answer is in REFERENCE_CALLS, or in NO_REFERENCE (nothing in mha_kit answers it)."""
         covered = set(REFERENCE_CALLS[assignment]) | set(NO_REFERENCE.get(assignment, ()))
@@ -390,8 +259,6 @@ def score_and_reference_tests(assignments):
                 used = set(re.findall(r"\bmk\.(\w+)", cell.source))
                 assert used <= allowed, (cell.metadata["nbgrader"]["grade_id"], used - allowed)
 
-    if not own:
-        del test_every_answer_has_a_reference_call
     return {**tests, **{name: obj for name, obj in locals().items() if name in ("graded", "scores")
                         or name.startswith("test_")}}
 
@@ -412,13 +279,3 @@ def reference_call_groups(assignment):
     solution's earlier answers in place of the failed ones (error carried forward), where its own
     reference call still fails, so every answer's test cells say why they failed."""
     return [tuple(a for a in answer_ids(assignment) if a in REFERENCE_CALLS[assignment])]
-
-
-# Assignments 07-10 keep their tables in their own module.
-from grading_support_v2 import REFERENCE_CALLS as _REFERENCE_CALLS_V2  # noqa: E402
-from grading_support_v2 import WRONG_ANSWERS as _WRONG_ANSWERS_V2  # noqa: E402
-
-from grading_support_v2 import ASSIGNMENTS_V2 as _V2  # noqa: E402
-
-WRONG_ANSWERS.update(_WRONG_ANSWERS_V2)
-REFERENCE_CALLS.update(_REFERENCE_CALLS_V2)

@@ -189,6 +189,10 @@ def hostile(port=None, outside=None):
         "fill_disk": _with("head_dim_answer", "", FILL_DISK),
         "read_solutions": _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * len(open("
                                                       f"{str(ROOT / 'solutions' / A / (A + '.ipynb'))!r}).read())\n"),
+        # the course's grading files (the judge's questions, the designed answers) beside the notebook
+        "list_grading_files": _with("head_dim_answer", "", "\n\nimport os\n\n_grading = [f for f in os.listdir('.') "
+                                                          "if f.startswith('grading_')]\n"
+                                                          "head_dim = lambda d, h: d // h + len(_grading)\n"),
         "corrupt": b"{not a notebook",
         "empty": b"",
         "not_utf8": b"\xff\xfe\x00\x81 notebook",

@@ -11,8 +11,9 @@ from mha_course.judge.core import parse_runs
 ASSIGNMENTS = sorted(p.name for p in (gs.ROOT / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
 HEADING = re.compile(r"^## Q(\d+) \[([EMH])\] · (\d+) points?: \S", re.M)
 # Question ids whose answer does not depend on a shape (a set of names, a letter from a list):
-# nothing to vary in hidden tests.
-CHOICE_QUESTIONS = {"changes_with_h", "bug_diagnosis"}
+# nothing to vary in hidden tests. Each assignment names its own (CHOICE_QUESTIONS in its
+# solutions/<assignment>/grading_answers.py).
+CHOICE_QUESTIONS = {q for a in gs.ASSIGNMENTS for q in getattr(gs.designed(a), "CHOICE_QUESTIONS", ())}
 
 
 def needs_hidden_tests(cell):

@@ -10,7 +10,10 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from mha_course.judge.cases import MIME, call_all, encode
 from mha_course.judge.core import LearnerError, NotPlain, decode, first_failure, judge_notebook, parse_runs
-from mha_course.judge.questions import QUESTIONS, no_copies
+from mha_course.judge.questions import QUESTIONS
+
+#: The static check of the "no copies" question (its assignment's grading_questions.py).
+no_copies = QUESTIONS["grouped_attention_no_copies"].static
 
 
 class AlwaysEqual:

@@ -103,6 +103,12 @@ def test_sandbox_hides_the_solutions(graded):
     assert scores(result) == expected_scores(A, lost)
 
 
+def test_the_kernels_folder_holds_none_of_the_courses_grading_files(graded):
+    """nbgrader copies an assignment's other files beside the notebook: never grading_*.py (sandbox or not)."""
+    result = graded[0]["list_grading_files"]
+    assert scores(result) == expected_scores(A, set()), result["errors"]
+
+
 @pytest.mark.parametrize("student", ["network", "write_outside"])
 def test_sandbox_has_no_network_and_writes_only_its_scratch(graded, student):
     result = graded[0][student]

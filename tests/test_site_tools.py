@@ -146,8 +146,10 @@ def test_site_data_rebuilds_every_preset():
 
 
 def _exercise_sources():
-    """The judge's question specs, where the exercises' diagnostic hints live (outside the kernel)."""
-    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((REPO_ROOT / "mha_course" / "judge").glob("*.py")))
+    """The judge's question specs, where the exercises' diagnostic hints live (outside the kernel): the
+    shared helpers in mha_course/judge/ and each assignment's solutions/<assignment>/grading_questions.py."""
+    files = [*(REPO_ROOT / "mha_course" / "judge").glob("*.py"), *(REPO_ROOT / "solutions").glob("*/grading_questions.py")]
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(files))
 
 
 def test_drill_hints_are_the_exercises_hints():

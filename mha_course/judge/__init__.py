@@ -4,7 +4,8 @@
   (imports nothing that holds a reference answer; the grading kernel's learner edition has it).
 * :mod:`mha_course.judge.core` - grading side: :func:`judge_notebook`, the decoding, the parse of
   the trusted cases.
-* :mod:`mha_course.judge.questions` - the reference and the diagnostic messages of every question.
+* :mod:`mha_course.judge.questions` - the registry of the questions, which each assignment's
+  ``solutions/<assignment>/grading_questions.py`` fills (the reference and the diagnostic messages).
 * :class:`JudgeCells` - the nbgrader preprocessor (``nbgrader_config.py``), after ``Execute``.
 * :mod:`mha_course.judge.carry` and :class:`CarryForward` - error carried forward, after ``JudgeCells``:
   a question that builds on a failed earlier answer is graded again with the solution's answer there.

@@ -1,0 +1,62 @@
+"""The judge's questions of 01_shapes: each question id's reference and diagnostic messages.
+
+Loaded by path, in the grading process only, by :mod:`mha_course.judge.questions` (which holds the
+shared machinery: the :func:`~mha_course.judge.questions.question` decorator and helpers); never in
+the grading kernel, never released (``nbgrader_config.py`` ignores ``grading_*.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import mha_kit as mk
+
+from mha_course.expect import expect_close, expect_int, expect_shape
+from mha_course.judge.questions import ramp as _ramp, question
+
+
+@question("head_dim", lambda d, h: f"head size d_h (d={d}, h={h})")
+def _head_dim(got, d, h):
+    expect_int(got, mk.AttentionConfig(d, h).head_dim, f"head size d_h (d={d}, h={h})")
+
+
+def _reference_shapes(B, n, d, h):
+    """Shapes of the arrays mha_kit really builds for these sizes."""
+    q = mk.split_heads(np.zeros((B, n, d)), h)  # (B, n, d) -> (B, h, n, d_h)
+    scores = q @ np.swapaxes(q, -1, -2)  # (B, h, n, d_h) @ (B, h, d_h, n) -> (B, h, n, n)
+    concat = mk.merge_heads(q)  # (B, h, n, d_h) -> (B, n, h*d_h)
+    return {"q": q.shape, "k": q.shape, "v": q.shape, "scores": scores.shape,
+            "concat": concat.shape, "output": (concat @ np.zeros((d, d))).shape}
+
+
+def _check_shapes(got, keys, B, n, d, h):
+    if type(got) is not dict:
+        raise AssertionError(f"head_shapes must return a dict of shape tuples, got {type(got).__name__}")
+    ref = _reference_shapes(B, n, d, h)
+    for key in keys:
+        label = key.upper() if len(key) == 1 else key
+        expect_shape(got.get(key), ref[key], f"{label}{' per head' if len(key) == 1 else ''} (B={B}, n={n}, d={d}, h={h})")
+
+
+@question("head_shapes_qkv", lambda B, n, d, h: f"Q, K, V shapes (B={B}, n={n}, d={d}, h={h})")
+def _head_shapes_qkv(got, B, n, d, h):
+    _check_shapes(got, ("q", "k", "v"), B, n, d, h)
+
+
+@question("head_shapes_rest", lambda B, n, d, h: f"scores, concat, output shapes (B={B}, n={n}, d={d}, h={h})")
+def _head_shapes_rest(got, B, n, d, h):
+    _check_shapes(got, ("scores", "concat", "output"), B, n, d, h)
+
+
+@question("split_heads", lambda B, n, d, h: f"split_heads of a {(B, n, d)} input, h={h}")
+def _split_heads(got, B, n, d, h):
+    x = _ramp(B, n, d)
+    expect_close(got, mk.split_heads(x, h), f"split_heads of a {x.shape} input, h={h}",
+                 wrong={"a plain reshape to (B, h, n, d_h) mixes tokens into heads: "
+                        "reshape to (B, n, h, d_h), then swap axes 1 and 2": x.reshape(B, h, n, d // h)})
+
+
+@question("merge_heads", lambda B, h, n, d_h: f"merge_heads of a {(B, h, n, d_h)} input")
+def _merge_heads(got, B, h, n, d_h):
+    x = _ramp(B, h, n, d_h)
+    expect_close(got, mk.merge_heads(x), f"merge_heads of a {x.shape} input",
+                 wrong={"a plain reshape to (B, n, h*d_h) mixes heads: swap axes 1 and 2 first": x.reshape(B, n, h * d_h)})

@@ -1,0 +1,55 @@
+"""Designed answers of 04_implement_attention for the grading tests (read by ``tests/grading_support.py``).
+
+The course's file, not the learner's: never released, never in the folder the grading kernel runs
+in (``nbgrader_config.py`` ignores ``grading_*.py``). Formats in ``tests/grading_support.py``.
+"""
+
+#: Plausible wrong answers: (name, answer grade_id, old text, new text, test cells that must score
+#: zero). Every other test cell must keep full marks.
+WRONG_ANSWERS = [
+    ("softmax_without_max", "softmax_answer", "np.exp(x - np.max(x, axis=axis, keepdims=True))", "np.exp(x)",
+     {"softmax_large_scores_stable"}),
+    # multi-head attention builds on the learner's attention (Q4 uses Q3): graded with a correct one, it keeps its points
+    ("forgot_scale", "attention_answer", "scores = q @ k.T / np.sqrt(q.shape[-1])", "scores = q @ k.T",
+     {"attention_unmasked", "attention_causal"}),
+    ("mask_after_softmax", "attention_answer",
+     "        scores = np.where(mask, scores, -np.inf)  # before softmax: masked keys get weight 0\n"
+     "    return softmax(scores) @ v",
+     "        return (softmax(scores) * mask) @ v\n    return softmax(scores) @ v",
+     {"attention_causal"}),
+    ("gqa_copies_kv", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
+     "k, v = np.repeat(k, h // h_kv, axis=0), np.repeat(v, h // h_kv, axis=0)\n"
+     "    h_kv = h\n    q_grouped = q", {"gqa_without_copies"}),
+    # the same copy with a fancy index: right values, caught by reading the code
+    ("gqa_fancy_index_copy", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
+     "k, v = k[np.arange(h) // (h // h_kv)], v[np.arange(h) // (h // h_kv)]\n    h_kv = h\n    q_grouped = q",
+     {"gqa_without_copies"}),
+    ("gqa_modulo_head", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
+     "q_grouped = q.reshape(h // h_kv, h_kv, n, d_h).transpose(1, 0, 2, 3).reshape(h_kv, -1, d_h)",
+     {"gqa_matches_mha_kit", "gqa_without_copies"}),
+]
+
+#: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
+#: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
+#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+REFERENCE_CALLS = {
+    "softmax_answer": "def softmax(x, axis=-1):\n    return mk.softmax(x, axis)",
+    "causal_mask_answer": "def causal_mask(n):\n    return mk.causal_mask(n)",
+    "attention_answer": "def attention(q, k, v, mask=None):\n    return mk.scaled_dot_product_attention(q, k, v, mask)[0]",
+    "multi_head_answer": "def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=False):\n"
+                         "    return mk.multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, causal=causal)[0]",
+    "gqa_answer": "def grouped_attention(q, k, v):\n    return mk.grouped_attention(q, k, v)[0]",
+}
+
+#: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
+#: choice) on what the learner edition allows, which has no function that answers it.
+NO_REFERENCE = {}
+
+#: Answers written against the grader: (name, {answer grade_id: new source}, answers whose tests are
+#: lost, words of the reason in a failing cell's error, or None). tests/test_grading_hostile.py.
+HOSTILE = [
+    ("imports_the_reference_softmax",
+     {"softmax_answer": "from mha_kit.attention import softmax as _reference\n\n"
+                        "def softmax(x, axis=-1):\n    return _reference(x, axis)"},
+     {"softmax_answer"}, "mk.softmax is not available in 04_implement_attention: it is what Q1 asks you to write"),
+]

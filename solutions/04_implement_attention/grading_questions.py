@@ -1,0 +1,116 @@
+"""The judge's questions of 04_implement_attention: each question id's reference and diagnostic messages.
+
+Loaded by path, in the grading process only, by :mod:`mha_course.judge.questions` (which holds the
+shared machinery: the :func:`~mha_course.judge.questions.question` decorator and helpers); never in
+the grading kernel, never released (``nbgrader_config.py`` ignores ``grading_*.py``).
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+import mha_kit as mk
+
+from mha_course.expect import expect_close, expect_equal
+from mha_course.judge.questions import rng_arrays as _rng_arrays, question
+
+
+@question("softmax", lambda shape, axis, seed: f"softmax of a {shape} array along axis {axis}")
+def _softmax(got, shape, axis, seed):
+    (x,) = _rng_arrays(seed, shape)
+    other = {"that is softmax along another axis: use the axis argument": mk.softmax(x, axis=0)} if axis != 0 else {}
+    expect_close(got, mk.softmax(x, axis=axis), f"softmax of a {tuple(shape)} array along axis {axis}", wrong=other)
+
+
+def scores_array(rows):
+    """The array a literal list of rows stands for; the strings ``"-inf"``/``"inf"`` are infinities."""
+    return np.array(rows, dtype=float)
+
+
+@question("softmax_extreme", lambda rows: f"softmax of {rows}")
+def _softmax_extreme(got, rows):
+    x = scores_array(rows)
+    expect_close(got, mk.softmax(x), f"softmax of {np.array2string(x, separator=', ')}")
+
+
+@question("causal_mask", lambda n: f"causal_mask({n})")
+def _causal_mask(got, n):
+    expect_equal(got, mk.causal_mask(n), f"causal_mask({n})")
+
+
+def _attention_mistakes(q, k, v, mask=None):
+    """Outputs of the classic mistakes, so the message can name the one made."""
+    raw = q @ k.T
+    masked = (lambda s: s) if mask is None else (lambda s: np.where(mask, s, -np.inf))
+    out = {"looks like the 1/sqrt(d_h) scale is missing": mk.softmax(masked(raw)) @ v,
+           "scaled by 1/d_h instead of 1/sqrt(d_h)": mk.softmax(masked(raw / q.shape[-1])) @ v}
+    if mask is not None:
+        after = mk.softmax(raw / np.sqrt(q.shape[-1])) * mask
+        out["the mask was applied after softmax: set scores to -inf before it"] = after @ v
+    return out
+
+
+@question("attention", lambda n, s, d_h, d_v, causal, seed: f"attention output (n={n}, s={s}, d_h={d_h}, causal={causal})")
+def _attention(got, n, s, d_h, d_v, causal, seed):
+    q, k, v = _rng_arrays(seed, (n, d_h), (s, d_h), (s, d_v))
+    mask = mk.causal_mask(n, s) if causal else None
+    expect_close(got, mk.scaled_dot_product_attention(q, k, v, mask)[0],
+                 f"attention output (n={n}, s={s}, d_h={d_h}, causal={causal})", wrong=_attention_mistakes(q, k, v, mask))
+
+
+def mha_inputs(d, h, n, seed):
+    """``(x, weights)`` of a multi-head case: the book's toy example when ``seed`` is None."""
+    if seed is None:
+        x, weights, _ = mk.toy_example()
+        return x, weights
+    return np.random.default_rng(seed).standard_normal((n, d)), mk.init_weights(mk.AttentionConfig(d, h), seed=seed)
+
+
+@question("multi_head_attention", lambda d, h, n, seed, causal: f"multi-head output (d={d}, h={h}, n={n}, causal={causal})")
+def _multi_head(got, d, h, n, seed, causal):
+    x, weights = mha_inputs(d, h, n, seed)
+    expect_close(got, mk.multi_head_attention(x, *weights, h, causal=causal)[0],
+                 f"multi-head output (n={x.shape[0]}, d={x.shape[1]}, h={h}, causal={causal})")
+
+
+def _gqa_check(got, h, h_kv, n, s, d_h, seed):
+    q, k, v = _rng_arrays(seed, (h, n, d_h), (h_kv, s, d_h), (h_kv, s, d_h))
+    g = h // h_kv
+    modulo = np.stack([mk.scaled_dot_product_attention(q[i], k[i % h_kv], v[i % h_kv])[0] for i in range(h)])
+    wrong = {f"query head i must read KV head i // g (g={g}), not i % h_kv": modulo} if g not in (1, h) else {}
+    expect_close(got, mk.grouped_attention(q, k, v)[0], f"grouped attention output (h={h}, h_kv={h_kv}, n={n}, s={s})",
+                 wrong=wrong)
+
+
+_COPIES = {"repeat", "tile", "take", "broadcast_to", "kron"}  # each builds g copies of K or V
+
+
+def no_copies(answers):
+    """Reason why ``grouped_attention``'s code copies K or V (``np.repeat``, a fancy index), or None."""
+    source = answers.get("gqa_answer", "")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None  # the kernel reported it; the cases fail anyway
+    for node in ast.walk(tree):
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        if isinstance(node, ast.alias):
+            name = node.name.rpartition(".")[2]
+        if name in _COPIES:
+            return f"grouped_attention uses {name}, which copies K or V once per query head: reshape the queries instead"
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in ("k", "v"):
+            if any(isinstance(part, (ast.Call, ast.List, ast.ListComp)) for part in ast.walk(node.slice)):
+                return f"grouped_attention indexes {node.value.id} with an array, which copies it: reshape the queries instead"
+    return None
+
+
+@question("grouped_attention", lambda h, h_kv, n, s, d_h, seed: f"grouped attention (h={h}, h_kv={h_kv}, n={n}, s={s})")
+def _grouped(got, *case):
+    _gqa_check(got, *case)
+
+
+@question("grouped_attention_no_copies", lambda h, h_kv, n, s, d_h, seed: f"grouped attention without copies (h={h}, h_kv={h_kv})",
+          static=no_copies)
+def _grouped_no_copies(got, *case):
+    _gqa_check(got, *case)

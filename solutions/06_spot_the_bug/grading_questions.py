@@ -1,0 +1,91 @@
+"""The judge's questions of 06_spot_the_bug: each question id's reference and diagnostic messages.
+
+Loaded by path, in the grading process only, by :mod:`mha_course.judge.questions` (which holds the
+shared machinery: the :func:`~mha_course.judge.questions.question` decorator and helpers); never in
+the grading kernel, never released (``nbgrader_config.py`` ignores ``grading_*.py``).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+import mha_kit as mk
+
+from mha_course.expect import expect_close, expect_int
+from mha_course.judge.cases import config
+from mha_course.judge.questions import (
+    spec_name as _name,
+    rng_arrays as _rng_arrays,
+    ramp as _ramp,
+    BITS_HINT as _BITS,
+    question,
+)
+
+
+# The buggy functions of the notebook, to recognise a bug left in.
+
+def buggy_causal_attention(q, k, v):
+    scores = q @ k.T / np.sqrt(q.shape[-1])
+    return np.where(mk.causal_mask(len(q)), mk.softmax(scores), 0.0) @ v
+
+
+def buggy_attention(q, k, v):
+    return mk.softmax(q @ k.T / q.shape[-1]) @ v
+
+
+def buggy_grouped_attention(q, k, v):
+    h, h_kv = q.shape[0], k.shape[0]
+    return np.stack([mk.softmax(q[i] @ k[i % h_kv].T / np.sqrt(q.shape[-1])) @ v[i % h_kv] for i in range(h)])
+
+
+@question("fixed_causal_attention", lambda n, d_h, seed: f"causal attention (n={n}, d_h={d_h})")
+def _fixed_causal(got, n, d_h, seed):
+    q, k, v = _rng_arrays(seed, (n, d_h), (n, d_h), (n, d_h))
+    expect_close(got, mk.scaled_dot_product_attention(q, k, v, mk.causal_mask(n))[0], f"causal attention (n={n}, d_h={d_h})",
+                 wrong={"the mask is still applied after softmax": buggy_causal_attention(q, k, v)})
+
+
+@question("fixed_attention", lambda n, s, d_h, seed: f"attention (n={n}, s={s}, d_h={d_h})")
+def _fixed_attention(got, n, s, d_h, seed):
+    q, k, v = _rng_arrays(seed, (n, d_h), (s, d_h), (s, d_h))
+    expect_close(got, mk.scaled_dot_product_attention(q, k, v)[0], f"attention (n={n}, s={s}, d_h={d_h})",
+                 wrong={"still divided by d_h: the scale is 1/sqrt(d_h)": buggy_attention(q, k, v),
+                        "no scale at all: divide the scores by sqrt(d_h)": mk.softmax(q @ k.T) @ v})
+
+
+@question("fixed_grouped_attention", lambda h, h_kv, n, seed: f"grouped attention (h={h}, h_kv={h_kv})")
+def _fixed_grouped(got, h, h_kv, n, seed):
+    q, k, v = _rng_arrays(seed, (h, n, 4), (h_kv, n, 4), (h_kv, n, 4))
+    wrong = {"query head i must read key-value head i // g, not i % h_kv": buggy_grouped_attention(q, k, v)}
+    expect_close(got, mk.grouped_attention(q, k, v)[0], f"grouped attention (h={h}, h_kv={h_kv})",
+                 wrong=wrong if h // h_kv not in (1, h) else {})
+
+
+@question("fixed_merge_heads", lambda h, n, d_h: f"merged heads (h={h}, n={n}, d_h={d_h})")
+def _fixed_merge(got, h, n, d_h):
+    heads = _ramp(h, n, d_h)
+    expect_close(got, mk.merge_heads(heads), f"merged heads (h={h}, n={n}, d_h={d_h})",
+                 wrong={"a plain reshape mixes heads and tokens: swap the first two axes first": heads.reshape(n, h * d_h)})
+
+
+@question("fixed_cache_bytes", lambda spec, s, B, bits: f"cache bytes of {_name(spec)} (s={s}, B={B}, {bits}-bit)")
+def _fixed_cache(got, spec, s, B, bits):
+    expect_int(got, mk.kv_cache_bytes(config(spec), s, B, bits), f"cache bytes of {_name(spec)} (s={s}, B={B}, {bits}-bit)",
+               hints={Fraction(1, 2): "still only K (or only V): the cache holds both", **_BITS})
+
+
+#: The mistake each buggy function of 06 makes: a letter of the list in the notebook's introduction.
+MISTAKES = {"Q1": "C", "Q2": "F", "Q3": "H", "Q4": "E", "Q5": "B"}
+#: The letters the list offers (the others are in none of the buggy functions).
+MISTAKE_LETTERS = "ABCDEFGH"
+
+
+@question("bug_diagnosis", lambda label: f"the mistake named for {label}")
+def _bug_diagnosis(got, label):
+    if type(got) is not str or got.strip().upper() not in MISTAKE_LETTERS:
+        shown = repr(got) if type(got) is str else f"a {type(got).__name__}"
+        raise AssertionError(f"{label}: answer one letter from A to H (the list at the top), got {shown}")
+    if got.strip().upper() != MISTAKES[label]:
+        raise AssertionError(f"{label}: mistake {got.strip().upper()} is not the one this function makes: "
+                             "run the buggy function on a small case and see what differs")

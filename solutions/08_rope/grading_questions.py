@@ -1,0 +1,97 @@
+"""The judge's questions of 08_rope: each question id's reference and diagnostic messages.
+
+Loaded by path, in the grading process only, by :mod:`mha_course.judge.questions` (which holds the
+shared machinery: the :func:`~mha_course.judge.questions.question` decorator and helpers); never in
+the grading kernel, never released (``nbgrader_config.py`` ignores ``grading_*.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import mha_kit as mk
+
+from mha_course.expect import expect_close, expect_float
+from mha_course.judge.questions import question
+
+
+def rope_inputs(n, r, seed):
+    """An ``(n, r)`` array of vectors from ``seed``."""
+    return np.random.default_rng(seed).standard_normal((n, r))
+
+
+def _rope_mistakes(x, positions):
+    """Outputs of the classic RoPE mistakes, to name the one made."""
+    r = x.shape[-1]
+    pos = np.asarray(positions)[:, None]
+    angle = pos * 10000.0 ** (-np.arange(r // 2) * 2.0 / r)
+    cos, sin = np.cos(angle), np.sin(angle)
+    pairs = np.empty_like(x)  # neighbouring dimensions 2i, 2i + 1 rotated together
+    pairs[:, 0::2] = x[:, 0::2] * cos - x[:, 1::2] * sin
+    pairs[:, 1::2] = x[:, 0::2] * sin + x[:, 1::2] * cos
+    return {"this rotates neighbouring dimensions (2i, 2i+1): here dimension i pairs with i + r/2": pairs,
+            "the rotation goes the wrong way: x1 cos - x2 sin, then x1 sin + x2 cos": mk.rope(x, -np.asarray(positions)),
+            "frequencies are base ** (-2i / r), not base ** (-i / r)":
+                mk.rope(x, np.asarray(positions)) if r == 2 else _slow_rope(x, positions)}
+
+
+def _slow_rope(x, positions):
+    r = x.shape[-1]
+    angle = np.asarray(positions)[:, None] * 10000.0 ** (-np.arange(r // 2) * 1.0 / r)
+    x1, x2 = x[:, : r // 2], x[:, r // 2:]
+    return np.concatenate([x1 * np.cos(angle) - x2 * np.sin(angle), x1 * np.sin(angle) + x2 * np.cos(angle)], axis=-1)
+
+
+@question("rope", lambda n, r, seed, positions: f"rope of a ({n}, {r}) array at positions {positions}")
+def _rope(got, n, r, seed, positions):
+    x = rope_inputs(n, r, seed)
+    expect_close(got, mk.rope(x, positions), f"rope of a ({n}, {r}) array at positions {positions}",
+                 wrong=_rope_mistakes(x, positions))
+
+
+def pair_inputs(r, seed):
+    """One query vector and one key vector of size ``r`` from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(r), rng.standard_normal(r)
+
+
+@question("rope_score", lambda r, seed, m, p: f"score of a query at {m} and a key at {p} (r={r})")
+def _rope_score(got, r, seed, m, p):
+    q, k = pair_inputs(r, seed)
+    expected = float(mk.rope_scores(q, k, [m], [p])[0, 0])
+    if type(got) is float and not np.isclose(got, expected) and np.isclose(got, float(mk.rope_scores(q, k, [p], [m])[0, 0])):
+        raise AssertionError(f"score at positions ({m}, {p}) is the one for ({p}, {m}): rotate q by m and k by p")
+    if type(got) is float and not np.isclose(got, expected) and np.isclose(got, float(q @ k)):
+        raise AssertionError(f"score at positions ({m}, {p}) is the plain q . k: rotate both vectors first")
+    expect_float(got, expected, f"score of a query at position {m} and a key at position {p} (r={r})", rtol=1e-7)
+
+
+@question("scores_at_distance", lambda r, seed, distance, starts: f"scores at distance {distance} from starts {starts}")
+def _scores_at_distance(got, r, seed, distance, starts):
+    q, k = pair_inputs(r, seed)
+    starts = np.asarray(starts)
+    expected = mk.rope_scores(q, k, starts + distance, starts).diagonal()  # query at t + distance, key at t
+    if np.ptp(expected) > 1e-8 * (1 + np.abs(expected).max()):  # the property itself: one value for every start
+        raise AssertionError("course bug: RoPE scores at one distance differ")  # pragma: no cover
+    wrong = {"the query goes at start + distance and the key at start (not the reverse)":
+             mk.rope_scores(q, k, starts, starts + distance).diagonal()}
+    expect_close(got, expected, f"scores at distance {distance} for starts {starts.tolist()}", wrong=wrong)
+
+
+def rotary_inputs(h, n, d_h, seed):
+    """``(q, k, v)`` of shape ``(h, n, d_h)`` each from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((h, n, d_h)) for _ in range(3))
+
+
+@question("rope_attention", lambda h, n, d_h, seed, start: f"causal RoPE attention (h={h}, n={n}, first position {start})")
+def _rope_attention(got, h, n, d_h, seed, start):
+    q, k, v = rotary_inputs(h, n, d_h, seed)
+    positions = np.arange(start, start + n)
+    mask = mk.causal_mask(n)
+    wrong = {"the values were rotated too: RoPE rotates queries and keys only":
+             mk.scaled_dot_product_attention(mk.rope(q, positions), mk.rope(k, positions), mk.rope(v, positions), mask)[0],
+             "the keys must be rotated too, by their own positions":
+             mk.scaled_dot_product_attention(mk.rope(q, positions), k, v, mask)[0],
+             "no causal mask: token i may see tokens 0..i only": mk.rotary_attention(q, k, v, positions)[0]}
+    expect_close(got, mk.rotary_attention(q, k, v, positions, mask=mask)[0],
+                 f"causal RoPE attention (h={h}, n={n}, d_h={d_h}, positions {start}..{start + n - 1})", wrong=wrong)

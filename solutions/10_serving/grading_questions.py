@@ -1,0 +1,82 @@
+"""The judge's questions of 10_serving: each question id's reference and diagnostic messages.
+
+Loaded by path, in the grading process only, by :mod:`mha_course.judge.questions` (which holds the
+shared machinery: the :func:`~mha_course.judge.questions.question` decorator and helpers); never in
+the grading kernel, never released (``nbgrader_config.py`` ignores ``grading_*.py``).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+import mha_kit as mk
+
+from mha_course.expect import expect_int
+from mha_course.judge.cases import config
+from mha_course.judge.questions import spec_name as _name, BITS_HINT as _BITS, ROUND_UP as _ROUND_UP, question
+
+
+def _expect_int_list(got, expected, what, wrong):
+    if type(got) is not list:
+        raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}")
+    if len(got) != len(expected):
+        raise AssertionError(f"{what}: expected {len(expected)} numbers (one per request), got {len(got)}")
+    for item in got:
+        if type(item) is not int:
+            raise AssertionError(f"{what}: expected plain ints, got {type(item).__name__} ({item!r}): use // or int(...)")
+    if got != expected and got == wrong[0]:
+        raise AssertionError(f"{what}: expected {expected}, got {got}: {wrong[1]}")
+    if got != expected:
+        raise AssertionError(f"{what}: expected {expected}, got {got}")
+
+
+@question("blocks_per_request", lambda lengths, size: f"blocks per request (lengths={lengths}, block_size={size})")
+def _blocks(got, lengths, size):
+    expected = [mk.cache_slots([n], n, size).paged // size for n in lengths]
+    _expect_int_list(got, expected, f"blocks per request (lengths={lengths}, block_size={size})",
+                     ([n // size for n in lengths], "a partly filled last block is still a whole block: round up"))
+
+
+@question("paged_bytes_saved", lambda lengths, max_len, size, per_token:
+          f"bytes saved by paging (lengths={lengths}, max_len={max_len}, block_size={size})")
+def _paged_saved(got, lengths, max_len, size, per_token):
+    slots = mk.cache_slots(lengths, max_len, size)
+    expect_int(got, (slots.reserved - slots.paged) * per_token,
+               f"bytes saved by paging (lengths={lengths}, max_len={max_len}, block_size={size}, {per_token} B/token)",
+               wrong={(slots.reserved - slots.used) * per_token:
+                      "paging still holds whole blocks: the unused slots of each last block are not saved",
+                      slots.reserved - slots.paged: "that counts token slots: multiply by the bytes per token"})
+
+
+@question("rolling_cache_bytes", lambda spec, t, window, bits: f"rolling cache of {_name(spec)} (t={t}, window={window}, {bits}-bit)")
+def _rolling(got, spec, t, window, bits):
+    cfg = config(spec)
+    held = min(t, window)
+    expected = mk.kv_cache_bytes(cfg, held, 1, bits)
+    wrong = {mk.kv_cache_bytes(cfg, t, 1, bits): "a rolling cache keeps only the last window tokens"} if t > window else {}
+    if t < window:
+        wrong[mk.kv_cache_bytes(cfg, window, 1, bits)] = "before window tokens have been seen, only t tokens are held"
+    floor = cfg.num_layers * mk.kv_elements_per_token(cfg) * held * bits // 8
+    if floor != expected:
+        wrong[floor] = _ROUND_UP
+    expect_int(got, expected, f"bytes held by a rolling cache of {_name(spec)} (t={t}, window={window}, {bits}-bit)",
+               wrong=wrong, hints={**_BITS, Fraction(1, 2): "did you forget K or V?",
+                                   Fraction(1, cfg.num_layers): "that is one layer: multiply by num_layers"})
+
+
+@question("int8_cache_bytes", lambda spec, t, scale_bits: f"8-bit cache of {_name(spec)} (t={t}, {scale_bits}-bit scales)")
+def _int8(got, spec, t, scale_bits):
+    cfg = config(spec)
+    elements = cfg.num_layers * mk.kv_elements_per_token(cfg) * t
+    scales = cfg.num_layers * 2 * cfg.num_kv_heads  # one per key-value head, for K and for V, per layer
+    expected = mk.quantized_cache_bytes(elements, scales, scale_bits)
+    wrong = {elements: "the scales are stored too: one per key-value head, for K and V, in every layer",
+             mk.quantized_cache_bytes(elements, scales * t, scale_bits): "one scale per head, not one per head and token",
+             mk.quantized_cache_bytes(elements, cfg.num_layers * cfg.num_kv_heads, scale_bits):
+                 "keys and values have their own scales: 2 per key-value head and layer"}
+    if cfg.num_heads != cfg.num_kv_heads:
+        wrong[mk.quantized_cache_bytes(elements, cfg.num_layers * 2 * cfg.num_heads, scale_bits)] = \
+            "scales belong to the key-value heads (h_kv), not the query heads"
+    expect_int(got, expected, f"bytes of an 8-bit cache of {_name(spec)} (t={t}, {scale_bits}-bit scales)",
+               wrong=wrong, hints={2: "8-bit: one byte per number, not two"})
