@@ -493,6 +493,7 @@ def test_flashcards_from_the_chapters(server, visit, site):
         assert "No flashcards yet" in widget.inner_text()
     else:
         assert cards[0]["question_text"][:30] in widget.inner_text()
+        assert widget.inner_text().count(f"[{cards[0]['tag']}]") == 1, "the difficulty tag shows more than once"
         reveal = widget.get_by_role("button", name="Show the answer")
         reveal.focus()
         tab.page.keyboard.press("Enter")

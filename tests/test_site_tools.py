@@ -233,6 +233,7 @@ def test_followup_admonitions_become_cards(tmp_path):
     card = cards[0]
     assert card["tag"] == "M" and card["doc"] == "chapter" and card["page"] == "Fixture chapter"
     assert card["question_text"] == "Q2. How big is the cache per token?"
+    assert "[M]" not in card["question_html"] and "Q2. How big is the cache per token?" in card["question_html"]
     assert card["url"] == "chapter.html#fixture-chain" or card["url"] == "chapter.html#follow-up-chain"
     assert "320 KiB" in card["answer_html"]  # the glued number, resolved
     assert "Strong answer." in card["answer_html"] and "Trap." in card["answer_html"]
