@@ -33,7 +33,7 @@ def release(assignments=ASSIGNMENTS, into=REPO_ROOT):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m mha_course.release", description=__doc__.splitlines()[0])
-    parser.add_argument("assignments", nargs="*", default=list(ASSIGNMENTS), help="default: every assignment of the manifest")
+    parser.add_argument("assignments", nargs="*", default=list(ASSIGNMENTS), help="default: every assignment in the course manifest (mha_course.course.COURSE)")
     parser.add_argument("--into", default=str(REPO_ROOT), help="write DIR/exercises (default: the repository)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.assignments) - set(ASSIGNMENTS))

@@ -9,6 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 import grading_support as gs
+from mha_course.course import COURSE
 
 ASSIGNMENTS = sorted(p.name for p in (gs.ROOT / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
 
@@ -46,8 +47,9 @@ def _outside_hidden(source):
     return out
 
 
-def test_six_assignments():
-    assert len(ASSIGNMENTS) >= 6
+def test_every_assignment_of_the_manifest_is_released():
+    """solutions/ holds exactly the manifest's assignments, and exercises/ releases each of them."""
+    assert ASSIGNMENTS == sorted(COURSE)
     assert sorted(p.name for p in (gs.ROOT / "exercises").iterdir() if p.is_dir()) == ASSIGNMENTS
 
 

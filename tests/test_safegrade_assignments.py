@@ -1,6 +1,6 @@
 """safegrade on every assignment: honest grades as designed, in the sandbox, with the learner edition.
 
-One safegrade run per assignment (the six run at once); a module-scoped fixture pays for them once.
+One safegrade run per assignment (all of them at once); a module-scoped fixture pays for them once.
 The honest notebooks are the ones ``test_grading_scores_a/_b`` grade with ``nbgrader autograde``
 against the same ``expected_scores``, so equal scores here mean equal to nbgrader's.
 """

@@ -1,10 +1,12 @@
 """The built site: a warning-free build, read in a real browser with no network.
 
-The module builds the whole book once (executing every chapter), as `make learner-book`
-does (tools/build_site.py, the learner edition that is published), into a temporary folder;
-with MHA_BUILT_SITE=<folder> set (CI, after `make learner-book`), it reads that build instead
-of making another. Every browser test in the project lives in this one module, so that
-pytest-xdist's --dist loadfile gives them the one build.
+The module builds the whole book once, as `make learner-book` does (tools/build_site.py, the
+learner edition that is published), into a temporary folder; with MHA_BUILT_SITE=<folder> set
+(CI, after `make learner-book`), it reads that build instead of making another. A chapter that
+nbval re-executes and compares in the same run (`make test`) is built from its stored outputs
+rather than executed a second time (tools/stored_outputs.py); every other chapter executes.
+Every browser test in the project lives in this one module, so that pytest-xdist's --dist
+loadfile gives them the one build.
 
 The browser tests serve that folder on 127.0.0.1, open each chapter in headless Debian
 Chromium with every request to another host aborted, and fail on console errors, script
@@ -35,6 +37,7 @@ sys.path.insert(0, str(REPO_ROOT / "tools"))
 import build_site  # noqa: E402  (tools/ is not a package)
 import learner_edition  # noqa: E402
 import practice_pages  # noqa: E402
+import stored_outputs  # noqa: E402
 
 import mha_kit as mk  # noqa: E402
 
@@ -69,7 +72,7 @@ class Site:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, request):
     """The learner edition, built as `make learner-book` does (or the build MHA_BUILT_SITE names)."""
     built = os.environ.get("MHA_BUILT_SITE")
     if built:
@@ -79,8 +82,20 @@ def site(tmp_path_factory):
             pytest.fail(f"MHA_BUILT_SITE={built} is not a learner edition (make learner-book builds one)")
         return Site(status["returncode"], (out / "build.log").read_text(encoding="utf-8"), out / "html")
     out = tmp_path_factory.mktemp("site")
-    returncode, log = build_site.build(out, learner=True, timeout=BUILD_TIMEOUT_S)
+    returncode, log = build_site.build(out, learner=True, timeout=BUILD_TIMEOUT_S,
+                                       stored_outputs=outputs_checked_by_nbval(request.session))
     return Site(returncode, log, out / "html")
+
+
+def outputs_checked_by_nbval(session):
+    """The site's notebooks whose stored outputs this run's nbval compares with a fresh execution
+    (``--nbval``, not deselected), less those that run differently in the learner edition."""
+    if not session.config.getoption("nbval", default=False):
+        return []
+    checked = {Path(item.path).resolve() for item in session.items if Path(item.path).suffix == ".ipynb"}
+    notebooks = [source_of(docname) for docname in SITE_DOCNAMES]
+    return [nb.relative_to(REPO_ROOT).as_posix() for nb in notebooks
+            if nb is not None and nb.resolve() in checked and not stored_outputs.runs_per_edition(nb)]
 
 
 def test_build_succeeds_without_warnings(site):
@@ -248,17 +263,64 @@ def load(tab, url):
     return tab.page.evaluate(WAIT_FOR_MATHJAX)
 
 
+AXE_IMPACTS = ("serious", "critical")
+
+
+def _axe_pages():
+    return [*SITE_DOCNAMES, "search"]
+
+
+@pytest.fixture(scope="module")
+def axe():
+    from axe_playwright_python.sync_playwright import Axe  # bundles axe-core: nothing is downloaded
+
+    return Axe()
+
+
+@dataclass
+class PageReport:
+    """One page opened once: what its load went wrong (or the error that stopped it), and axe-core's
+    serious and critical violations on the loaded page."""
+
+    mathjax: str = ""
+    problems: list = dataclasses.field(default_factory=list)
+    violations: list = dataclasses.field(default_factory=list)
+    error: str = ""
+
+
+def _report(browser, axe, url):
+    tab = PageVisit(browser)
+    report = PageReport()
+    try:
+        report.mathjax = load(tab, url)
+        report.problems = tab.problems + tab.page.evaluate(FIND_UNRENDERED_MATH)  # before axe runs
+        results = axe.run(tab.page, options={"resultTypes": ["violations"],
+                                             "rules": {"image-alt": {"enabled": False}}})
+        report.violations = [v for v in results.response["violations"] if v["impact"] in AXE_IMPACTS]
+    except Exception as error:  # a page that fails to load fails its own tests, not the others
+        report.error = f"{type(error).__name__}: {error}"
+    finally:
+        tab.close()
+    return report
+
+
+@pytest.fixture(scope="module")
+def page_reports(server, browser, axe, site):
+    """Every page of the site and search.html, each loaded once for both the rendering test and
+    the accessibility checker (a page load with MathJax costs as much as the check)."""
+    return {docname: _report(browser, axe, f"{server}/{docname}.html") for docname in _axe_pages()
+            if site.page(docname).exists()}
+
+
 @pytest.mark.parametrize("docname", SITE_DOCNAMES)
-def test_chapter_renders_offline(server, visit, site, docname):
+def test_chapter_renders_offline(page_reports, site, docname):
     """The chapter loads with no network, no errors, and all its math typeset."""
     if not site.page(docname).exists():
         pytest.fail(f"{docname}.html was not built")
-    tab = visit()
-    mathjax = load(tab, f"{server}/{docname}.html")
-    assert not mathjax.startswith("MathJax never started"), f"{docname}: {mathjax}"
-    unrendered = tab.page.evaluate(FIND_UNRENDERED_MATH)
-    problems = tab.problems + unrendered
-    assert not problems, f"{docname}.html:\n  " + "\n  ".join(problems)
+    report = page_reports[docname]
+    assert not report.error, f"{docname}.html could not be checked: {report.error}"
+    assert not report.mathjax.startswith("MathJax never started"), f"{docname}: {report.mathjax}"
+    assert not report.problems, f"{docname}.html:\n  " + "\n  ".join(report.problems)
 
 
 def test_search_finds_attention(server, visit):
@@ -493,6 +555,7 @@ def test_flashcards_from_the_chapters(server, visit, site):
         assert "No flashcards yet" in widget.inner_text()
     else:
         assert cards[0]["question_text"][:30] in widget.inner_text()
+        assert widget.inner_text().count(f"[{cards[0]['tag']}]") == 1, "the difficulty tag shows more than once"
         reveal = widget.get_by_role("button", name="Show the answer")
         reveal.focus()
         tab.page.keyboard.press("Enter")
@@ -566,34 +629,16 @@ def test_practice_pages_work_from_disk(browser, site, docname):
 
 # --- accessibility, figures, search ------------------------------------------------------------
 
-AXE_IMPACTS = ("serious", "critical")
-
-
-def _axe_pages():
-    return [*SITE_DOCNAMES, "search"]
-
-
-@pytest.fixture(scope="module")
-def axe():
-    from axe_playwright_python.sync_playwright import Axe  # bundles axe-core: nothing is downloaded
-
-    return Axe()
-
-
-def test_pages_pass_the_accessibility_checker(server, visit, axe):
+def test_pages_pass_the_accessibility_checker(page_reports):
     """axe-core in Chromium, on every page: no serious or critical violation (figures' alt text
     is the next test's)."""
-    found = []
-    for docname in _axe_pages():
-        tab = visit()
-        load(tab, f"{server}/{docname}.html")
-        results = axe.run(tab.page, options={"resultTypes": ["violations"],
-                                             "rules": {"image-alt": {"enabled": False}}})
-        for violation in results.response["violations"]:
-            if violation["impact"] in AXE_IMPACTS:
-                targets = [", ".join(node["target"]) for node in violation["nodes"][:3]]
-                found.append(f"{docname}: {violation['id']} ({violation['impact']}) {violation['help']}: {targets}")
-        tab.close()
+    found = [f"{docname}: not checked ({report.error})" for docname, report in page_reports.items() if report.error]
+    missing = [docname for docname in _axe_pages() if docname not in page_reports]
+    found += [f"{docname}: not built, so not checked" for docname in missing]
+    for docname, report in page_reports.items():
+        for violation in report.violations:
+            targets = [", ".join(node["target"]) for node in violation["nodes"][:3]]
+            found.append(f"{docname}: {violation['id']} ({violation['impact']}) {violation['help']}: {targets}")
     assert not found, "accessibility violations:\n  " + "\n  ".join(found)
 
 

@@ -235,6 +235,7 @@ def test_followup_admonitions_become_cards(tmp_path):
     card = cards[0]
     assert card["tag"] == "M" and card["doc"] == "chapter" and card["page"] == "Fixture chapter"
     assert card["question_text"] == "Q2. How big is the cache per token?"
+    assert "[M]" not in card["question_html"] and "Q2. How big is the cache per token?" in card["question_html"]
     assert card["url"] == "chapter.html#fixture-chain" or card["url"] == "chapter.html#follow-up-chain"
     assert "320 KiB" in card["answer_html"]  # the glued number, resolved
     assert "Strong answer." in card["answer_html"] and "Trap." in card["answer_html"]
@@ -322,3 +323,45 @@ def test_leak_detector_finds_a_secret_however_it_is_written(tmp_path):
     (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [{"source": ["x = 1\n", line + "\n"]}]}), encoding="utf-8")
     (tmp_path / "clean.html").write_text("<p>nothing here</p>", encoding="utf-8")
     assert site_support.leaks(tmp_path, secrets) == {"nb.ipynb": [line], "page.html": [line]}
+
+
+# --- stored outputs in the test build ----------------------------------------------------------
+
+sys.path.insert(0, str(REPO_ROOT / "tools"))  # stored_outputs imports learner_edition
+stored_outputs = _load("stored_outputs")
+
+
+def _config(patterns):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(srcdir=str(REPO_ROOT)), SimpleNamespace(nb_execution_excludepatterns=list(patterns))
+
+
+def test_only_a_notebook_whose_code_reads_the_edition_switch_runs_per_edition(tmp_path):
+    assert stored_outputs.runs_per_edition(REPO_ROOT / "book" / "solutions.ipynb")
+    assert not stored_outputs.runs_per_edition(REPO_ROOT / "book" / "notation.ipynb")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Build with MHA_HIDE_SOLUTIONS=1."), nbformat.v4.new_code_cell("1 + 1")]
+    nbformat.write(nb, tmp_path / "prose.ipynb")
+    assert not stored_outputs.runs_per_edition(tmp_path / "prose.ipynb")  # prose only: runs the same
+
+
+def test_named_notebooks_are_not_executed(monkeypatch):
+    monkeypatch.setenv("MHA_STORED_OUTPUTS", os.pathsep.join(["book/notation.ipynb", "book/references.ipynb"]))
+    app, config = _config(["already/*.ipynb"])
+    stored_outputs.skip_execution(app, config)
+    assert config.nb_execution_excludepatterns == ["already/*.ipynb", "book/notation.ipynb", "book/references.ipynb"]
+
+
+def test_without_the_variable_every_notebook_executes(monkeypatch):
+    monkeypatch.delenv("MHA_STORED_OUTPUTS", raising=False)
+    app, config = _config([])
+    stored_outputs.skip_execution(app, config)
+    assert config.nb_execution_excludepatterns == []
+
+
+def test_a_notebook_that_runs_per_edition_is_refused(monkeypatch):
+    monkeypatch.setenv("MHA_STORED_OUTPUTS", os.pathsep.join(["book/notation.ipynb", "book/solutions.ipynb"]))
+    app, config = _config([])
+    with pytest.raises(ValueError, match=r"book/solutions.ipynb read\(s\) MHA_HIDE_SOLUTIONS"):
+        stored_outputs.skip_execution(app, config)

@@ -10,6 +10,10 @@ output under ``OUT``, then leaves
 no worked solution, no hidden test, no instructor's guide. ``make learner-book`` and the site
 tests (tests/test_site.py) both build through :func:`build`, so CI tests what is published.
 Exits with jupyter-book's status.
+
+``build(..., stored_outputs=[...])`` (the site tests, when nbval checks those notebooks in the
+same run) shows those notebooks' stored outputs instead of executing them again
+(tools/stored_outputs.py).
 """
 
 import argparse
@@ -31,14 +35,21 @@ def jupyter_book_command():
     return str(script) if script.exists() else shutil.which("jupyter-book")
 
 
-def build(out, learner=False, timeout=BUILD_TIMEOUT_S):
-    """Build the site into ``out/html``; return ``(returncode, log)``."""
+def build(out, learner=False, timeout=BUILD_TIMEOUT_S, stored_outputs=()):
+    """Build the site into ``out/html``; return ``(returncode, log)``.
+
+    ``stored_outputs``: notebooks (paths relative to the repository) shown with their stored
+    outputs, not executed; only for a run that checks those outputs otherwise (nbval).
+    """
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.pop("MHA_HIDE_SOLUTIONS", None)
     if learner:
         env["MHA_HIDE_SOLUTIONS"] = "1"
+    env.pop("MHA_STORED_OUTPUTS", None)
+    if stored_outputs:
+        env["MHA_STORED_OUTPUTS"] = os.pathsep.join(Path(nb).as_posix() for nb in stored_outputs)
     # Kernels started by the build run this Python's environment.
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")

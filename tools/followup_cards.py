@@ -40,6 +40,17 @@ def _fragment(builder, children):
     return builder.render_partial(container)["fragment"].strip()
 
 
+def _question_fragment(builder, title):
+    """The title's HTML without its difficulty tag (the page shows ``tag`` itself), inline."""
+    title = title.deepcopy()
+    first = next(iter(title.findall(nodes.Text)), None)
+    if first is not None and _TAG.match(first.astext()):
+        first.parent.replace(first, nodes.Text(_TAG.sub("", first.astext(), count=1)))
+    inline = nodes.inline()
+    inline.extend(title.children)
+    return builder.render_partial(inline)["fragment"].strip()
+
+
 def cards_in(doctree, builder, docname):
     """The follow-up admonitions of one resolved doctree, as card records."""
     cards = []
@@ -58,7 +69,7 @@ def cards_in(doctree, builder, docname):
             "url": builder.get_target_uri(docname) + (f"#{anchor}" if anchor else ""),
             "tag": match.group("tag") if match else "",
             "question_text": _TAG.sub("", text, count=1),
-            "question_html": _TAG.sub("", _fragment(builder, title.children), count=1),
+            "question_html": _question_fragment(builder, title),
             "answer_html": _fragment(builder, body),
         })
     return cards
