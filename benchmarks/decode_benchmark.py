@@ -135,12 +135,16 @@ def product_rate(pool, threads, cfg, choice):
     def products(q, k):
         v = k[:, :d_v] if cfg.variant == "mla" else k  # values: as many numbers as keys, or MLA's view
         for _ in range(reps):
-            if choice["kernel"] == "keys_first":
-                (k @ q.T).T @ v  # (s_b, d_k) @ (d_k, g) -> (s_b, g); (g, s_b) @ (s_b, d_v) -> (g, d_v)
-            else:
-                (q @ k.T) @ v  # (g, d_k) @ (d_k, s_b) -> (g, s_b); (g, s_b) @ (s_b, d_v) -> (g, d_v)
+            product_pair(choice["kernel"], q, k, v)
     calls = [lambda block=block: products(*block) for block in blocks]
     return lambda: threads * reps * flops / run_times(lambda: on_threads(pool, calls), 1, 0)[0]
+
+
+def product_pair(kernel, q, k, v):
+    """The decode step's two products for one KV head and block, in the order ``kernel`` runs them."""
+    if kernel == "keys_first":
+        return (k @ q.T).T @ v  # (s_b, d_k) @ (d_k, g) -> (s_b, g); (g, s_b) @ (s_b, d_v) -> (g, d_v)
+    return (q @ k.T) @ v  # (g, d_k) @ (d_k, s_b) -> (g, s_b); (g, s_b) @ (s_b, d_v) -> (g, d_v)
 
 
 def streamed_products(pool, threads, choice, inputs, s, flops):
@@ -160,10 +164,7 @@ def streamed_products(pool, threads, choice, inputs, s, flops):
 
     def products(lo, hi):
         for j, a, b in work[lo:hi]:
-            if choice["kernel"] == "keys_first":  # as product_rate runs that kernel's pair
-                (k[j, a:b] @ q_grouped[j].T).T @ v[j, a:b]  # (s_b, d_k) @ (d_k, g) -> (s_b, g); (g, s_b) @ (s_b, d_v)
-            else:
-                (q_grouped[j] @ k[j, a:b].T) @ v[j, a:b]  # (g, d_k) @ (d_k, s_b) -> (g, s_b); @ (s_b, d_v)
+            product_pair(choice["kernel"], q_grouped[j], k[j, a:b], v[j, a:b])
     calls = [lambda lo=lo, hi=hi: products(lo, hi) for lo, hi in _thread_slices(len(work), threads)]
     return lambda: flops / run_times(lambda: on_threads(pool, calls), 1, 0)[0]
 
@@ -354,7 +355,7 @@ def overlap_lines(rows, roofs):
         flops = 2 * r["macs"]
         load, multiply = r["kv_bytes"] / roofs["read_bandwidth"], flops / roofs[f"products {r['variant']}"]
         both = flops / roofs[f"streamed {r['variant']}"]
-        overlap = min(max((load + multiply - both) / min(load, multiply), 0.0), 1.0)
+        overlap = roofline.overlap(load, multiply, both)
         lines.append(f"loads and products, {r['variant']} at {largest:,}: bytes alone {load * 1e3:.1f} ms, products in "
                      f"cache {multiply * 1e3:.1f} ms, both streamed {both * 1e3:.1f} ms: overlap {overlap:.0%} "
                      f"(step {r['median_s'] * 1e3:.1f} ms)")

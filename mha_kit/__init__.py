@@ -19,7 +19,7 @@ from .attention import (
     split_heads,
     value_output_matrices,
 )
-from .cache import (CACHE_LAYOUTS, DECODE_KERNELS, KVCache, cache_layout, cached_attention, choose_decode_kernel,
+from .cache import (CACHE_LAYOUTS, DECODE_KERNELS, KVCache, cached_attention, choose_decode_kernel,
                     decode_attention, store_cache)
 from .config import AttentionConfig, LatentAttentionConfig
 from .heads import (

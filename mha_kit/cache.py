@@ -323,7 +323,9 @@ def store_cache(cache, layout="token"):
 
     Returns
     -------
-    ndarray, shape (h_kv, s, d), a copy (``"token"``: C-contiguous; ``"dim"``: a view of a C-contiguous (h_kv, d, s))
+    ndarray, shape (h_kv, s, d)
+        ``"token"``: C-contiguous (``cache`` itself when it already is); ``"dim"``: a transposed view
+        of a new C-contiguous (h_kv, d, s) array.
 
     Book: chapter "Measure it yourself".
     """
@@ -335,12 +337,6 @@ def store_cache(cache, layout="token"):
     if layout == "token":
         return np.ascontiguousarray(cache)
     return np.ascontiguousarray(cache.swapaxes(1, 2)).swapaxes(1, 2)  # (h_kv, d, s) in memory
-
-
-def cache_layout(cache):
-    """``"dim"`` when the cache's numbers run along the tokens in memory, else ``"token"``."""
-    cache = np.asarray(cache)
-    return "dim" if cache.ndim == 3 and cache.shape[1] > 1 and cache.strides[1] == cache.itemsize else "token"
 
 
 # --- Picking the kernel: time each formulation once per shape ------------------------------------

@@ -76,6 +76,18 @@ def roofline_seconds(bytes_read, flops, bandwidth, flop_rate) -> float:
     return max(bytes_read / bandwidth, flops / flop_rate)
 
 
+def overlap(load_seconds, multiply_seconds, both_seconds) -> float:
+    """How much of the shorter of two parts a run of both hid, from 0 to 1.
+
+    0 when ``both_seconds`` is their sum (one part, then the other), 1 when it is the larger of
+    them (what a roof assumes); a run outside that range (noise) is clipped to it.
+    """
+    if min(load_seconds, multiply_seconds, both_seconds) <= 0:
+        raise ValueError(f"times must be positive, got {load_seconds}, {multiply_seconds} and {both_seconds}")
+    hidden = (load_seconds + multiply_seconds - both_seconds) / min(load_seconds, multiply_seconds)
+    return min(max(hidden, 0.0), 1.0)
+
+
 def decode_bound_seconds(cfg, context_len, bandwidth, flop_rate, dtype="bf16") -> float:
     """Roofline bound of one layer's decode step: its cache bytes and its attention FLOPs."""
     return roofline_seconds(kv_bytes_read(cfg, context_len, dtype), decode_flops(cfg, context_len),

@@ -298,3 +298,8 @@ def test_overlap_line(bench, streamed_ms, overlap):
     (line,) = bench.overlap_lines([row], roofs)
     assert line == (f"loads and products, GQA-8 at 4,096: bytes alone 2.0 ms, products in cache 1.0 ms, both streamed "
                     f"{streamed_ms:.1f} ms: overlap {overlap} (step 4.0 ms)")
+
+
+def test_overlap_rejects_times_that_are_not_positive():
+    with pytest.raises(ValueError, match=r"^times must be positive, got 1\.0, 0\.0 and 2\.0$"):
+        roofline.overlap(1.0, 0.0, 2.0)
