@@ -84,7 +84,8 @@ from .serving import (
     shared_prefix_blocks,
 )
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
-from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
+from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
+                    format_percent)
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 
 __version__ = "0.1.0"
