@@ -37,12 +37,12 @@ def latency_by_policy(results):
         raise ValueError("results must map at least one policy label to its latencies, got none")
     summaries = {label: summarize_latencies(lats) for label, lats in results.items()}
     x, width = np.arange(len(summaries)), 0.8 / len(_METRICS)
-    fig, ax = _figure(6.4, 3.8)
+    fig, ax = _figure(7.2, 3.8)
     for j, (field, name, color) in enumerate(_METRICS):
         ms = [1e3 * getattr(s, field) for s in summaries.values()]
         bars = ax.bar(x + (j - 1) * width, ms, width, color=color, label=name)
-        ax.bar_label(bars, labels=[f"{v:,.0f}" if v >= 10 else f"{v:.1f}" for v in ms], fontsize=7, padding=1)
-    ax.set_xticks(x, list(summaries))
+        ax.bar_label(bars, labels=[f"{v:,.0f}" if v >= 100 else f"{v:.1f}" for v in ms], fontsize=7, padding=1)
+    ax.set_xticks(x, list(summaries), fontsize=8)
     ax.set(yscale="log", ylabel="milliseconds (log scale)", title="What each scheduling policy does to latency")
     ax.set_ylim(top=ax.get_ylim()[1] * 3)  # room for the labels
     ax.legend(fontsize=8, loc="upper right")

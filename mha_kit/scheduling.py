@@ -9,11 +9,16 @@ scheduler decides who takes part in each step:
   runs until its last request has finished, so a request that arrives meanwhile waits.
 * ``policy="continuous"``, iteration-level scheduling (Orca): the batch is rebuilt every step; a
   finished request leaves at once and a waiting one joins as soon as the token budget allows.
+  Every step first takes one token of each decoding request, then prompt tokens in what is left
+  of the budget (decode-first, as vLLM V1 schedules; Sarathi-Serve's stall-free batching).
+* ``policy="prefill_first"``, iteration-level too, but a step with prompt tokens to compute
+  holds only those, and running requests decode only in steps without any (vLLM V0's default;
+  SGLang's unless ``--enable-mixed-chunk``).
 
 A step holds at most ``token_budget`` tokens (vLLM's ``max_num_batched_tokens``) and at most
-``max_seqs`` running requests. Decodes are scheduled first, then prompts already started, then
-new requests in arrival order. With ``chunked_prefill=True`` a prompt is cut to the budget that
-is left (Sarathi-Serve's chunked prefills); without it, a prompt runs whole in one step.
+``max_seqs`` running requests. Prompts already started come before new requests, which are
+admitted in arrival order. With ``chunked_prefill=True`` a prompt is cut to the budget that is
+left (Sarathi-Serve's chunked prefills); without it, a prompt runs whole in one step.
 
 Times are seconds from the start of the simulation. A request's first output token comes out at
 the end of the step that finishes its prompt; every later step it decodes in gives one more.
@@ -34,7 +39,7 @@ from .models import ModelFacts
 from .roofline import roofline_seconds
 from .units import elements_to_bytes
 
-POLICIES = ("continuous", "static")
+POLICIES = ("continuous", "prefill_first", "static")
 
 
 @dataclass(frozen=True)
@@ -149,15 +154,23 @@ class _Engine:
                 budget -= take
         return budget
 
-    def plan(self):
-        """``(prefill, decode)`` of the next step: decodes first, then started prompts, then new requests."""
-        decode = [i for i in self.running if self.computed[i] == self.reqs[i].prompt]
-        budget, prefill = self.budget - len(decode), []
+    def _prefill(self, budget):
+        """Prompt chunks within ``budget``: prompts already started, then new requests."""
+        prefill = []
         for i in self.running:
             if self.computed[i] < self.reqs[i].prompt and (take := self._take(i, budget)):
                 prefill.append((i, take))
                 budget -= take
         self._admit(prefill, budget)
+        return prefill
+
+    def plan(self):
+        """``(prefill, decode)`` of the next step under the policy."""
+        decode = [i for i in self.running if self.computed[i] == self.reqs[i].prompt]
+        prefill_first = self.policy == "prefill_first"
+        prefill = self._prefill(self.budget if prefill_first else self.budget - len(decode))
+        if prefill_first and prefill:
+            decode = []  # running requests wait while any prompt is computed
         return tuple(prefill), tuple(decode)
 
     def _emit(self, i):
@@ -233,8 +246,10 @@ def simulate_batching(requests, step_seconds, token_budget, chunked_prefill=True
     chunked_prefill : bool
         Cut prompts into chunks that fit the budget left after the decodes; otherwise a prompt
         runs whole in one step and must fit ``token_budget``.
-    policy : {"continuous", "static"}
-        Iteration-level scheduling, or request-level batching (admission into an empty engine).
+    policy : {"continuous", "prefill_first", "static"}
+        Iteration-level scheduling with decodes in every step, iteration-level scheduling that
+        pauses decodes while prompts are computed, or request-level batching (admission into an
+        empty engine).
     max_seqs : int, optional
         Most requests admitted at once (vLLM's ``max_num_seqs``); at most, and by default,
         ``token_budget``.

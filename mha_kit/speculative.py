@@ -56,26 +56,32 @@ def speculative_expected_tokens(alpha, k) -> float:
     return (1 - alpha ** (k + 1)) / (1 - alpha)
 
 
-def speculative_speedup(alpha, k, cost_ratio) -> float:
-    """Expected walltime speed-up over plain decoding: ``E[tokens] / (k c + 1)``.
+def speculative_speedup(alpha, k, cost_ratio, verify_ratio=1.0) -> float:
+    """Expected walltime speed-up over plain decoding: ``E[tokens] / (k c + v)``.
 
-    Leviathan et al. 2023, Theorem 3.8: a step costs ``k`` draft runs of ``c`` target steps each
-    plus one target step, and emits :func:`speculative_expected_tokens` tokens. It assumes the
-    ``k + 1`` verification queries cost what one decode step costs (a memory-bound target).
+    Leviathan et al. 2023, Theorem 3.8, is the case ``v = 1``: a step costs ``k`` draft runs of
+    ``c`` target steps each plus one target step, and emits :func:`speculative_expected_tokens`
+    tokens. ``v`` is what the verification step of ``k + 1`` tokens costs against a plain decode
+    step; it stays near 1 while the target is memory-bound and grows once the extra tokens
+    make the step compute-bound (large batches).
 
     Parameters
     ----------
     alpha : float in [0, 1]
     k : int >= 0
     cost_ratio : float >= 0
-        ``c``: time of one draft run over time of one target run.
+        ``c``: time of one draft run over time of one target decode step.
+    verify_ratio : float > 0
+        ``v``: time of the verification step over time of one target decode step.
 
     Book: chapter "Speculative decoding and the KV cache".
     """
-    c = cost_ratio
+    c, v = cost_ratio, verify_ratio
     if isinstance(c, bool) or not isinstance(c, numbers.Real) or not 0 <= c < math.inf:
         raise ValueError(f"cost_ratio (draft time / target time) must be a finite number >= 0, got {c!r}")
-    return speculative_expected_tokens(alpha, k) / (k * c + 1)
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < math.inf:
+        raise ValueError(f"verify_ratio (verification time / decode time) must be a finite number > 0, got {v!r}")
+    return speculative_expected_tokens(alpha, k) / (k * c + v)
 
 
 def _check_probs(name, probs, rows, vocab=None):

@@ -76,6 +76,15 @@ def test_chunking_cuts_the_stall_of_running_requests():
     assert chunked[3].ttft > whole[3].ttft
 
 
+def test_prefill_first_pauses_decodes_for_every_chunk():
+    steps = mk.batching_steps(SHORT + [LONG], _cached_free, token_budget=512, policy="prefill_first")
+    assert all(not (s.prefill and s.decode) for s in steps)  # a step computes prompts or decodes, never both
+    lats = mk.simulate_batching(SHORT + [LONG], _cached_free, token_budget=512, policy="prefill_first")
+    chunks = 5 * _cached_free(512, 0, 0) + _cached_free(3000 - 5 * 512, 0, 0)  # six chunk steps back to back
+    # ... then the next decode step, which the long request joins: four sequences.
+    assert max(r.max_itl for r in lats[:3]) == pytest.approx(chunks + _cached_free(0, 4, 0), rel=1e-12)
+
+
 def test_continuous_batching_admits_a_late_request_at_the_next_step():
     steps = mk.batching_steps(SHORT + [LONG], _cached_free, token_budget=4096, chunked_prefill=False)
     first = next(s for s in steps if any(i == 3 for i, _ in s.prefill))

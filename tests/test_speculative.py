@@ -44,6 +44,9 @@ def test_speedup_charges_the_draft_runs():
     assert mk.speculative_speedup(0.8, 4, 0.05) == pytest.approx(mk.speculative_expected_tokens(0.8, 4) / 1.2)
     for alpha, c in ((0.5, 0.1), (0.9, 0.3)):  # Corollary 3.9: at k = 1 the factor is (1 + alpha) / (1 + c)
         assert mk.speculative_speedup(alpha, 1, c) == pytest.approx((1 + alpha) / (1 + c), rel=1e-12)
+    # A verification step twice as long as a decode step (a compute-bound target) halves the gain.
+    assert mk.speculative_speedup(0.8, 4, 0.05, verify_ratio=2.0) == pytest.approx(
+        mk.speculative_expected_tokens(0.8, 4) / 2.2, rel=1e-12)
 
 
 @pytest.mark.parametrize("call, message", [
@@ -52,6 +55,7 @@ def test_speedup_charges_the_draft_runs():
     (lambda: mk.speculative_expected_tokens(0.5, -1), r"k \(draft tokens per step\) must be an integer >= 0"),
     (lambda: mk.speculative_expected_tokens(0.5, 2.0), "k "),
     (lambda: mk.speculative_speedup(0.5, 2, -0.1), "cost_ratio"),
+    (lambda: mk.speculative_speedup(0.5, 2, 0.1, verify_ratio=0), r"verify_ratio \(verification time / decode"),
 ])
 def test_bad_rates_are_refused(call, message):
     with pytest.raises(ValueError, match=message):
