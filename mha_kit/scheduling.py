@@ -324,6 +324,9 @@ class RooflineStep:
     flop_rate: float  # FLOP/s
 
     def __call__(self, prefill_tokens, decode_seqs, cached_tokens) -> float:
+        counts = (prefill_tokens, decode_seqs, cached_tokens)
+        if any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0 for n in counts):
+            raise ValueError(f"prefill_tokens, decode_seqs and cached_tokens must be integers >= 0, got {counts}")
         new = prefill_tokens + decode_seqs
         nbytes = self.weight_bytes + self.kv_bytes_per_token * (cached_tokens + new)
         flops = self.flops_per_token * new + self.flops_per_cached_token * cached_tokens

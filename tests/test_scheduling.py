@@ -218,6 +218,12 @@ def test_a_decode_step_is_bound_by_bytes_and_a_long_prefill_by_flops():
     assert step(64, 0, 0) < 1.01 * step(1, 0, 0)  # up to the ridge, more tokens are nearly free
 
 
+@pytest.mark.parametrize("counts", [(-1, 0, 0), (0, 1.0, 0), (0, 0, True)])
+def test_roofline_step_refuses_counts_that_are_not_whole(counts):
+    with pytest.raises(ValueError, match="must be integers >= 0"):
+        mk.roofline_step(LLAMA8, H100)(*counts)
+
+
 def test_roofline_step_needs_a_countable_model_and_a_gpu():
     with pytest.raises(ValueError, match="expected a ModelFacts record and an Accelerator"):
         mk.roofline_step(LLAMA8.config, H100)
