@@ -27,6 +27,7 @@ Book: chapter "Continuous batching and chunked prefill".
 """
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import statistics
@@ -297,7 +298,7 @@ def summarize_latencies(latencies) -> LatencySummary:
 
 
 def _latency(request, times):
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     tpot = sum(gaps) / len(gaps) if gaps else math.nan
     return RequestLatency(ttft=times[0] - request.arrival, tpot=tpot, max_itl=max(gaps, default=math.nan),
                           finish=times[-1])

@@ -1,4 +1,5 @@
 """Tests for mha_kit.scheduling: the batching simulation and the roofline step time."""
+import itertools
 import math
 
 import pytest
@@ -133,7 +134,7 @@ def test_every_token_is_computed_once_and_every_step_fits_the_budget(requests, b
         served = {i for i, _ in step.prefill} | set(step.decode)
         assert len(served) <= min(max_seqs, budget)
         assert all(requests[i][0] <= step.start for i in served)  # nobody runs before arriving
-    for before, after in zip(steps, steps[1:]):
+    for before, after in itertools.pairwise(steps):
         assert after.start >= before.start + before.seconds  # one step at a time
 
 
