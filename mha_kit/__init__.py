@@ -84,6 +84,9 @@ from .serving import (
     shared_prefix_blocks,
 )
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
+from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep, batching_steps, roofline_step,
+                         simulate_batching, summarize_latencies)
+from .speculative import rollback_cache, speculative_expected_tokens, speculative_speedup, speculative_step
 from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
                     format_percent)
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example

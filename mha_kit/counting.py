@@ -143,9 +143,16 @@ def max_context_tokens(cfg, memory_bytes, dtype="bf16", batch_size=1) -> int:
     return memory * 8 // bits_per_token
 
 
-def arithmetic_intensity(cfg, context_len, dtype="bf16") -> float:
-    """FLOPs per byte of cache read when decoding one token: ``2 * attention_macs / kv_bytes_read``."""
-    return 2 * attention_macs(cfg, context_len) / kv_bytes_read(cfg, context_len, dtype)
+def arithmetic_intensity(cfg, context_len, dtype="bf16", queries_per_step=1) -> float:
+    """FLOPs per byte of cache read when decoding one token: ``2 * attention_macs / kv_bytes_read``.
+
+    ``queries_per_step`` queries of one sequence that read the cache once, such as the ``k + 1``
+    positions a speculative verification step checks, multiply the FLOPs and not the bytes
+    (each query against the ``context_len`` cached keys; book: chapter "Speculative decoding
+    and the KV cache").
+    """
+    queries = check_positive_int("queries_per_step", queries_per_step)
+    return 2 * attention_macs(cfg, context_len, num_queries=queries) / kv_bytes_read(cfg, context_len, dtype)
 
 
 def cache_reduction(smaller, larger) -> float:
