@@ -10,6 +10,10 @@
 # make serve         read the built book on http://127.0.0.1:8000
 #                    (SITE=_build/learner/html make serve: the learner edition)
 # make lab           open the exercises in JupyterLab, in a working copy (work/), as a learner
+# make lite-env      the browser edition's own environment, .venv-lite (requirements-lite.txt);
+#                    make learner-book and make test create it on first use
+# make test-numpy-floor  mha_kit's unit tests on numpy 1.25.2, the oldest numpy it supports
+#                    (the browser edition's), in .venv-numpy-floor
 # make clean         remove the build output
 #
 # MHA_REPOSITORY_URL=https://github.com/<owner>/<repo> adds the repository,
@@ -38,7 +42,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 CHAPTERS := $(wildcard book/*.ipynb)
 SOLUTIONS := $(wildcard solutions/*/*.ipynb solutions/*.ipynb)
 
-.PHONY: all book learner-book release test serve lab clean distclean env
+.PHONY: all book learner-book release test serve lab clean distclean env lite-env test-numpy-floor
 
 all: book
 
@@ -53,13 +57,24 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -c "import matplotlib.pyplot"
 	touch $@
 
+# The browser edition (JupyterLite, tools/lite_site.py) builds in its own pinned environment,
+# so that it never constrains the project's JupyterLab.
+LITE_VENV := .venv-lite
+LITE_STAMP := $(LITE_VENV)/.installed
+lite-env: $(LITE_STAMP)
+
+$(LITE_STAMP): requirements-lite.txt
+	test -x $(LITE_VENV)/bin/python || $(PYTHON) -m venv $(LITE_VENV)
+	$(LITE_VENV)/bin/python -m pip install --disable-pip-version-check -q -r requirements-lite.txt
+	touch $@
+
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html -W --keep-going -n
 
 # tools/build_site.py runs the same jupyter-book command with MHA_HIDE_SOLUTIONS=1
 # and also keeps its log (_build/learner/build.log), which the site tests read
 # when CI hands them this build (MHA_BUILT_SITE=_build/learner).
-learner-book: $(STAMP)
+learner-book: $(STAMP) $(LITE_STAMP)
 	$(BIN)/python tools/build_site.py --learner _build/learner
 
 release: learner-book
@@ -72,10 +87,25 @@ release: learner-book
 	tar -C _build -czf _build/mha-course-release.tar.gz release
 	@echo "release: _build/release/ (site/ and exercises/), packed as _build/mha-course-release.tar.gz"
 
-test: $(STAMP)
+test: $(STAMP) $(LITE_STAMP)
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=10 \
 		tests $(CHAPTERS) $(SOLUTIONS) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+# mha_kit on the oldest numpy it supports (pyproject.toml: numpy>=1.25), the one the browser
+# edition's kernel has: its unit tests (tools/numpy_floor_tests.py lists them) in a venv of their own.
+NUMPY_FLOOR := 1.25.2
+FLOOR_VENV := .venv-numpy-floor
+FLOOR_STAMP := $(FLOOR_VENV)/.installed-$(NUMPY_FLOOR)
+
+$(FLOOR_STAMP):
+	test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip install --disable-pip-version-check -q numpy==$(NUMPY_FLOOR) \
+		$$(grep -E '^(pytest|hypothesis)==' requirements.txt)
+	touch $@
+
+test-numpy-floor: $(FLOOR_STAMP)
+	PYTHONPATH=$(CURDIR) $(FLOOR_VENV)/bin/python -m pytest -q $$($(FLOOR_VENV)/bin/python tools/numpy_floor_tests.py)
 
 serve:
 	@test -f $(SITE)/index.html || { echo "No built book in $(SITE): run 'make book' (or 'make learner-book') first."; exit 1; }
@@ -91,4 +121,4 @@ clean:
 	rm -rf _build
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(LITE_VENV) $(FLOOR_VENV)

@@ -9,6 +9,14 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
+
+def type_name(value) -> str:
+    """The name of ``value``'s type for a message; a numpy scalar by its dtype (``bool``, ``float64``),
+    which numpy 1.25 and 2 spell alike (the scalar type of ``np.bool_`` is ``bool_`` before numpy 2)."""
+    return value.dtype.name if isinstance(value, np.generic) else type(value).__name__
+
 
 def check_positive_int(name: str, value) -> int:
     """Return ``value`` as an ``int`` or raise ``ValueError`` naming ``name``.
@@ -17,7 +25,7 @@ def check_positive_int(name: str, value) -> int:
     slipped in usually means a ``/`` that should have been ``//``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a positive integer, got {value!r} ({type(value).__name__})")
+        raise ValueError(f"{name} must be a positive integer, got {value!r} ({type_name(value)})")
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
     return int(value)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numbers
 
-from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
+from .config import AttentionConfig, LatentAttentionConfig, check_positive_int, type_name
 from .models import ModelFacts
 from .units import dtype_bits, elements_to_bytes
 
@@ -134,7 +134,7 @@ def max_context_tokens(cfg, memory_bytes, dtype="bf16", batch_size=1) -> int:
     """Most tokens of context per sequence whose cache fits in ``memory_bytes`` (all layers)."""
     if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, numbers.Integral):
         raise ValueError(f"memory_bytes must be a whole number of bytes, got {memory_bytes!r} "
-                         f"({type(memory_bytes).__name__})")
+                         f"({type_name(memory_bytes)})")
     memory = int(memory_bytes)
     if memory < 0:
         raise ValueError(f"memory_bytes must be non-negative, got {memory_bytes}")

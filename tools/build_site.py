@@ -7,7 +7,9 @@ output under ``OUT``, then leaves
 * ``OUT/build.log``: everything the build printed, and ``OUT/build.json``: its exit status.
 
 ``--learner`` builds the learner edition (``MHA_HIDE_SOLUTIONS=1``, see tools/learner_edition.py):
-no worked solution, no hidden test, no instructor's guide. ``make learner-book`` and the site
+no worked solution, no hidden test, no instructor's guide; and its "Try it in the browser" edition,
+``OUT/html/lite/`` (tools/lite_site.py, with ``.venv-lite``; ``MHA_LITE=1`` gives the pages their
+buttons, tools/lite_buttons.py). ``make learner-book`` and the site
 tests (tests/test_site.py) both build through :func:`build`, so CI tests what is published.
 Exits with jupyter-book's status.
 
@@ -45,8 +47,10 @@ def build(out, learner=False, timeout=BUILD_TIMEOUT_S, stored_outputs=()):
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.pop("MHA_HIDE_SOLUTIONS", None)
+    env.pop("MHA_LITE", None)
     if learner:
         env["MHA_HIDE_SOLUTIONS"] = "1"
+        env["MHA_LITE"] = "1"
     env.pop("MHA_STORED_OUTPUTS", None)
     if stored_outputs:
         env["MHA_STORED_OUTPUTS"] = os.pathsep.join(Path(nb).as_posix() for nb in stored_outputs)
@@ -63,9 +67,21 @@ def build(out, learner=False, timeout=BUILD_TIMEOUT_S, stored_outputs=()):
         shutil.rmtree(html)
     if (out / "_build" / "html").exists():
         (out / "_build" / "html").rename(html)
+    returncode = result.returncode
+    if learner and returncode == 0:
+        returncode, lite_log = build_lite(html)
+        log += lite_log
     (out / "build.log").write_text(log, encoding="utf-8")
-    (out / "build.json").write_text(json.dumps({"returncode": result.returncode, "learner": learner}) + "\n")
-    return result.returncode, log
+    (out / "build.json").write_text(json.dumps({"returncode": returncode, "learner": learner}) + "\n")
+    return returncode, log
+
+
+def build_lite(html):
+    """The browser edition into ``html/lite`` (tools/lite_site.py); ``(returncode, log)``."""
+    command = [sys.executable, str(REPO_ROOT / "tools" / "lite_site.py"), str(html)]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
+                            stdin=subprocess.DEVNULL)
+    return result.returncode, result.stdout + result.stderr
 
 
 def main(argv=None):

@@ -30,6 +30,7 @@ STATIC = Path(__file__).resolve().parent.parent / "book" / "_static"
 DATA_FILE = "mha-data.js"
 CARDS_FILE = "mha-flashcards.js"  # written by followup_cards.py
 SCRIPT_FILE = "mha-practice.js"
+SCHEDULE_FILE = "mha-schedule.js"  # spaced repetition of the drills and flashcards, loaded before the script
 STYLE_FILE = "mha-practice.css"
 MARKER = "data-mha-widget"
 
@@ -131,6 +132,7 @@ def add_assets(app, pagename, templatename, context, doctree):
     app.add_js_file(DATA_FILE)
     if f'{MARKER}="{Flashcards.widget}"' in body:
         app.add_js_file(CARDS_FILE)
+    app.add_js_file(SCHEDULE_FILE)
     app.add_js_file(SCRIPT_FILE)
 
 

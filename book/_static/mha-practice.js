@@ -1,5 +1,8 @@
 /* The live KV-cache calculator, the drills and the flashcards (tools/practice_pages.py).
  *
+ * The drills and the flashcards come back by spaced repetition: mha-schedule.js (loaded first)
+ * keeps a Leitner schedule of what was answered right and wrong, and the export and import of it.
+ *
  * Every formula here is a copy of one in mha_kit (counting.py, units.py) and the messages copy
  * mha_course/expect.py; tests/test_site.py runs this file in Chromium and compares it with them.
  * Counts are exact: BigInt throughout, and a quotient is rounded once, as Python's int / int is.
@@ -525,6 +528,7 @@
 (function () {
   "use strict";
   const M = window.MHA;
+  const S = window.MHA_SCHEDULE;
   const DATA = window.MHA_DATA;
   let uid = 0;
 
@@ -686,6 +690,46 @@
   // --- the drills -----------------------------------------------------------------------------
 
   const PROGRESS = "mha-drills-progress";
+  const DRILLS = "drills"; // the schedule's deck of drill kinds
+  const CARD_DECK = "cards"; // and of flashcards
+
+  function shuffled(xs) {
+    const out = xs.slice();
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [out[i], out[j]] = [out[j], out[i]];
+    }
+    return out;
+  }
+
+  // Export and import of the progress (schedule and tallies) as a JSON file: a learner's own backup,
+  // or a move to another browser. Importing replaces what this browser holds, then reloads the page.
+  function progressFile() {
+    const status = el("p", { class: "mha-error", role: "alert" });
+    const exportButton = el("button", { type: "button", class: "mha-button mha-quiet", text: "Export progress" });
+    const input = el("input", { type: "file", accept: "application/json,.json", id: "mha-progress-file", class: "mha-file" });
+    exportButton.addEventListener("click", () => {
+      const blob = new Blob([S.exportText()], { type: "application/json" });
+      const link = el("a", { href: URL.createObjectURL(blob), download: "mha-practice-progress.json" });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(link.href), 0);
+    });
+    input.addEventListener("change", async () => {
+      const file = input.files && input.files[0];
+      if (!file) return;
+      try {
+        S.importText(await file.text());
+        window.location.reload();
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error;
+        status.textContent = `Not imported: ${error.message}.`;
+      }
+    });
+    return el("div", { class: "mha-row mha-progress-file" }, exportButton,
+      el("label", { for: "mha-progress-file", class: "mha-button mha-quiet", text: "Import progress" }), input, status);
+  }
 
   function drillsWidget(root) {
     const kinds = M.drills.kinds;
@@ -702,7 +746,22 @@
     const progress = el("p", { class: "mha-progress" });
     const next = el("button", { type: "button", class: "mha-button", text: "New question" });
     const reset = el("button", { type: "button", class: "mha-button mha-quiet", text: "Reset progress" });
+    const due = el("p", { class: "mha-due", "aria-live": "polite" });
     let question = null;
+    let schedule = S.load();
+
+    function pool() {
+      return kinds.filter((k) => (!topic.value || M.drills.topics[k] === topic.value) && (!level.value || M.drills.tags[k] === level.value));
+    }
+
+    function showDue() {
+      const kindsHere = pool();
+      const waiting = S.queue(schedule, DRILLS, kindsHere).filter((k) => S.item(schedule, DRILLS, k));
+      const sum = S.summary(schedule, DRILLS, kindsHere);
+      const topics = [...new Set(waiting.map((k) => M.drills.topics[k]))];
+      due.textContent = (waiting.length ? `Due now: ${waiting.length} kind(s) of question you answered before (${topics.join(", ")})` : "Nothing due for review now")
+        + `; due later today: ${sum.today - sum.due}; not tried yet: ${sum.fresh}.`;
+    }
 
     function showProgress() {
       const p = store(PROGRESS, {});
@@ -714,8 +773,10 @@
     }
 
     function newQuestion() {
-      const pool = kinds.filter((k) => (!topic.value || M.drills.topics[k] === topic.value) && (!level.value || M.drills.tags[k] === level.value));
-      const kind = pool[Math.floor(Math.random() * pool.length)] || kinds[0];
+      // due reviews first, then kinds not tried yet (in random order), else any kind: free practice
+      const here = shuffled(pool());
+      const waiting = S.queue(schedule, DRILLS, here);
+      const kind = waiting[0] || here[Math.floor(Math.random() * here.length)] || kinds[0];
       question = M.drills.generate(kind, Math.floor(Math.random() * 2 ** 32));
       question.tried = false;
       tag.textContent = `[${question.tag}]`;
@@ -727,6 +788,7 @@
       details.open = false;
       working.textContent = question.working;
       showProgress();
+      showDue();
     }
 
     function submit(event) {
@@ -741,6 +803,9 @@
         entry.right += result.correct ? 1 : 0;
         p[question.kind] = entry;
         save(PROGRESS, p);
+        schedule = S.record(schedule, DRILLS, question.kind, result.correct);
+        S.save(schedule);
+        showDue();
       }
       feedback.textContent = result.correct ? "Right." : result.message;
       feedback.className = "mha-feedback " + (result.correct ? "mha-right" : "mha-wrong");
@@ -748,7 +813,13 @@
     }
 
     next.addEventListener("click", () => { newQuestion(); answer.focus(); });
-    reset.addEventListener("click", () => { save(PROGRESS, {}); showProgress(); });
+    reset.addEventListener("click", () => {
+      save(PROGRESS, {});
+      schedule = { ...schedule, decks: { ...schedule.decks, [DRILLS]: {} } };
+      S.save(schedule);
+      showProgress();
+      showDue();
+    });
     topic.addEventListener("change", newQuestion);
     level.addEventListener("change", newQuestion);
     root.replaceChildren(el("section", { class: "mha-drills", "aria-label": "Drills" },
@@ -756,7 +827,7 @@
       prompt,
       el("form", { class: "mha-answer", onsubmit: submit }, el("label", { for: "mha-drill-answer", text: "Your answer" }),
         el("span", { class: "mha-inline" }, answer, el("button", { type: "submit", class: "mha-button", text: "Check" }))),
-      feedback, details, el("div", { class: "mha-row mha-footer" }, progress, reset)));
+      feedback, details, due, el("div", { class: "mha-row mha-footer" }, progress, reset), progressFile()));
     newQuestion();
   }
 
@@ -770,14 +841,26 @@
       root.replaceChildren(el("p", { class: "mha-empty", text: "No flashcards yet: they are made from the follow-up chains at the end of the chapters, and no chapter has one so far." }));
       return;
     }
-    let index = 0;
+    const ids = cards.map((c) => c.id);
+    let schedule = S.load();
+    let index = Math.max(0, ids.indexOf(S.next(schedule, CARD_DECK, ids)));
     const tag = el("span", { class: "mha-tag" });
     const question = el("div", { class: "mha-card-question", id: "mha-card-question" });
     const source = el("p", { class: "mha-card-source" });
     const answer = el("div", { class: "mha-card-answer", id: "mha-card-answer", hidden: true });
     const reveal = el("button", { type: "button", class: "mha-button mha-reveal", "aria-expanded": "false", "aria-controls": "mha-card-answer", text: "Show the answer" });
     const counter = el("p", { class: "mha-progress", "aria-live": "polite" });
-    const mark = (value) => () => { const p = store(CARDS, {}); p[cards[index].id] = value; save(CARDS, p); move(1); };
+    const due = el("p", { class: "mha-due" });
+    // "I knew it" is a right answer, "Ask me again" a wrong one: the schedule picks the next card.
+    const mark = (value) => () => {
+      const p = store(CARDS, {});
+      p[cards[index].id] = value;
+      save(CARDS, p);
+      schedule = S.record(schedule, CARD_DECK, cards[index].id, value === "known");
+      S.save(schedule);
+      index = Math.max(0, ids.indexOf(S.next(schedule, CARD_DECK, ids)));
+      show();
+    };
     const known = el("button", { type: "button", class: "mha-button", text: "I knew it", onclick: mark("known") });
     const again = el("button", { type: "button", class: "mha-button mha-quiet", text: "Ask me again", onclick: mark("again") });
 
@@ -794,6 +877,8 @@
       source.replaceChildren("From ", el("a", { href: card.url, text: card.page }));
       const knownCount = cards.filter((c) => p[c.id] === "known").length;
       counter.textContent = `Card ${index + 1} of ${cards.length}; you knew ${knownCount}.`;
+      const sum = S.summary(schedule, CARD_DECK, ids);
+      due.textContent = `Due now: ${sum.due} card(s) to review; due later today: ${sum.today - sum.due}; not seen yet: ${sum.fresh}.`;
       typeset(question, answer);  // the hidden answer too, so that revealing it shows typeset maths
     }
 
@@ -812,7 +897,7 @@
       el("div", { class: "mha-row" }, known, again,
         el("button", { type: "button", class: "mha-button mha-quiet", text: "Previous", onclick: () => move(-1) }),
         el("button", { type: "button", class: "mha-button mha-quiet", text: "Next", onclick: () => move(1) })),
-      counter));
+      counter, due));
     show();
   }
 

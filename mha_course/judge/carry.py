@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import copy
 import functools
-
-import nbformat
-from nbformat.v4 import new_output
+import json
+from types import SimpleNamespace
 
 
 def _meta(cell):
@@ -80,6 +79,8 @@ def plan(nb, builds_on, blank=frozenset()):
 
 def solution_sources(path):
     """``{answer grade_id: source}`` of the solution cells of the source notebook at ``path``."""
+    import nbformat  # here, not at the top: the inline judge in the browser has no nbformat
+
     nb = nbformat.read(path, as_version=4)
     return {_meta(c)["grade_id"]: c.source for c in nb.cells if _meta(c).get("solution") and _meta(c).get("grade_id")}
 
@@ -125,6 +126,8 @@ def _used_by(answer, builds_on):
 
 def carry_forward(nb, twin, substituted, regrade, builds_on):
     """Give the failed test cells in ``regrade`` that pass in ``twin`` their points; return their indices."""
+    from nbformat.v4 import new_output
+
     carried = []
     for dependent, indices in regrade.items():
         used = substituted & _used_by(dependent, builds_on) or substituted
@@ -134,6 +137,14 @@ def carry_forward(nb, twin, substituted, regrade, builds_on):
             nb.cells[index].outputs = [new_output("stream", name="stdout", text=note(used))]
             carried.append(index)
     return carried
+
+
+def _released(path):
+    """A released notebook read as plain JSON, its sources as text: the inline judge also runs in the
+    browser edition's kernel, which has no nbformat (tools/lite_kernel.py checks what it imports)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return SimpleNamespace(cells=[dict(c, source="".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+                                  for c in cells])
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,10 +162,10 @@ def _dependent_questions():
         path = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"  # the release: test cells, no answers
         if not spec.builds_on or not path.is_file():
             continue
-        nb = nbformat.read(path, as_version=4)
+        nb = _released(path)
         for dependent, indices in test_cells(nb).items():
             for index in indices if dependent in spec.builds_on else ():
-                for question, _ in parse_runs(nb.cells[index].source):
+                for question, _ in parse_runs(nb.cells[index]["source"]):
                     result[question] = spec.builds_on[dependent]
     return result
 

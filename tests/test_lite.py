@@ -1,0 +1,376 @@
+"""The browser edition's parts, without a browser: the kernel's closure and packing, the chapters'
+copies, the page's check of switched-off references, the buttons.
+
+The browser itself (JupyterLite in Chromium, the judge's messages, mha_kit's numbers there) is
+tested in tests/test_site.py, on the built site.
+"""
+
+import io
+import json
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+from booktoc import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+sys.path.insert(0, str(REPO_ROOT / "tools" / "lite_runtime"))
+import lite_buttons  # noqa: E402  (tools/ is not a package)
+import lite_kernel  # noqa: E402
+import lite_notebooks  # noqa: E402
+import lite_site  # noqa: E402
+import mha_lite  # noqa: E402
+import numpy_floor_tests  # noqa: E402
+
+from mha_course.course import ASSIGNMENTS, COURSE  # noqa: E402
+from mha_course.judge.core import parse_runs  # noqa: E402
+
+STATIC = lite_site.kernel_static()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """What the browser's kernel can import (read from the pinned kernel environment, .venv-lite)."""
+    if not STATIC.is_dir():
+        pytest.fail(f"{STATIC} is missing: run `make lite-env` (make test does it)")
+    return lite_site.browser_modules(STATIC)
+
+
+# --- what the kernel can import, and the judge's closure ------------------------------------------
+
+
+def test_the_browser_has_numpy_and_ipython_but_no_nbformat_or_matplotlib(browser):
+    assert {"numpy", "IPython", "json", "ast", "fractions"} <= browser
+    assert not {"nbformat", "nbgrader", "matplotlib", "myst_nb"} & browser
+    assert lite_kernel.available("math", browser)  # a C module: built into the browser's interpreter
+    assert not lite_kernel.available("nbformat.v4", browser)
+
+
+def _package(tmp_path, files):
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_closure_follows_the_code_not_every_import(tmp_path):
+    """Reached: what the entry's functions name, inside functions too; not reached: a function nobody calls."""
+    root = _package(tmp_path, {
+        "mha_course/__init__.py": "",
+        "mha_course/judge/__init__.py": "def __getattr__(name):\n    from . import grading\n",
+        "mha_course/judge/cases.py": """
+            import os
+
+            def run():
+                from mha_course.judge.core import judge
+                return judge()
+            """,
+        "mha_course/judge/core.py": """
+            import json
+            from .hints import hint
+
+            def judge():
+                return hint()
+
+            def write_notebook():
+                import nbformat
+            """,
+        "mha_course/judge/hints.py": "def hint():\n    return 1\n",
+        "mha_course/judge/grading.py": "import nbgrader\n",
+    })
+    closure = lite_kernel.kernel_closure({"json", "os"}, root)
+    assert closure.modules() == ["mha_course", "mha_course.judge", "mha_course.judge.cases", "mha_course.judge.core",
+                                 "mha_course.judge.hints"]
+    assert {imported for imported, _ in closure.outside} == {"os", "json"}
+
+
+def test_closure_names_a_module_the_browser_lacks_and_how_it_is_reached(tmp_path):
+    root = _package(tmp_path, {
+        "mha_course/__init__.py": "",
+        "mha_course/judge/__init__.py": "",
+        "mha_course/judge/cases.py": "def run():\n    from .carry import hint\n    return hint()\n",
+        "mha_course/judge/carry.py": "import nbformat\n\ndef hint():\n    return None\n",
+    })
+    with pytest.raises(lite_kernel.ClosureError, match=r"nbformat \(imported by mha_course\.judge\.carry; reached as "
+                                                       r"mha_course\.judge\.cases -> mha_course\.judge\.cases\.run -> "
+                                                       r"mha_course\.judge\.carry\)"):
+        lite_kernel.kernel_closure({"json"}, root)
+
+
+def test_the_kernel_side_judge_runs_in_the_browser(browser):
+    """The real closure: the inline judge and its questions, nothing of grading, nbgrader or the sandbox."""
+    hook = lite_kernel.RUNTIME / lite_kernel.HOOK / "__init__.py"
+    closure = lite_kernel.kernel_closure(browser, REPO_ROOT, [*lite_site.grading_question_files(), ("mha_lite", hook)])
+    modules = closure.modules()
+    assert {"mha_course.judge.cases", "mha_course.judge.core", "mha_course.judge.questions"} <= set(modules)
+    assert not [m for m in modules if m.split(".")[-1] in ("preprocessor", "safegrade", "selfgrade", "release")
+                or m.startswith("mha_course.trusted")]
+
+
+def test_import_mha_kit_needs_only_numpy(browser, tmp_path):
+    lite_kernel.check_mha_kit(browser)  # the real package
+    root = _package(tmp_path, {
+        "mha_kit/__init__.py": "from .units import size\nfrom . import fancy\n",
+        "mha_kit/units.py": "import numpy as np\n\ndef size():\n    import ml_dtypes  # lazily: fine\n",
+        "mha_kit/fancy.py": "import scipy.special\n",
+    })
+    with pytest.raises(lite_kernel.ClosureError, match=r"import mha_kit needs scipy"):
+        lite_kernel.check_mha_kit({"numpy"}, root)
+
+
+def test_packages_are_reproducible_and_listed(tmp_path):
+    (tmp_path / lite_kernel.META).write_text(json.dumps({"prefix": "/", "packages": [{"name": "python"}]}))
+    files = {"lib/python3.11/site-packages/b/__init__.py": b"B = 2\n", "lib/python3.11/site-packages/a.py": b"A = 1\n"}
+    name = lite_kernel.add_package(tmp_path, "demo", "1.0", files)
+    first = (tmp_path / name).read_bytes()
+    assert lite_kernel.add_package(tmp_path, "demo", "1.0", files) == name and (tmp_path / name).read_bytes() == first
+    with tarfile.open(fileobj=io.BytesIO(first)) as archive:
+        assert archive.getnames() == sorted(files)
+        assert archive.extractfile("lib/python3.11/site-packages/a.py").read() == b"A = 1\n"
+    meta = json.loads((tmp_path / lite_kernel.META).read_text())
+    assert [p["name"] for p in meta["packages"]] == ["python", "demo"]  # listed once
+    assert meta["packages"][1]["filename"] == name
+
+
+# --- the chapters' copies ---------------------------------------------------------------------------
+
+
+CONTEXT = dict(glued={"cache": "320 KiB", "ratio": "2.0"}, citations={"llama3": "Dubey et al., 2024"},
+               titles={"worked_example": "A worked example"}, copies={"worked_example"})
+
+
+@pytest.mark.parametrize(("myst", "markdown"), [
+    ("A token takes {glue:text}`cache` per token.", "A token takes 320 KiB per token."),
+    ("Ratio {glue:text}`ratio:.1f` here.", "Ratio 2.0 here."),
+    ("As reported {cite}`llama3`.", "As reported (Dubey et al., 2024)."),
+    ("As reported {cite:p}`llama3{§3.2}`.", "As reported (Dubey et al., 2024, §3.2)."),
+    ("See {doc}`worked_example`.", "See [A worked example](worked_example.ipynb)."),
+    ("See {doc}`positions`.", "See *positions*."),  # no copy in the browser: the title, no link
+    ("See {ref}`the figures <llama-figures>`.", "See the figures."),
+    ("(kv-chain)=\n## Follow-up chain", "## Follow-up chain"),
+    ("```python\nx = {glue:text}`cache`\n```", "```python\nx = {glue:text}`cache`\n```"),  # code stays code
+])
+def test_myst_becomes_markdown(myst, markdown):
+    assert lite_notebooks.myst_to_markdown(myst, lite_notebooks.Context(**CONTEXT)) == markdown
+
+
+def test_admonitions_become_quotes_and_dropdowns_details():
+    myst = textwrap.dedent("""\
+        ````{admonition} [E] Q1. Why {glue:text}`cache`?
+        :class: dropdown followup
+        **Strong answer.** Because.
+
+        ```{tip}
+        Say it plainly.
+        ```
+        ````
+        :::{error} The claim
+        It is free.
+        :::""")
+    markdown = lite_notebooks.myst_to_markdown(myst, lite_notebooks.Context(**CONTEXT))
+    assert markdown == textwrap.dedent("""\
+        <details>
+        <summary>[E] Q1. Why 320 KiB?</summary>
+
+        **Strong answer.** Because.
+
+        > **Tip**
+        >
+        > Say it plainly.
+
+        </details>
+        > **The claim**
+        >
+        > It is free.""")
+
+
+def test_drawing_statements_are_split_from_the_rest():
+    source = textwrap.dedent("""\
+        %config InlineBackend.figure_formats = ['png']
+        import numpy as np
+        from myst_nb import glue
+        from mha_kit import plots, roofline
+        import matplotlib.pyplot as plt
+
+        # the sizes
+        sizes = np.arange(3)
+        fig, ax = plt.subplots()
+        bars = ax.bar(sizes, sizes)
+        ax.bar_label(bars)
+        print(sizes.sum())
+        figure = plots.cost(sizes)""")
+    kept, drawing = lite_notebooks.split_drawing(source, {"plots", "plt"})
+    assert kept == "import numpy as np\nfrom mha_kit import roofline\n\n# the sizes\nsizes = np.arange(3)\nprint(sizes.sum())"
+    assert drawing == ("fig, ax = plt.subplots()\nbars = ax.bar(sizes, sizes)\nax.bar_label(bars)\n"
+                       "figure = plots.cost(sizes)")
+
+
+def _chapter_with_figures():
+    for docname in lite_site.toc_chapters():
+        nb = lite_notebooks.read(REPO_ROOT / f"{docname}.ipynb")
+        if any("image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", [])) and any(
+                "remove-cell" in c.get("metadata", {}).get("tags", []) for c in nb["cells"]):
+            return docname, nb
+    pytest.fail("no chapter has both a figure and a remove-cell cell")
+
+
+def test_a_chapter_copy_runs_without_myst_nb_or_matplotlib_and_shows_its_figures():
+    docname, nb = _chapter_with_figures()
+    copy = lite_notebooks.browser_copy(nb, lite_notebooks.Context(citations=lite_notebooks.citation_labels()))
+    nbformat.validate(nbformat.from_dict(json.loads(json.dumps({**copy, "cells": [
+        dict(c, id=f"c{i}") for i, c in enumerate(copy["cells"])]}))))
+    code = "\n".join(c["source"] for c in copy["cells"] if c["cell_type"] == "code")
+    markdown = "\n".join(c["source"] for c in copy["cells"] if c["cell_type"] == "markdown")
+    for gone in ("from myst_nb", "import matplotlib", "from mha_kit import plots", "{glue", "{cite", "{doc}", "```{"):
+        assert gone not in code + markdown, f"{docname}: {gone!r} is still in the copy"
+    compile(code.replace("%", "#"), docname, "exec")
+    pictures = sum("image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", [])
+                   if "remove-cell" not in c.get("metadata", {}).get("tags", []))
+    attached = [a for c in copy["cells"] for a in c.get("attachments", {}).values()]
+    assert len(attached) == pictures > 0
+    alts = [c["metadata"]["mystnb"]["image"]["alt"] for c in nb["cells"] if "mystnb" in c.get("metadata", {})]
+    assert all(f"![{alt}](attachment:" in markdown for alt in alts)
+    removed = [c["source"] for c in nb["cells"] if "remove-cell" in c.get("metadata", {}).get("tags", [])]
+    assert not [s for s in removed if s.strip() and s.strip() in code]
+
+
+def test_chapters_that_cannot_run_in_a_browser_are_left_out(browser):
+    chapters, left_out = lite_site.chapter_plan(browser)
+    assert len(chapters) >= 2
+    assert all("subprocess" in why or "does not have" in why or "tooling" in why for why in left_out.values())
+    for docname in left_out:
+        nb = lite_notebooks.read(REPO_ROOT / f"{docname}.ipynb")
+        assert "import subprocess" in "\n".join(c["source"] for c in nb["cells"]) or left_out[docname]
+
+
+# --- the page's check of switched-off references -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rules(monkeypatch_module):
+    table = lite_site.reference_rules()
+    monkeypatch_module.setattr(mha_lite, "rules", lambda: table)
+    return table
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def _notebook(assignment):
+    return nbformat.read(REPO_ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def _answers_and_tests(assignment):
+    """The setup source, ``{answer grade_id: source}`` and ``{answer grade_id: [test sources]}`` of a solution."""
+    setup, answers, tests, owner = None, {}, {}, None
+    for cell in _notebook(assignment).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code":
+            continue
+        if meta.get("solution"):
+            owner = meta["grade_id"]
+            answers[owner], tests[owner] = cell.source, []
+        elif meta.get("grade"):
+            tests[owner].append(cell.source)
+        elif setup is None:
+            setup = cell.source
+    return setup, answers, tests
+
+
+def _calls(namespace, test_source):
+    """``[(question, call)]`` that a test cell passes to ``run`` (recorded, not run)."""
+    calls = []
+    namespace["run"] = lambda question, call, *cases: calls.append((question, call))
+    exec(compile(test_source, "<test cell>", "exec"), namespace)
+    return calls
+
+
+def _namespace(setup, answers):
+    namespace = {"__name__": "__main__"}
+    exec(compile(setup, "<setup>", "exec"), namespace)
+    for source in answers.values():
+        exec(compile(source, "<answer>", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_page_names_an_answer_that_calls_a_switched_off_reference(rules, assignment):
+    """Every designed reference call is named with check's rule; no solution answer is."""
+    from grading_support import REFERENCE_CALLS
+
+    setup, answers, tests = _answers_and_tests(assignment)
+    solution = _namespace(setup, answers)
+    for owner, sources in tests.items():
+        for question, call in (c for source in sources for c in _calls(solution, source)):
+            assert rules["questions"][question] == assignment
+            assert mha_lite.not_allowed(question, call) is None, f"{assignment} {question}: the solution is named"
+    for owner, source in REFERENCE_CALLS[assignment].items():
+        namespace = _namespace(setup, {**answers, owner: source})
+        messages = {mha_lite.not_allowed(q, call) for s in tests[owner] for q, call in _calls(namespace, s)}
+        assert None not in messages, f"{assignment} {owner}: {source!r} is not named by every test of it"
+        for message in messages:
+            assert message.startswith("NOT ALLOWED: mk.") and message.endswith("; it scores 0 when graded)")
+            assert message.split("NOT ALLOWED: ")[1].split(" (in ")[0] in rules["refused"][assignment].values()
+
+
+def test_the_page_reads_aliases_imports_and_helpers(rules):
+    """``import mha_kit as m``, ``from mha_kit.attention import x`` and a helper the answer calls are all read."""
+    refused = {"softmax": "rule softmax", "causal_mask": "rule mask", "split_heads": "rule split"}
+    namespace = {"__name__": "__main__"}
+    exec(textwrap.dedent("""
+        import numpy as np
+        import mha_kit as mk
+        from mha_kit.attention import causal_mask as _mask
+
+        def helper(x):
+            return mk.attention.split_heads(x, 2)
+
+        def answer(x):
+            import mha_kit as m
+            return helper(x) + m.softmax(x) + _mask(3) + np.exp(x)
+
+        def _call(x):
+            return answer(x)
+        """), namespace)
+    found = mha_lite.reference_uses(namespace["_call"], refused)
+    assert found == [("answer", "causal_mask"), ("answer", "softmax"), ("helper", "split_heads")]
+
+
+def test_rules_name_every_question_of_the_release(rules):
+    for assignment in ASSIGNMENTS:
+        nb = nbformat.read(REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+        questions = {q for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") for q, _ in parse_runs(c.source)}
+        assert questions and all(rules["questions"][q] == assignment for q in questions)
+        assert set(rules["refused"][assignment]) >= set(COURSE[assignment].answers)
+
+
+# --- the buttons, the floor of numpy ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("page", "url"), [
+    ("book/attention_cost", "../lite/lab/index.html?path=chapters/attention_cost.ipynb"),
+    ("index", "lite/lab/index.html?path=chapters/attention_cost.ipynb"),
+])
+def test_buttons_link_into_the_sites_own_lite_folder(page, url):
+    assert lite_buttons.lite_url(page, lite_site.page_url("chapters/attention_cost.ipynb")) == url
+
+
+def test_the_exercises_box_links_every_release_and_says_where_work_is_kept():
+    exercises = lite_site.exercise_notebooks()
+    box = lite_buttons.exercises_box("book/exercises", exercises)
+    assert len(exercises) == len(ASSIGNMENTS)
+    assert all(f'href="../lite/lab/index.html?path={path}"' in box for path in exercises)
+    assert "IndexedDB" in box and "Download" in box
+
+
+def test_numpy_floor_runs_the_kit_tests_only():
+    listed = set(numpy_floor_tests.kit_tests())
+    assert {"tests/test_attention.py", "tests/test_counting.py", "tests/test_units.py"} <= listed
+    assert not {"tests/test_plots.py", "tests/test_site.py", "tests/test_judge.py", "tests/test_lite.py"} & listed
