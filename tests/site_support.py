@@ -6,6 +6,7 @@ import random
 import re
 from fractions import Fraction
 from html import unescape
+from pathlib import Path
 
 import mha_kit as mk
 from booktoc import REPO_ROOT
@@ -203,8 +204,10 @@ def _notebook_lines(path):
 
 def secret_lines():
     """Every non-trivial line inside a solution region or a hidden-test region of solutions/,
-    less those the released exercises show anyway (a signature, a docstring)."""
+    less those the released exercises show anyway (a signature, a docstring) and those of mha_kit's
+    own source (``if mask is not None:``): a learner has mha_kit, and the browser edition runs it."""
     released = {_normal(line) for path in REPO_ROOT.glob("exercises/*/*.ipynb") for line in _notebook_lines(path)}
+    released |= {_normal(line) for path in REPO_ROOT.glob("mha_kit/*.py") for line in path.read_text().splitlines()}
     secrets = set()
     for path in sorted(REPO_ROOT.glob("solutions/*/*.ipynb")):
         end = None
@@ -233,13 +236,12 @@ def _strings(value):
             yield from _strings(item)
 
 
-def readable_texts(path):
-    """The file as a reader could see it: raw, without tags, and its JSON strings decoded."""
-    raw = path.read_text(encoding="utf-8", errors="replace")
+def _readable(raw, suffix):
+    """A file's text as a reader could see it: raw, without tags, and its JSON strings decoded."""
     texts = [raw]
-    if path.suffix in (".html", ".htm", ".js", ".txt"):
+    if suffix in (".html", ".htm", ".js", ".txt"):
         texts.append(unescape(re.sub(r"<[^>]+>", "", raw)))
-    if path.suffix in (".ipynb", ".json"):
+    if suffix in (".ipynb", ".json"):
         try:
             for text in _strings(json.loads(raw)):
                 texts += [text, unescape(re.sub(r"<[^>]+>", "", text))]
@@ -248,17 +250,67 @@ def readable_texts(path):
     return [_normal(text) for text in texts]
 
 
-BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".woff", ".woff2", ".ttf", ".eot", ".otf", ".pickle", ".doctree"}
+def readable_texts(path):
+    """The file as a reader could see it: raw, without tags, and its JSON strings decoded."""
+    return _readable(path.read_text(encoding="utf-8", errors="replace"), path.suffix)
 
 
-def leaks(folder, secrets):
-    """``{file: [secret lines found in it]}`` for every file under ``folder``."""
+BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".woff", ".woff2", ".ttf", ".eot", ".otf", ".pickle", ".doctree",
+                   ".wasm", ".so", ".pyc"}
+
+
+def archive_members(path):
+    """``{member: text}`` of the text files inside a ``.tar.gz`` (the browser edition's kernel packages:
+    a file packed there is readable by anyone who opens the archive)."""
+    import tarfile
+
+    found = {}
+    with tarfile.open(path, "r:gz") as archive:
+        for member in archive.getmembers():
+            if member.isfile() and Path(member.name).suffix.lower() not in BINARY_SUFFIXES:
+                found[member.name] = archive.extractfile(member).read().decode("utf-8", errors="replace")
+    return found
+
+
+def _anchor(line):
+    """The longest word inside a secret line (not its first or last: those may run into the text
+    around it), or None: a text holding the line holds this word, whole (a quick first test)."""
+    interior = re.findall(r"\w+", line)[1:-1]
+    return max(interior, key=len) if interior else None
+
+
+def _hits(texts, secrets):
+    words = set()
+    for text in texts:
+        words.update(re.findall(r"\w+", text))
+    return sorted(line for line, anchor in secrets.items()
+                  if (anchor is None or anchor in words) and any(line in text for text in texts))
+
+
+def _member_hits(member, text, secrets):
+    """Python source is read line by line (a line of code is a line); anything else as a reader sees it."""
+    if member.endswith(".py"):
+        return sorted(secrets.keys() & {_normal(line) for line in text.splitlines()})
+    return _hits(_readable(text, Path(member).suffix), secrets)
+
+
+def leaks(folder, secrets, skip=()):
+    """``{file: [secret lines found in it]}`` for every file under ``folder``, and every text file
+    inside a ``.tar.gz`` there (``archive.tar.gz!member``); ``skip``: paths relative to ``folder``
+    of files not to read (packages copied unchanged from a pinned third-party wheel)."""
+    secrets = {line: _anchor(line) for line in secrets}
     found = {}
     for path in sorted(folder.rglob("*")):
-        if not path.is_file() or path.suffix.lower() in BINARY_SUFFIXES:
+        rel = path.relative_to(folder).as_posix()
+        if not path.is_file() or path.suffix.lower() in BINARY_SUFFIXES or rel in skip:
             continue
-        texts = readable_texts(path)
-        hits = sorted(line for line in secrets if any(line in text for text in texts))
+        if path.name.endswith(".tar.gz"):
+            for member, text in archive_members(path).items():
+                hits = _member_hits(member, text, secrets)
+                if hits:
+                    found[f"{rel}!{member}"] = hits
+            continue
+        hits = _hits(readable_texts(path), secrets)
         if hits:
-            found[str(path.relative_to(folder))] = hits
+            found[rel] = hits
     return found

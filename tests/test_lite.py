@@ -10,7 +10,6 @@ import json
 import sys
 import tarfile
 import textwrap
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -374,3 +373,18 @@ def test_numpy_floor_runs_the_kit_tests_only():
     listed = set(numpy_floor_tests.kit_tests())
     assert {"tests/test_attention.py", "tests/test_counting.py", "tests/test_units.py"} <= listed
     assert not {"tests/test_plots.py", "tests/test_site.py", "tests/test_judge.py", "tests/test_lite.py"} & listed
+
+
+def test_the_leak_test_reads_inside_the_kernels_packages(tmp_path):
+    """A solution line packed into a kernel package is found; Python source is read line by line."""
+    import site_support
+
+    secret = "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)"
+    files = {"lib/python3.11/site-packages/pkg/a.py": f"def f(q):\n    {secret}\n".encode(),
+             "lib/python3.11/site-packages/pkg/b.py": f"# not it: x{secret}[0]\n".encode(),
+             "lib/python3.11/site-packages/pkg/c.json": json.dumps({"cells": [f"  {secret}\n"]}).encode()}
+    (tmp_path / "pkg-1-mha_0.tar.gz").write_bytes(lite_kernel.tar_gz(files))
+    (tmp_path / "skipped.tar.gz").write_bytes(lite_kernel.tar_gz(files))
+    found = site_support.leaks(tmp_path, {secret}, skip={"skipped.tar.gz"})
+    assert found == {"pkg-1-mha_0.tar.gz!lib/python3.11/site-packages/pkg/a.py": [secret],
+                     "pkg-1-mha_0.tar.gz!lib/python3.11/site-packages/pkg/c.json": [secret]}

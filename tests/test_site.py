@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+import lite_support as lite
+import nbformat
 import pytest
 import site_support as support
 from booktoc import REPO_ROOT, source_of, toc_docnames, toc_entries
@@ -36,6 +38,7 @@ from booktoc import REPO_ROOT, source_of, toc_docnames, toc_entries
 sys.path.insert(0, str(REPO_ROOT / "tools"))
 import build_site  # noqa: E402  (tools/ is not a package)
 import learner_edition  # noqa: E402
+import lite_site  # noqa: E402
 import practice_pages  # noqa: E402
 import stored_outputs  # noqa: E402
 
@@ -267,7 +270,7 @@ AXE_IMPACTS = ("serious", "critical")
 
 
 def _axe_pages():
-    return [*SITE_DOCNAMES, "search"]
+    return [*SITE_DOCNAMES, "search", "lite/index"]  # lite/index: the browser edition's landing page
 
 
 @pytest.fixture(scope="module")
@@ -701,11 +704,22 @@ def test_search_index_titles_have_no_tex(site):
 # --- the learner edition and its links ---------------------------------------------------------
 
 
+def _unchanged_kernel_packages(site):
+    """The browser edition's kernel packages copied byte for byte from the pinned jupyterlite-xeus-python
+    wheel (python, numpy, IPython ...): third-party files, not read by the leak test."""
+    built = site.html / "lite" / "extensions" / lite_site.KERNEL / "static"
+    pinned = lite_site.kernel_static()
+    return {path.relative_to(site.html).as_posix() for path in built.glob("*.tar.gz")
+            if (pinned / path.name).is_file() and (pinned / path.name).read_bytes() == path.read_bytes()}
+
+
 def test_learner_edition_leaks_no_answer_and_no_hidden_test(site):
-    """No line of a solution region or a hidden test, in any file of the built site."""
+    """No line of a solution region or a hidden test, in any file of the built site, the browser
+    edition's included: its notebooks, its listings and the packages it packs into the kernel."""
     secrets = support.secret_lines()
     assert len(secrets) > 50, "too few solution and hidden-test lines found to make the test mean anything"
-    found = support.leaks(site.html, secrets)
+    assert (site.html / "lite" / "files").is_dir(), "the learner edition has no browser edition (lite/)"
+    found = support.leaks(site.html, secrets, skip=_unchanged_kernel_packages(site))
     assert not found, "the learner edition gives away:\n" + "\n".join(
         f"  {path}: {len(lines)} line(s), e.g. {lines[0]!r}" for path, lines in found.items())
 
@@ -730,3 +744,199 @@ def test_default_build_has_no_repository_buttons_or_placeholder(site):
         if path.suffix == ".html" and re.search(r"repository-button|issues-button|launch-button|btn-launch", text):
             found.append(f"{path.relative_to(site.html)}: a repository or launch button")
     assert not found, "\n".join(found[:20])
+
+
+# --- the browser edition (lite/): JupyterLite in the page ------------------------------------------
+
+
+def _lite_summary(site):
+    summary = site.html / "lite" / "mha-lite.json"
+    if not summary.exists():
+        pytest.fail("the learner edition has no browser edition (lite/mha-lite.json): see the build log test")
+    return json.loads(summary.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def lite_lab(server, browser, site):
+    """JupyterLite opened once, on the release of the worked assignment, its kernel started: the one
+    kernel the browser edition's tests run (a kernel's first start costs tens of CPU seconds)."""
+    _lite_summary(site)
+    tab = PageVisit(browser)
+    tab.page.route("**/lite/jupyter-lite.json", lite.expose_app)
+    assignment = lite.worked_assignment()
+    path = f"exercises/{assignment}/{assignment}.ipynb"
+    tab.page.goto(f"{server}/lite/lab/index.html?path={path}", wait_until="load")
+    tab.page.wait_for_function(f"() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+                               f"window.jupyterapp.shell.currentWidget.context.path === {json.dumps(path)}",
+                               timeout=lite.KERNEL_TIMEOUT_MS)
+    tab.page.evaluate(lite.START_KERNEL)
+    tab.page.wait_for_function("() => window.mhaKernelName", timeout=lite.KERNEL_TIMEOUT_MS)
+    yield tab, assignment, path
+    tab.close()
+
+
+def _page_line(result):
+    """The one line a test cell shows in the page (None: it passed)."""
+    if not result["errors"]:
+        return None
+    return result["shown"] or "\n".join(result["errors"][0]["traceback"])
+
+
+def _run_scenario(tab, assignment, path, sources, owners):
+    """Run the answers ``owners`` (with ``sources`` at their cells) and their tests, in the page and on
+    the desktop; ``{test cell index: (page line, desktop line)}``."""
+    _, answers, tests = lite.layout(assignment)
+    order = [(kind, i) for owner in owners for kind, i in [("answer", answers[owner])] + [("test", t) for t in tests[owner]]]
+    page = {}
+    for kind, index in order:
+        result = tab.page.evaluate(lite.RUN_CELL, [path, index, sources[index] if kind == "answer" else None])
+        if kind == "test":
+            page[index] = _page_line(result)
+    desktop = lite.desktop_lines(assignment, sources, order)
+    return {index: (page[index], desktop[index]) for index in page}
+
+
+def test_lite_exercise_gives_the_desktops_messages(lite_lab, tmp_path):
+    """In the browser, a wrong answer and a blank one get the desktop's message (for a question built on
+    a blank earlier answer, the pointer to it), right answers pass, and an answer that calls a reference
+    the graded kernel switches off is named as mha_course.check names it."""
+    from grading_support import REFERENCE_CALLS, WRONG_ANSWERS
+
+    tab, assignment, path = lite_lab
+    setup, answers, _ = lite.layout(assignment)
+    assert tab.page.evaluate(lite.RUN_CELL, [path, setup, None])["errors"] == []
+    solution = lite.solution_answers(assignment)
+    right = {answers[owner]: solution[owner] for owner in answers}
+    name, owner, old, new, _ = WRONG_ANSWERS[assignment][0]
+    wrong = {**right, answers[owner]: solution[owner].replace(old, new)}
+    owners = list(answers)  # every answer and test, in order: later questions run the wrong one too
+
+    outcome = _run_scenario(tab, assignment, path, wrong, owners)
+    assert [i for i, (page, desktop) in outcome.items() if page != desktop] == [], outcome
+    assert any(page for page, _ in outcome.values()), f"{name}: no test failed in the page"
+
+    blank = {**right, answers[owner]: lite.release_cells(assignment)[answers[owner]].source}  # as released
+    outcome = _run_scenario(tab, assignment, path, blank, owners)
+    assert [i for i, (page, desktop) in outcome.items() if page != desktop] == [], outcome
+    assert any(page and "an earlier answer" in page for page, _ in outcome.values()), outcome
+
+    outcome = _run_scenario(tab, assignment, path, right, owners)
+    assert outcome and all(page is None and desktop is None for page, desktop in outcome.values()), outcome
+
+    source = REFERENCE_CALLS[assignment][owner]
+    rule = lite.reference_rule(assignment, owner, source, tmp_path)
+    outcome = _run_scenario(tab, assignment, path, {**right, answers[owner]: source}, [owner])
+    expected = f"AssertionError: NOT ALLOWED: {rule} (in {lite.function_name(source)}; it scores 0 when graded)"
+    assert {page for page, _ in outcome.values()} == {expected}
+    assert {desktop for _, desktop in outcome.values()} == {None}  # the desktop's Validate passes it: check names it
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+def test_lite_opens_every_exercise_and_runs_chapters_as_on_the_desktop(lite_lab, site):
+    """Every released exercise opens and its imports run; two chapters open with their figures, and
+    every cell of theirs prints in the browser what it printed on the desktop (numpy 1.25 there)."""
+    tab, _, _ = lite_lab
+    summary = _lite_summary(site)
+    for path in summary["exercises"]:
+        cells = nbformat.read(site.html / "lite" / "files" / path, as_version=4).cells
+        opened = tab.page.evaluate(lite.OPEN, [path, False])
+        assert opened["cells"] == opened["rendered"] == len(cells), (path, opened)
+        setup = next(c.source for c in cells if c.cell_type == "code")
+        assert tab.page.evaluate(lite.EXECUTE, [setup])["errors"] == [], path
+    copies = [summary["chapters"][d] for d in SITE_DOCNAMES if d in summary["chapters"]]
+    with_figures = [p for p in copies if '"attachments": {\n    "figure1.png"' in (site.html / "lite" / "files" / p).read_text()]
+    assert len(with_figures) >= 2
+    differences = []
+    for path in with_figures[:2]:
+        nb = json.loads((site.html / "lite" / "files" / path).read_text(encoding="utf-8"))
+        opened = tab.page.evaluate(lite.OPEN, [path, False])
+        assert opened["cells"] == opened["rendered"] == len(nb["cells"]), (path, opened)
+        alts = [re.search(r"!\[(.*?)\]\(attachment:", c["source"]).group(1) for c in nb["cells"] if c.get("attachments")]
+        figures = tab.page.evaluate(lite.FIGURES, [path])
+        assert [f and f["alt"] for f in figures] == alts and all(f["width"] > 0 for f in figures), (path, figures)
+        tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
+        for index, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
+            got = tab.page.evaluate(lite.EXECUTE, ["".join(cell["source"])])
+            expected = lite.stored_text(cell)
+            if got["errors"] or got["text"] != expected:
+                differences.append(f"{path} code cell {index}: {got['errors'] or got['text'][:300]!r}, desktop {expected[:300]!r}")
+    assert not differences, "\n".join(differences)
+    # JupyterLab 4.0 puts a figure's <img src="attachment:..."> in the page before it swaps in the picture,
+    # so the browser logs that it cannot load "attachment:" (the pictures themselves decoded, above)
+    problems = [p for p in tab.problems if not re.fullmatch(r"console error: Failed to load resource: "
+                                                            r"net::ERR_UNKNOWN_URL_SCHEME \(at attachment:figure\d+\.png\)", p)]
+    assert not problems, "\n".join(problems)
+
+
+def test_lite_buttons_open_each_page_in_the_browser_edition(site):
+    summary = _lite_summary(site)
+    for docname, copy in summary["chapters"].items():
+        html = site.page(docname).read_text(encoding="utf-8")
+        assert f'href="{lite_site_url(docname, copy)}"' in html, docname
+    exercises = site.page("book/exercises").read_text(encoding="utf-8")
+    assert all(f"path={path}" in exercises for path in summary["exercises"])
+    landing = (site.html / "lite" / "index.html").read_text(encoding="utf-8")
+    assert "IndexedDB" in landing and "Download" in landing
+    assert all(f"path={path}" in landing for path in [*summary["exercises"], *summary["chapters"].values()])
+
+
+def lite_site_url(docname, copy):
+    import html
+
+    import lite_buttons
+
+    return html.escape(lite_buttons.lite_url(docname, lite_site.page_url(copy)))
+
+
+# --- spaced repetition of the drills and flashcards --------------------------------------------------
+
+# Date.now() of the page, moved by the test: sessionStorage keeps the fake time across reloads.
+FAKE_CLOCK = """
+(() => {
+  const real = Date.now;
+  Date.now = () => { const t = sessionStorage.getItem('mha-test-clock'); return t === null ? real() : Number(t); };
+})();
+"""
+SET_CLOCK = "(t) => sessionStorage.setItem('mha-test-clock', String(t))"
+T0 = 1_767_268_800_000  # 2026-01-01 12:00 UTC
+HOUR = 3_600_000
+
+
+def test_flashcards_answered_wrong_come_back_first_and_progress_round_trips(server, visit, tmp_path):
+    """With a fake clock: a card answered wrong is due again within the hour, before one answered
+    right (due in a day); the progress file exported and imported gives back the same storage."""
+    tab = visit(accept_downloads=True)
+    tab.page.add_init_script(FAKE_CLOCK)
+    tab.page.route("**/_static/mha-flashcards.js", lambda route: route.fulfill(
+        content_type="text/javascript", body="window.MHA_FLASHCARDS = " + json.dumps(FIXTURE_CARDS) + ";"))
+    load(tab, f"{server}/{DRILLS}.html")
+    page = tab.page
+    page.evaluate(SET_CLOCK, T0)
+    page.reload()
+    widget = page.locator("[data-mha-widget=flashcards]")
+    assert "Q1. Does the cache" in widget.inner_text()
+    widget.get_by_role("button", name="Ask me again").click()  # Q1 wrong
+    assert "Q2. Do 16 heads" in widget.inner_text()
+    widget.get_by_role("button", name="I knew it").click()  # Q2 right
+    ids = [card["id"] for card in FIXTURE_CARDS]
+    order = "(ids) => { const S = window.MHA_SCHEDULE; return S.queue(S.load(), 'cards', ids); }"
+    page.evaluate(SET_CLOCK, T0 + HOUR)
+    page.reload()
+    assert page.evaluate(order, ids) == [ids[0]]  # an hour later: only the one answered wrong is due
+    assert "Q1. Does the cache" in widget.inner_text() and "Due now: 1 card(s)" in widget.inner_text()
+    page.evaluate(SET_CLOCK, T0 + 25 * HOUR)
+    assert page.evaluate(order, ids) == ids  # a day later both are due, the wrong one first
+
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Export progress").click()
+    saved = tmp_path / "progress.json"
+    download.value.save_as(saved)
+    stored = "() => Object.fromEntries(Object.keys(localStorage).sort().map((k) => [k, localStorage.getItem(k)]))"
+    before = page.evaluate(stored)
+    assert set(before) == {"mha-schedule", "mha-flashcards-progress"}
+    page.evaluate("() => localStorage.clear()")
+    page.reload()
+    with page.expect_navigation():
+        page.set_input_files("#mha-progress-file", str(saved))
+    assert page.evaluate(stored) == before
+    assert not tab.problems, "\n".join(tab.problems)

@@ -202,7 +202,7 @@ class Closure:
         targets = []
         for item in ast.walk(tree):
             if isinstance(item, (ast.Import, ast.ImportFrom)):
-                for local, (module, attribute) in source.imported(item).items():
+                for module, attribute in source.imported(item).values():
                     targets += self.binding(module, attribute, node)
             elif isinstance(item, ast.Name):
                 if item.id in source.defs:

@@ -303,8 +303,13 @@ the desktop: it is a self-check. Marks come from the instructor's grading, which
 
 LITE_CONFIG = {"jupyter-lite-schema-version": 0, "jupyter-config-data": {
     "appName": "Try it in the browser", "defaultKernelName": KERNEL_NAME,
-    # no "Would you like to receive news?" prompt, no fetch of the news feed from another host
-    "disabledExtensions": ["@jupyterlab/apputils-extension:announcements"],
+    "disabledExtensions": [
+        # no "Would you like to receive news?" prompt, no fetch of the news feed from another host
+        "@jupyterlab/apputils-extension:announcements",
+        # the notebook's table of contents of JupyterLab 4.0 (JupyterLite 0.2's) throws a script error
+        # ("reading 'type'") as the exercises' headings scroll into view
+        "@jupyterlab/notebook-extension:toc",
+    ],
 }}
 OVERRIDES = {
     # the exercises name the desktop's kernel (python3): start the browser's Python instead of asking
