@@ -868,6 +868,21 @@ def test_lite_opens_every_exercise_and_runs_chapters_as_on_the_desktop(lite_lab,
     assert not problems, "\n".join(problems)
 
 
+def test_lite_pages_load_nothing_from_another_host(site):
+    """The browser edition's pages name no other host to load from (the browser tests above also
+    block every other host while JupyterLab and its kernel load)."""
+    import offline_site
+
+    loads = {}
+    for page in sorted((site.html / "lite").rglob("*.html")):
+        found = offline_site.external_loads(page.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            loads[page.relative_to(site.html).as_posix()] = found
+    assert not loads, loads
+    config = json.loads((site.html / "lite" / "jupyter-lite.json").read_text(encoding="utf-8"))["jupyter-config-data"]
+    assert not [v for v in config.values() if isinstance(v, str) and re.match(r"(https?:)?//", v)], config
+
+
 def test_lite_buttons_open_each_page_in_the_browser_edition(site):
     summary = _lite_summary(site)
     for docname, copy in summary["chapters"].items():
