@@ -71,6 +71,8 @@ from .latent import (
     latent_decode_step,
 )
 from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
+from .positions import alibi_bias, alibi_slopes
+from .rope_scaling import ROPE_TYPES, rope_inv_freq, rope_type_of, stretch_per_pair
 from .serving import (
     BlockPool,
     CacheSlots,
@@ -83,6 +85,7 @@ from .serving import (
     rolling_cached_attention,
     shared_prefix_blocks,
 )
+from .sinks import SinkCache, sink_decode_step, sink_mask, sink_softmax
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
