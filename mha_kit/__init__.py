@@ -72,7 +72,7 @@ from .latent import (
 )
 from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
 from .positions import alibi_bias, alibi_slopes
-from .rope_scaling import ROPE_TYPES, rope_inv_freq, rope_type_of, stretch_per_pair
+from .rope_scaling import rope_inv_freq, stretch_per_pair, yarn_mscale
 from .serving import (
     BlockPool,
     CacheSlots,

@@ -43,16 +43,22 @@ def rope_stretch_by_wavelength(head_dim, base, methods, trained_length=None):
     if not methods:
         raise ValueError("expected at least one method to draw, got none")
     wavelength = 2 * np.pi / rope_inv_freq(head_dim, base)[0]  # (r/2,) tokens per turn, unscaled
-    fig, ax = _figure(6.4, 3.8)
+    fig, ax = _figure(6.4, 4.4)
+    top = 1.0
     for (label, (scaling, lengths)), style in zip(methods.items(), _METHOD_STYLES * len(methods)):
-        ax.plot(wavelength, stretch_per_pair(head_dim, base, scaling, **lengths), style, label=label, linewidth=1.6)
+        stretch = stretch_per_pair(head_dim, base, scaling, **lengths)
+        ax.plot(wavelength, stretch, style, label=label, linewidth=1.6)
+        top = max(top, float(stretch.max()))
     if trained_length is not None:
         ax.axvline(trained_length, color="0.4", linestyle=":", linewidth=1)
         ax.annotate("trained context", (trained_length, 1.0), xytext=(4, 4), textcoords="offset points",
                     fontsize=8, color="0.3")
     ax.set(xscale="log", yscale="log", xlabel="wavelength of the pair before scaling (tokens per turn)",
            ylabel="slow-down of the pair (theta / theta')", title=f"Which pairs each method stretches (r = {head_dim})")
-    ax.legend(fontsize=8, loc="upper left")
+    ticks = 2.0 ** np.arange(0, np.floor(np.log2(top)) + 1)  # 1, 2, 4, 8 ...
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks], minor=False)
+    ax.set_yticks([], minor=True)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     return fig
 
 
@@ -78,12 +84,13 @@ def attention_mass_by_position(weights, first=None):
     if not weights:
         raise ValueError("expected at least one set of attention weights to draw, got none")
     fig, ax = _figure(6.4, 3.6)
-    for (label, w), style in zip(weights.items(), _METHOD_STYLES * len(weights)):
+    widths = (3.0,) + (1.4,) * (len(weights) - 1)  # the first set drawn wide, so later ones on top stay visible
+    for (label, w), style, width in zip(weights.items(), _METHOD_STYLES * len(weights), widths):
         w = np.asarray(w)
         if w.ndim < 2:
             raise ValueError(f"weights {label!r}: expected shape (..., n, s), got {w.shape}")
         mass = w.reshape(-1, w.shape[-1]).mean(axis=0)[:first]  # (s,) mean over every query
-        ax.plot(np.arange(mass.size), mass, style, marker="o", markersize=3, linewidth=1.2, label=label)
+        ax.plot(np.arange(mass.size), mass, style, marker="o", markersize=3, linewidth=width, label=label)
     ax.set(xlabel="key position j (tokens)", ylabel="mean attention weight on key j",
            title="Where the attention goes, averaged over queries")
     ax.legend(fontsize=8)

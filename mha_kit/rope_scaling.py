@@ -78,8 +78,17 @@ def _dynamic(r, base, params, seq_len, max_position_embeddings):
     return _base_inv_freq(r, scaled_base), 1.0
 
 
-def _yarn_mscale(factor, mscale=1.0):
-    """YaRN's magnitude factor ``0.1 * mscale * ln(factor) + 1`` (``1`` when not stretching)."""
+def yarn_mscale(factor, mscale=1.0):
+    """YaRN's magnitude factor ``0.1 * mscale * ln(factor) + 1``, and 1 for ``factor <= 1``.
+
+    With ``mscale=1`` it is YaRN's ``sqrt(1/t)`` (Peng et al. 2023, sec. 3.4): cos and sin are
+    multiplied by it, so every score by its square. DeepSeek-V2 writes ``sqrt(t) = 0.0707 ln s + 1``,
+    i.e. ``mscale=0.707``, and multiplies its softmax scale by the square instead.
+
+    Book: chapter "Stretching RoPE".
+    """
+    if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not math.isfinite(factor) or factor <= 0:
+        raise ValueError(f"factor must be a positive finite number, got {factor!r}")
     return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
 
 
@@ -117,8 +126,8 @@ def _yarn(r, base, params, seq_len, max_position_embeddings):
         return inv_freq, _number(params, "attention_factor", "yarn", minimum=0.0)
     mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
     if mscale and mscale_all_dim:  # DeepSeek's form: a ratio, often 1, with the temperature moved elsewhere
-        return inv_freq, _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all_dim)
-    return inv_freq, _yarn_mscale(factor)
+        return inv_freq, yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim)
+    return inv_freq, yarn_mscale(factor)
 
 
 def _llama3(r, base, params, seq_len, max_position_embeddings):

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mha_kit as mk
+from mha_kit.rope_scaling import rope_type_of
 
 PROPERTY = settings(max_examples=30, deadline=None)
 TOL = dict(rtol=1e-12, atol=0)
@@ -147,7 +148,7 @@ def test_legacy_type_key_and_precedence_of_rope_type():
     np.testing.assert_array_equal(legacy, mk.rope_inv_freq(8, 1e4, {"rope_type": "linear", "factor": 4.0})[0])
     both = {"rope_type": "linear", "type": "yarn", "factor": 4.0}  # transformers reads rope_type first
     np.testing.assert_array_equal(mk.rope_inv_freq(8, 1e4, both)[0], legacy)
-    assert mk.rope_type_of(None) == "default" and mk.rope_type_of({"factor": 2.0}) == "default"
+    assert rope_type_of(None) == "default" and rope_type_of({"factor": 2.0}) == "default"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,3 +275,11 @@ def test_model_facts_rope_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         mk.ModelFacts(name="toy", title="Toy", cite="llama3", source="s", context_length=8,
                       config=mk.AttentionConfig(8, 2), **kwargs)
+
+
+def test_yarn_mscale_by_hand():
+    assert mk.yarn_mscale(math.e) == pytest.approx(1.1, rel=1e-15)  # 0.1 ln e + 1
+    assert mk.yarn_mscale(math.e**2, 0.707) == pytest.approx(0.1414 + 1, rel=1e-15)  # DeepSeek's 0.0707 ln s + 1
+    assert mk.yarn_mscale(1.0) == 1.0 and mk.yarn_mscale(0.5) == 1.0  # not stretching: no temperature
+    with pytest.raises(ValueError, match=r"^factor must be a positive finite number, got 0$"):
+        mk.yarn_mscale(0)
