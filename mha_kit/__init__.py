@@ -71,6 +71,8 @@ from .latent import (
     latent_decode_step,
 )
 from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
+from .positions import alibi_bias, alibi_slopes
+from .rope_scaling import rope_inv_freq, stretch_per_pair, yarn_mscale
 from .serving import (
     BlockPool,
     CacheSlots,
@@ -83,6 +85,7 @@ from .serving import (
     rolling_cached_attention,
     shared_prefix_blocks,
 )
+from .sinks import SinkCache, sink_decode_step, sink_mask, sink_softmax
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep, batching_steps, roofline_step,
                          simulate_batching, summarize_latencies)

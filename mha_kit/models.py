@@ -15,7 +15,9 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
@@ -50,6 +52,13 @@ class ModelFacts:
         Vocabulary ``V`` and feed-forward width ``d_ff`` (for MoE models, the dense layer's).
     param_layout : str, optional
         One of :data:`PARAM_LAYOUTS` when :func:`mha_kit.dense_decoder_params` may count it.
+    rope_theta : float, optional
+        RoPE base (the config's ``rope_theta``); ``None`` when not recorded (or no RoPE).
+    rope_scaling : dict, optional
+        The config's ``rope_scaling`` block, stored read-only, as :func:`mha_kit.rope_inv_freq`
+        takes it; ``None`` for plain RoPE or not recorded.
+    rope_source : str, optional
+        Where ``rope_theta`` and ``rope_scaling`` were read (chapter "Stretching RoPE").
 
     Book: chapter "References" (the table of models and their sources).
     """
@@ -64,6 +73,9 @@ class ModelFacts:
     vocab_size: int | None = None  # V
     intermediate_size: int | None = None  # d_ff (MoE models: the dense layer's)
     param_layout: str | None = None  # how dense_decoder_params counts the whole model
+    rope_theta: float | None = None  # RoPE base, config rope_theta
+    rope_scaling: Mapping | None = field(default=None, compare=False)  # config rope_scaling, read-only
+    rope_source: str | None = None  # where the two rope fields were read
 
     def __post_init__(self):
         if not isinstance(self.config, (AttentionConfig, LatentAttentionConfig)):
@@ -83,6 +95,23 @@ class ModelFacts:
         if self.param_layout is not None and self.param_layout not in PARAM_LAYOUTS:
             raise ValueError(f"param_layout must be None or one of {PARAM_LAYOUTS}, got {self.param_layout!r}")
         object.__setattr__(self, "config", replace(self.config, name=self.name, source=self.source))
+        self._check_rope()
+
+    def _check_rope(self):
+        """RoPE fields: a positive base, a read-only scaling block of a known type, and their source."""
+        from .rope_scaling import rope_type_of
+
+        theta = self.rope_theta
+        if theta is not None and (isinstance(theta, bool) or not isinstance(theta, (int, float))
+                                  or not math.isfinite(theta) or theta <= 0):
+            raise ValueError(f"rope_theta must be a positive number or None, got {theta!r}")
+        if self.rope_scaling is not None:
+            if theta is None:
+                raise ValueError(f"{self.name}: rope_scaling needs rope_theta, the base it scales")
+            rope_type_of(self.rope_scaling)  # a dict with a known rope_type, or ValueError
+            object.__setattr__(self, "rope_scaling", MappingProxyType(dict(self.rope_scaling)))
+        if theta is not None and not (isinstance(self.rope_source, str) and self.rope_source.strip()):
+            raise ValueError(f"{self.name}: rope_theta needs rope_source, where it was read")
 
     @property
     def cite_keys(self) -> tuple:
@@ -93,6 +122,19 @@ class ModelFacts:
 _VASWANI = "arXiv:1706.03762 sec. 3.1, 3.2.2 (N=6, d_model=512, h=8, d_k=64)"
 _LLAMA3 = "meta-llama/llama-models sku_list.py; Llama 3 paper arXiv:2407.21783 Table 3"
 _DSV2 = "DeepSeek-V2 arXiv:2405.04434 sec. 3.1.2; deepseek-ai/DeepSeek-V2 config.json"
+
+# RoPE of the records that use it; fuller notes in tests/data/model_configs.json ("rope_source").
+_LLAMA3_ROPE = "meta-llama/llama-models models/sku_list.py (rope_theta 500000.0); Llama 3 paper sec. 3.2"
+_LLAMA31_ROPE = ("meta-llama/llama-models models/sku_list.py (use_scaled_rope=True) and "
+                 "models/llama3/reference_impl/model.py apply_scaling; Llama 3.1 config.json rope_scaling")
+_LLAMA31_SCALING = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                        original_max_position_embeddings=8192)
+_QWEN25_ROPE = ("Qwen/Qwen2.5-7B config.json (rope_theta); Qwen2.5 Instruct model card, 'Processing Long "
+                "Texts': the YaRN block to add for inputs over 32,768 tokens")
+_QWEN25_SCALING = dict(type="yarn", factor=4.0, original_max_position_embeddings=32768)
+_DSV2_ROPE = "DeepSeek-V2 family config.json rope_scaling; DeepSeek-V2 arXiv:2405.04434 sec. 3.1.4"
+_DSV2_SCALING = dict(type="yarn", factor=40, original_max_position_embeddings=4096, beta_fast=32, beta_slow=1,
+                     mscale=0.707, mscale_all_dim=0.707)
 
 # One record per model. Layers are the decoder's (Transformer base: its 6 decoder layers).
 # Fuller notes on every number: tests/data/model_configs.json.
@@ -109,15 +151,18 @@ _RECORDS = (
     ModelFacts(
         name="llama-3-8b", title="Llama 3 8B", cite="llama3,llama3config", source=_LLAMA3,
         config=AttentionConfig(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
-        context_length=8192, vocab_size=128256, intermediate_size=14336, param_layout="llama"),
+        context_length=8192, vocab_size=128256, intermediate_size=14336, param_layout="llama",
+        rope_theta=500000.0, rope_source=_LLAMA3_ROPE),
     ModelFacts(
         name="llama-3-70b", title="Llama 3 70B", cite="llama3,llama3config", source=_LLAMA3,
         config=AttentionConfig(d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_layers=80),
-        context_length=8192, vocab_size=128256, intermediate_size=28672, param_layout="llama"),
+        context_length=8192, vocab_size=128256, intermediate_size=28672, param_layout="llama",
+        rope_theta=500000.0, rope_source=_LLAMA3_ROPE),
     ModelFacts(
         name="llama-3.1-405b", title="Llama 3.1 405B", cite="llama3", source=_LLAMA3,
         config=AttentionConfig(d_model=16384, num_heads=128, num_kv_heads=8, head_dim=128, num_layers=126),
-        context_length=131072, vocab_size=128256, intermediate_size=53248, param_layout="llama"),
+        context_length=131072, vocab_size=128256, intermediate_size=53248, param_layout="llama",
+        rope_theta=500000.0, rope_scaling=_LLAMA31_SCALING, rope_source=_LLAMA31_ROPE),
     ModelFacts(
         name="mistral-7b", title="Mistral 7B", cite="mistral7b", source="Mistral 7B arXiv:2310.06825 Table 1",
         config=AttentionConfig(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
@@ -139,7 +184,8 @@ _RECORDS = (
     ModelFacts(
         name="qwen2.5-7b", title="Qwen2.5-7B", cite="qwen25", source="Qwen/Qwen2.5-7B config.json",
         config=AttentionConfig(d_model=3584, num_heads=28, num_kv_heads=4, head_dim=128, num_layers=28),
-        context_length=131072, vocab_size=152064, intermediate_size=18944),
+        context_length=131072, vocab_size=152064, intermediate_size=18944,
+        rope_theta=1000000.0, rope_scaling=_QWEN25_SCALING, rope_source=_QWEN25_ROPE),
     ModelFacts(
         name="gemma-2-9b", title="Gemma 2 9B", cite="gemma2",
         source="google/gemma-2-9b config.json (head_dim=256 set explicitly)",
@@ -150,7 +196,8 @@ _RECORDS = (
         name="deepseek-v2", title="DeepSeek-V2", cite="deepseekv2", source=_DSV2,
         config=LatentAttentionConfig(d_model=5120, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
                                      qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, num_layers=60),
-        context_length=131072, vocab_size=102400, intermediate_size=12288),  # MoE: d_ff of the dense layer
+        context_length=131072, vocab_size=102400, intermediate_size=12288,  # MoE: d_ff of the dense layer
+        rope_theta=10000.0, rope_scaling=_DSV2_SCALING, rope_source=_DSV2_ROPE),  # on the rotary key only
     ModelFacts(
         name="deepseek-v2-lite", title="DeepSeek-V2-Lite", cite="deepseekv2",
         source="DeepSeek-V2 arXiv:2405.04434 App. B.1",
