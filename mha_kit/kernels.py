@@ -121,7 +121,8 @@ def flash_loop_io(n, d, block_q, block_k, order) -> LoopIO:
 
     Book: chapter "FlashAttention-2 and Flash-Decoding".
     """
-    n, d, b_q, b_k = (check_positive_int(k, v) for k, v in (("n", n), ("d", d), ("block_q", block_q), ("block_k", block_k)))
+    n, d = check_positive_int("n", n), check_positive_int("d", d)
+    b_q, b_k = check_positive_int("block_q", block_q), check_positive_int("block_k", block_k)
     if order not in LOOP_ORDERS:
         raise ValueError(f"order must be one of {LOOP_ORDERS}, got {order!r}")
     if order == "kv_outer":

@@ -89,7 +89,8 @@ class ModelFacts:
             raise ValueError(f"param_layout must be None or one of {PARAM_LAYOUTS}, got {self.param_layout!r}")
         for key in ("attn_logit_softcap", "final_logit_softcap"):
             cap = getattr(self, key)
-            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap < float("inf")):
+            bad = isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap < float("inf")
+            if cap is not None and bad:
                 raise ValueError(f"{key} must be None or a positive number, got {cap!r}")
         object.__setattr__(self, "config", replace(self.config, name=self.name, source=self.source))
 

@@ -69,9 +69,8 @@ def causal_tile_map(n, block_q, block_k):
     from .attention import causal_mask
 
     mask = causal_mask(n)
-    rows, cols = range(0, n, block_q), range(0, n, block_k)
-    kinds = np.array([[0 if not mask[i:i + block_q, j:j + block_k].any() else 2 if mask[i:i + block_q, j:j + block_k].all()
-                       else 1 for j in cols] for i in rows])
+    tiles = [[mask[i:i + block_q, j:j + block_k] for j in range(0, n, block_k)] for i in range(0, n, block_q)]
+    kinds = np.array([[0 if not t.any() else 2 if t.all() else 1 for t in row] for row in tiles])  # (T_r, T_c)
     fig, ax = _figure(4.2, 3.6)
     ax.imshow(kinds, cmap=_TILE_COLORS, vmin=0, vmax=2)
     ax.set(xlabel=f"key block ({block_k} keys each)", ylabel=f"query block ({block_q} queries each)",
