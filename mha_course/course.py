@@ -70,7 +70,8 @@ COURSE = {
     "07_flash_attention": Assignment(
         answers={"online_softmax_update": "Q1 and Q2", "flash_attention": "Q3", "scaled_dot_product_attention": "Q3",
                  "softmax": "Q1 to Q3", "masked_softmax": "Q3", "score_matrix_bytes": "Q4", "score_count": "Q4",
-                 "elements_to_bytes": "Q4"},
+                 "elements_to_bytes": "Q4", "merge_softmax_states": "Q2", "flash_decoding": "Q3",
+                 "flash_decoding_partials": "Q3"},
         builds_on={"blockwise_answer": ("block_state_answer", "merge_states_answer")}),
     "08_rope": Assignment(
         helpers=("softmax", "masked_softmax", "causal_mask", "scaled_dot_product_attention"),

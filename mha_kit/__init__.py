@@ -33,8 +33,15 @@ from .heads import (
     tensor_parallel_attention,
 )
 from .flash import flash_attention, online_softmax_update
+from .flash import flash_decoding, flash_decoding_partials, merge_softmax_states, split_bounds
 from .hardware import GPUS, Accelerator
+from .hybrid import hybrid_cache_bytes, layout_kv_bytes, linear_state_bytes
+from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work_items, flash_decoding_bytes,
+                      flash_loop_io, split_kv_heuristic, wave_efficiency)
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
+from .models import LAYER_LAYOUTS, LayerLayout
+from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,
+                       soft_cap, soft_cap_grad, softmax_in_format)
 from .counting import (
     arithmetic_intensity,
     attention_macs,
@@ -61,6 +68,7 @@ from .counting import (
     sequence_attention_macs,
     standard_attention_io,
 )
+from .linear_attention import LINEAR_FORMS, elu_feature_map, linear_attention, linear_attention_state
 from .latent import (
     LatentCache,
     LatentWeights,

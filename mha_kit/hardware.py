@@ -68,9 +68,11 @@ _RECORDS = (
                 source="NVIDIA A100 datasheet (40 GB and 1,555 GB/s HBM2, 312 TFLOPS bf16 dense); "
                        "arXiv:2205.14135 sec. 2.1 (192 KB SRAM per SM, 108 SMs)",
                 hbm_bandwidth=1.555e12, bf16_flops=312e12, hbm_bytes=40 * 10**9, sram_bytes_per_sm=192 * 1024, num_sms=108),
-    Accelerator(name="h100-sxm", title="H100 SXM", cite="nvidiah100",
-                source="NVIDIA H100 datasheet (80 GB and 3.35 TB/s HBM3, 989 TFLOPS bf16 dense)",
-                hbm_bandwidth=3.35e12, bf16_flops=989e12, hbm_bytes=80 * 10**9),
+    # The SM count is the architecture whitepaper's (H100 SXM5: 132 SMs); the datasheet does not give it.
+    Accelerator(name="h100-sxm", title="H100 SXM", cite="nvidiah100,nvidiahopperwhitepaper",
+                source="NVIDIA H100 datasheet (80 GB and 3.35 TB/s HBM3, 989 TFLOPS bf16 dense); "
+                       "NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 SMs)",
+                hbm_bandwidth=3.35e12, bf16_flops=989e12, hbm_bytes=80 * 10**9, num_sms=132),
     Accelerator(name="h200-sxm", title="H200 SXM", cite="nvidiah200",
                 source="NVIDIA H200 datasheet (141 GB and 4.8 TB/s HBM3e, 989 TFLOPS bf16 dense)",
                 hbm_bandwidth=4.8e12, bf16_flops=989e12, hbm_bytes=141 * 10**9),

@@ -59,6 +59,9 @@ class ModelFacts:
         takes it; ``None`` for plain RoPE or not recorded.
     rope_source : str, optional
         Where ``rope_theta`` and ``rope_scaling`` were read (chapter "Stretching RoPE").
+    attn_logit_softcap, final_logit_softcap : float, optional
+        Caps ``c`` of logit soft-capping, ``c * tanh(x / c)``, on the attention scores and on the
+        output logits (Gemma 2: 50.0 and 30.0); ``None`` for no cap. See :func:`mha_kit.soft_cap`.
 
     Book: chapter "References" (the table of models and their sources).
     """
@@ -76,6 +79,8 @@ class ModelFacts:
     rope_theta: float | None = None  # RoPE base, config rope_theta
     rope_scaling: Mapping | None = field(default=None, compare=False)  # config rope_scaling, read-only
     rope_source: str | None = None  # where the two rope fields were read
+    attn_logit_softcap: float | None = None  # cap of the attention scores (HF attn_logit_softcapping)
+    final_logit_softcap: float | None = None  # cap of the output logits (HF final_logit_softcapping)
 
     def __post_init__(self):
         if not isinstance(self.config, (AttentionConfig, LatentAttentionConfig)):
@@ -94,6 +99,11 @@ class ModelFacts:
             raise ValueError(f"sliding_window ({window}) must not exceed context_length ({context})")
         if self.param_layout is not None and self.param_layout not in PARAM_LAYOUTS:
             raise ValueError(f"param_layout must be None or one of {PARAM_LAYOUTS}, got {self.param_layout!r}")
+        for key in ("attn_logit_softcap", "final_logit_softcap"):
+            cap = getattr(self, key)
+            bad = isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap < float("inf")
+            if cap is not None and bad:
+                raise ValueError(f"{key} must be None or a positive number, got {cap!r}")
         object.__setattr__(self, "config", replace(self.config, name=self.name, source=self.source))
         self._check_rope()
 
@@ -191,7 +201,9 @@ _RECORDS = (
         source="google/gemma-2-9b config.json (head_dim=256 set explicitly)",
         config=AttentionConfig(d_model=3584, num_heads=16, num_kv_heads=8, head_dim=256, num_layers=42),
         context_length=8192, sliding_window=4096,  # window on every other layer; the rest are global
-        vocab_size=256000, intermediate_size=14336),
+        vocab_size=256000, intermediate_size=14336,
+        # config.json attn_logit_softcapping / final_logit_softcapping; Gemma 2 paper arXiv:2408.00118 sec. 2
+        attn_logit_softcap=50.0, final_logit_softcap=30.0),
     ModelFacts(
         name="deepseek-v2", title="DeepSeek-V2", cite="deepseekv2", source=_DSV2,
         config=LatentAttentionConfig(d_model=5120, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
@@ -228,3 +240,46 @@ def get_preset(name: str):
 def get_model_facts(name: str) -> ModelFacts:
     """Return ``MODEL_FACTS[name]`` or raise ``ValueError`` listing the known names."""
     return _lookup(MODEL_FACTS, name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerLayout:
+    """How a model family interleaves sliding-window (local) layers with full-attention (global) ones.
+
+    Layer ``i`` (from 0) is global when ``(i + 1) % (local_per_global + 1) == 0`` and local
+    otherwise, the rule of the Hugging Face configs (Gemma 2: local, global, local, ...; Gemma 3:
+    five local, then one global). A local layer caches at most ``window`` tokens.
+
+    Book: chapter "After GQA and MLA".
+    """
+
+    name: str  # key of LAYER_LAYOUTS
+    title: str  # "Gemma 3"
+    local_per_global: int  # local layers for each global one
+    window: int  # keys a query of a local layer sees, itself included
+    cite: str  # references.bib key(s)
+    source: str  # where the numbers were read
+
+    def __post_init__(self):
+        for key in ("local_per_global", "window"):
+            object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
+        for key in ("title", "cite", "source"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key).strip():
+                raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
+
+    def global_layers(self, num_layers: int) -> int:
+        """How many of ``num_layers`` layers are global: ``num_layers // (local_per_global + 1)``."""
+        return check_positive_int("num_layers", num_layers) // (self.local_per_global + 1)
+
+
+_LAYOUTS = (
+    LayerLayout(name="gemma-2", title="Gemma 2", local_per_global=1, window=4096, cite="gemma2paper,gemma2",
+                source="Gemma 2 arXiv:2408.00118 sec. 2 (local sliding window of 4096 tokens alternating with "
+                       "global attention); google/gemma-2-9b config.json sliding_window=4096"),
+    LayerLayout(name="gemma-3", title="Gemma 3", local_per_global=5, window=1024, cite="gemma3report",
+                source="Gemma 3 arXiv:2503.19786 sec. 2 (5:1 interleaving of local and global layers, local span "
+                       "1024 tokens); Gemma 3 configs sliding_window=1024, sliding_window_pattern=6"),
+)
+
+#: Read-only mapping from a family name to its :class:`LayerLayout`.
+LAYER_LAYOUTS = MappingProxyType({layout.name: layout for layout in _LAYOUTS})
