@@ -34,6 +34,7 @@ from .heads import (
 )
 from .flash import flash_attention, online_softmax_update
 from .hardware import GPUS, Accelerator
+from .hardware import LINKS, NODES, Link, Node
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .counting import (
     arithmetic_intensity,
@@ -83,6 +84,9 @@ from .serving import (
     rolling_cached_attention,
     shared_prefix_blocks,
 )
+from .prefix_cache import ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache, route_requests, serve_stream
+from .quantization import KV_FORMAT_MAX, SCALE_AXES, attention_error, kv_scale_count, quantize_kv, quantize_kv_codes
+from .disaggregation import kv_transfer_seconds, prefill_flops, prefill_seconds
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
