@@ -84,7 +84,8 @@ from .serving import (
     rolling_cached_attention,
     shared_prefix_blocks,
 )
-from .prefix_cache import ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache, route_requests, serve_stream
+from .prefix_cache import (ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache, hit_rates_by_capacity,
+                           route_requests, serve_stream)
 from .quantization import KV_FORMAT_MAX, SCALE_AXES, attention_error, kv_scale_count, quantize_kv, quantize_kv_codes
 from .disaggregation import kv_transfer_seconds, prefill_flops, prefill_seconds
 from . import roofline  # the roofline model of a decode step: mk.roofline.*

@@ -12,37 +12,29 @@ from .plots import _figure
 
 # --- Prefix caching in depth (chapter "Prefix caching in depth") -----------------------------------
 
-def prefix_hit_rate_vs_capacity(requests, capacities_tokens, block_size):
+def prefix_hit_rate_vs_capacity(rates, block_size):
     """Prefix-cache hit rate of one request stream against the cache's capacity, block vs radix.
-
-    For each capacity ``C`` tokens the stream is served once through a fresh
-    :class:`mha_kit.PrefixBlockCache` of ``C // block_size`` blocks and once through a
-    :class:`mha_kit.RadixPrefixCache` of ``C`` tokens; the hit rate is reused prompt tokens over
-    prompt tokens (:func:`mha_kit.serve_stream`).
 
     Parameters
     ----------
-    requests : sequence of (prompt, output)
-    capacities_tokens : sequence of int
-        x axis; each must hold the longest request.
+    rates : mapping of int to (float, float)
+        ``capacity_tokens -> (blocks_rate, radix_rate)``, as :func:`mha_kit.hit_rates_by_capacity`
+        returns them.
     block_size : int
+        The block cache's block size, for the legend.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Two lines, block cache then radix tree, hit rate in percent.
+        Two lines, block cache then radix tree, hit rate in percent against thousands of tokens.
 
     Book: chapter "Prefix caching in depth".
     """
-    from .prefix_cache import PrefixBlockCache, RadixPrefixCache, serve_stream
-
-    prompts = sum(len(prompt) for prompt, _ in requests)
-    caches = {f"hashed blocks of {block_size} (vLLM)": lambda c: PrefixBlockCache(block_size, c // block_size),
-              "radix tree, per token (SGLang)": RadixPrefixCache}
+    capacities = np.array(sorted(rates), dtype=float)
     fig, ax = _figure(6.2, 3.6)
-    for (label, make), style in zip(caches.items(), ("-o", "--s")):
-        rates = [100 * sum(serve_stream(make(c), requests)) / prompts for c in capacities_tokens]
-        ax.plot(np.array(capacities_tokens) / 1000, rates, style, markersize=4, label=label)
+    for i, (label, style) in enumerate(((f"hashed blocks of {block_size} (vLLM)", "-o"),
+                                        ("radix tree, per token (SGLang)", "--s"))):
+        ax.plot(capacities / 1000, [100 * rates[c][i] for c in sorted(rates)], style, markersize=4, label=label)
     ax.set(xlabel="cache capacity (thousands of tokens)", ylabel="prompt tokens reused (%)", ylim=(0, 100),
            title="Multi-turn chat: reuse against cache capacity, LRU eviction")
     ax.legend(fontsize=8, loc="lower right")

@@ -33,16 +33,17 @@ from .config import check_positive_int
 
 def _check_tokens(tokens):
     """``tokens`` as a tuple of non-negative Python ints, at least one."""
-    if isinstance(tokens, (str, bytes)) or np.ndim(tokens) != 1:
+    arr = None if isinstance(tokens, (str, bytes)) else np.asarray(tokens)
+    if arr is None or arr.ndim != 1:
         raise ValueError(f"tokens must be a 1-D sequence of token ids, got {type(tokens).__name__} "
                          f"of shape {np.shape(tokens)}")
-    items = tuple(tokens)
-    if not items:
+    if arr.size == 0:
         raise ValueError("tokens must hold at least one token id, got none")
-    for t in items:
-        if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
-            raise ValueError(f"token ids must be non-negative integers, got {t!r}")
-    return tuple(int(t) for t in items)
+    mixed_bools = not isinstance(tokens, np.ndarray) and bool in set(map(type, tokens))  # [1, True] -> int64
+    if arr.dtype.kind not in "iu" or (arr < 0).any() or mixed_bools:
+        bad = next(t for t in tokens if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0)
+        raise ValueError(f"token ids must be non-negative integers, got {bad!r}")
+    return tuple(arr.tolist())
 
 
 def _reusable(matched, num_tokens):
@@ -71,7 +72,7 @@ class PrefixBlockCache:
     Parameters
     ----------
     block_size : int
-        Tokens per block ``B`` (vLLM's ``--block-size``, 16 by default on CUDA).
+        Tokens per block ``B`` (vLLM's ``--block-size``).
     capacity_blocks : int
         Cached blocks the memory holds; the least recently used is evicted beyond it.
 
@@ -269,6 +270,33 @@ def serve_stream(cache, requests):
     if not isinstance(cache, (PrefixBlockCache, RadixPrefixCache)):
         raise ValueError(f"expected a PrefixBlockCache or RadixPrefixCache, got {type(cache).__name__}")
     return [cache.serve(prompt, output) for prompt, output in requests]
+
+
+def hit_rates_by_capacity(requests, capacities_tokens, block_size):
+    """Share of prompt tokens a stream reuses, for caches of each capacity: hashed blocks and radix tree.
+
+    For each capacity ``C`` tokens the stream is served through a fresh :class:`PrefixBlockCache` of
+    ``C // block_size`` blocks and a fresh :class:`RadixPrefixCache` of ``C`` tokens
+    (:func:`serve_stream`); the rate is reused prompt tokens over prompt tokens.
+
+    Returns
+    -------
+    dict
+        ``capacity -> (blocks_rate, radix_rate)``, floats in ``[0, 1)``.
+
+    Book: chapter "Prefix caching in depth".
+    """
+    size = check_positive_int("block_size", block_size)
+    prompts = sum(len(_check_tokens(prompt)) for prompt, _ in requests)
+    if not prompts:
+        raise ValueError("requests must hold at least one request, got none")
+    rates = {}
+    for c in capacities_tokens:
+        c = check_positive_int("capacity", c)
+        by_blocks = sum(serve_stream(PrefixBlockCache(size, max(1, c // size)), requests))
+        by_tree = sum(serve_stream(RadixPrefixCache(c), requests))
+        rates[c] = (by_blocks / prompts, by_tree / prompts)
+    return rates
 
 
 # --- Several replicas: where to send a request -------------------------------------------------

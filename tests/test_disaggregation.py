@@ -74,3 +74,13 @@ def test_prefill_errors():
         mk.prefill_flops(LLAMA_8B, 0)
     with pytest.raises(ValueError, match=r"^flop_rate must be a positive number of FLOP/s, got -1$"):
         mk.prefill_seconds(LLAMA_8B, 100, -1)
+
+
+def test_every_link_and_node_cites_the_bibliography():
+    import re
+    from pathlib import Path
+
+    keys = set(re.findall(r"^@\w+\{([^,\s]+),", (Path(__file__).resolve().parents[1] / "references.bib")
+                          .read_text(encoding="utf-8"), re.M))
+    for record in (*mk.LINKS.values(), *mk.NODES.values()):
+        assert set(record.cite.split(",")) <= keys, record.name

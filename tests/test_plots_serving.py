@@ -18,15 +18,14 @@ def close_figures():
 
 
 def test_hit_rate_vs_capacity_draws_block_then_radix():
-    # One conversation of 3 turns (prompts of 2, 6 and 10 tokens; answers of 2): whether the cache
-    # holds 12 tokens (the last turn exactly) or 1,000, both reuse 4 then 8 of the 18 prompt tokens.
-    turns = [([0, 1], [2, 3]), ([0, 1, 2, 3, 4, 5], [6, 7]), ([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [10, 11])]
-    (ax,) = plots_serving.prefix_hit_rate_vs_capacity(turns, [12, 1000], block_size=4).axes
+    rates = {12_000: (0.25, 0.2), 4_000: (0.1, 0.05)}  # unsorted on purpose
+    (ax,) = plots_serving.prefix_hit_rate_vs_capacity(rates, block_size=16).axes
     blocks, radix = ax.get_lines()
-    np.testing.assert_allclose(blocks.get_xdata(), [0.012, 1.0])
-    np.testing.assert_allclose(blocks.get_ydata(), [100 * 12 / 18, 100 * 12 / 18])
-    np.testing.assert_allclose(radix.get_ydata(), [100 * 12 / 18, 100 * 12 / 18])
-    assert "vLLM" in blocks.get_label() and "SGLang" in radix.get_label() and "%" in ax.get_ylabel()
+    np.testing.assert_allclose(blocks.get_xdata(), [4.0, 12.0])
+    np.testing.assert_allclose(blocks.get_ydata(), [10.0, 25.0])
+    np.testing.assert_allclose(radix.get_ydata(), [5.0, 20.0])
+    assert "16" in blocks.get_label() and "vLLM" in blocks.get_label() and "SGLang" in radix.get_label()
+    assert "%" in ax.get_ylabel()
 
 
 def test_fp8_relative_step_is_flat_at_2_to_the_minus_m_in_the_normal_range():

@@ -146,6 +146,16 @@ def test_serve_stream_counts_the_reused_tokens_of_each_request():
     assert mk.serve_stream(mk.PrefixBlockCache(3, 100), requests) == [0, 3, 6]
 
 
+def test_hit_rates_by_capacity_on_one_conversation():
+    # Prompts of 2, 6 and 10 tokens (18 in all), each turn reusing the whole previous turn: 4 + 8.
+    # 12 tokens hold the last turn with its answer exactly; 8 tokens cannot hold it at all.
+    requests = conversation(0, 3)
+    rates = mk.hit_rates_by_capacity(requests, [12, 1000], block_size=4)
+    assert rates == {12: (12 / 18, 12 / 18), 1000: (12 / 18, 12 / 18)}
+    with pytest.raises(ValueError, match=r"^a request of 3 full blocks does not fit in capacity_blocks \(2\)"):
+        mk.hit_rates_by_capacity(requests, [8], block_size=4)
+
+
 def test_cache_aware_routing_keeps_each_conversation_on_its_replica():
     # 3 conversations, 2 turns each, interleaved, over 2 replicas. Round robin sends every second
     # turn to the replica that did not see the first: nothing is reused. Cache-aware routing
