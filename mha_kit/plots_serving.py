@@ -47,8 +47,8 @@ def fp8_relative_step(formats=("fp8_e4m3", "fp8_e5m2")):
     """Gap to the next representable number, relative to the number, over each format's range.
 
     Every positive finite value of the format is enumerated from its 256 bit patterns
-    (``ml_dtypes``), so the steps are the format's own: flat at ``2^-m`` (``m`` mantissa bits)
-    across the normal range, rising in the subnormals.
+    (``ml_dtypes``), so the steps are the format's own: a sawtooth between ``2^-m`` and about half
+    of it (``m`` mantissa bits) across the normal range, rising in the subnormals.
 
     Returns
     -------
@@ -87,13 +87,19 @@ def kv_error_vs_bits(rows):
 
     Book: chapter "Low-precision KV cache".
     """
+    from matplotlib.ticker import FuncFormatter
+
     fig, ax = _figure(6.4, 4.0)
     for label, bits, error in rows:
         ax.plot([bits], [100 * error], "o", color="#4C72B0" if "channel" in label else "#C44E52", markersize=5)
         ax.annotate(label, (bits, 100 * error), textcoords="offset points", xytext=(5, 3), fontsize=7)
     ax.set(yscale="log", xlabel="bits stored per cached number (scales included)",
-           ylabel="attention output error (% of its norm)", xlim=(0, 18),
+           ylabel="attention output error (% of its norm)", xlim=(0, 1.3 * max(bits for _, bits, _ in rows)),
            title="Keys with an outlier channel: per-channel scales keep 4 bits usable")
+    plain = FuncFormatter(lambda y, _: f"{y:g}")  # 20, not 2 x 10^1 (set after the log scale, which resets them)
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     return fig
 
 
