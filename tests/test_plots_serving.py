@@ -28,7 +28,7 @@ def test_hit_rate_vs_capacity_draws_block_then_radix():
     assert "%" in ax.get_ylabel()
 
 
-def test_fp8_relative_step_is_flat_at_2_to_the_minus_m_in_the_normal_range():
+def test_fp8_relative_step_stays_between_2_to_the_minus_m_and_half_of_it_in_the_normal_range():
     (ax,) = plots_serving.fp8_relative_step().axes
     e4m3, e5m2 = ax.get_lines()
     for line, step, smallest_normal, top in ((e4m3, 12.5, 2.0**-6, 448), (e5m2, 25.0, 2.0**-14, 57344)):
