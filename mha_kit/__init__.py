@@ -38,6 +38,7 @@ from .hardware import GPUS, Accelerator
 from .hybrid import hybrid_cache_bytes, layout_kv_bytes, linear_state_bytes
 from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work_items, flash_decoding_bytes,
                       flash_loop_io, split_kv_heuristic, wave_efficiency)
+from .hardware import LINKS, NODES, Link, Node
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,
@@ -94,6 +95,10 @@ from .serving import (
     shared_prefix_blocks,
 )
 from .sinks import SinkCache, sink_decode_step, sink_mask, sink_softmax
+from .prefix_cache import (ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache, hit_rates_by_capacity,
+                           route_requests, serve_stream)
+from .quantization import KV_FORMAT_MAX, SCALE_AXES, attention_error, kv_scale_count, quantize_kv, quantize_kv_codes
+from .disaggregation import kv_transfer_seconds, prefill_flops, prefill_seconds
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep, batching_steps, roofline_step,
                          simulate_batching, summarize_latencies)
