@@ -48,6 +48,10 @@ class ModelFacts:
         Tokens of context the model was released for; ``None`` for no fixed maximum.
     sliding_window : int, optional
         Keys each query sees in sliding-window attention; ``None`` for full attention.
+    total_params, active_params : int, optional
+        The published parameter count of the whole model and, for a mixture of experts, the
+        parameters activated per token. Set for records whose count
+        :func:`mha_kit.dense_decoder_params` cannot derive (MoE); ``None`` otherwise.
     vocab_size, intermediate_size : int, optional
         Vocabulary ``V`` and feed-forward width ``d_ff`` (for MoE models, the dense layer's).
     param_layout : str, optional
@@ -73,6 +77,8 @@ class ModelFacts:
     source: str  # primary source of the numbers
     context_length: int | None  # released context, tokens (None: no fixed maximum)
     sliding_window: int | None = None  # keys per query under sliding-window attention
+    total_params: int | None = None  # published count, all experts (MoE); None: derive or unknown
+    active_params: int | None = None  # MoE: parameters activated per token
     vocab_size: int | None = None  # V
     intermediate_size: int | None = None  # d_ff (MoE models: the dense layer's)
     param_layout: str | None = None  # how dense_decoder_params counts the whole model
@@ -91,9 +97,13 @@ class ModelFacts:
         for key in ("title", "cite", "source"):
             if not isinstance(getattr(self, key), str) or not getattr(self, key).strip():
                 raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
-        for key in ("context_length", "sliding_window", "vocab_size", "intermediate_size"):
+        for key in ("context_length", "sliding_window", "total_params", "active_params", "vocab_size",
+                    "intermediate_size"):
             if getattr(self, key) is not None:
                 object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
+        if self.active_params is not None and (self.total_params is None or self.active_params > self.total_params):
+            raise ValueError(f"active_params ({self.active_params}) needs total_params at least as large, "
+                             f"got {self.total_params}")
         window, context = self.sliding_window, self.context_length
         if None not in (window, context) and window > context:
             raise ValueError(f"sliding_window ({window}) must not exceed context_length ({context})")
@@ -206,6 +216,7 @@ _RECORDS = (
         attn_logit_softcap=50.0, final_logit_softcap=30.0),
     ModelFacts(
         name="deepseek-v2", title="DeepSeek-V2", cite="deepseekv2", source=_DSV2,
+        total_params=236_000_000_000, active_params=21_000_000_000,  # sec. 3.1.2: 236B total, 21B per token
         config=LatentAttentionConfig(d_model=5120, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
                                      qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, num_layers=60),
         context_length=131072, vocab_size=102400, intermediate_size=12288,  # MoE: d_ff of the dense layer
@@ -213,6 +224,7 @@ _RECORDS = (
     ModelFacts(
         name="deepseek-v2-lite", title="DeepSeek-V2-Lite", cite="deepseekv2",
         source="DeepSeek-V2 arXiv:2405.04434 App. B.1",
+        total_params=15_700_000_000, active_params=2_400_000_000,  # App. B.1: 15.7B total, 2.4B per token
         config=LatentAttentionConfig(d_model=2048, num_heads=16, kv_lora_rank=512, qk_rope_head_dim=64,
                                      qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=None, num_layers=27),
         context_length=None, vocab_size=102400, intermediate_size=10944),  # context not verified: left None

@@ -75,6 +75,8 @@ def test_record_matches_facts(model):
     assert facts.sliding_window == model.get("sliding_window")  # absent in the file: full attention
     assert facts.vocab_size == model["vocab_size"]
     assert facts.intermediate_size == model["intermediate_size"]
+    assert facts.total_params == model.get("total_params")  # absent in the file: derived or unknown
+    assert facts.active_params == model.get("active_params")
 
 
 @pytest.mark.parametrize("name", list(mk.MODEL_FACTS))
