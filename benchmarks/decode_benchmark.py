@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 
 # BLAS must run one thread per call so that mha_kit's own threads get the cores (see
-# mha_kit.cache._default_threads); this has to happen before NumPy is imported.
+# numpy_decode._default_threads); this has to happen before NumPy is imported.
 for _name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 import mha_kit as mk  # noqa: E402
+import numpy_decode as nd  # noqa: E402  (beside this script)
 from mha_kit import roofline  # noqa: E402
 
 FULL_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
@@ -127,7 +128,7 @@ def product_rate(pool, threads, cfg, choice):
     tokens = min(choice["block_len"] or PRODUCT_TOKENS, PRODUCT_TOKENS)
     rng = np.random.default_rng(1)
     blocks = [(rng.random((g, d_k), dtype=np.float32),
-               mk.store_cache(rng.random((1, tokens, d_k), dtype=np.float32), choice["layout"])[0])
+               nd.store_cache(rng.random((1, tokens, d_k), dtype=np.float32), choice["layout"])[0])
               for _ in range(threads)]  # each thread its own block, stored in the chosen layout
     flops = 2 * g * tokens * (d_k + d_v)
     reps = max(1, PRODUCT_FLOPS // flops)
@@ -185,11 +186,11 @@ def decode_inputs(cfg, max_context, seed=0, layout="token"):
     """
     rng = np.random.default_rng(seed)
     if cfg.variant == "mla":
-        kv = mk.store_cache(rng.random((1, max_context, cfg.kv_lora_rank + cfg.qk_rope_head_dim), dtype=np.float32),
+        kv = nd.store_cache(rng.random((1, max_context, cfg.kv_lora_rank + cfg.qk_rope_head_dim), dtype=np.float32),
                             layout)
         q = rng.standard_normal((cfg.num_heads, kv.shape[-1]), dtype=np.float32)
         return q, kv, kv[..., :cfg.kv_lora_rank]
-    k, v = (mk.store_cache(rng.random((cfg.num_kv_heads, max_context, cfg.head_dim), dtype=np.float32), layout)
+    k, v = (nd.store_cache(rng.random((cfg.num_kv_heads, max_context, cfg.head_dim), dtype=np.float32), layout)
             for _ in "kv")
     return rng.standard_normal((cfg.num_heads, cfg.head_dim), dtype=np.float32), k, v
 
@@ -198,8 +199,8 @@ def decode_step(cfg, inputs, s, threads, options):
     """One decode step over the first ``s`` tokens through the book's path, with kernel ``options``."""
     q, k, v = inputs
     if cfg.variant == "mla":
-        return lambda: mk.latent_decode_attention(q, k[:, :s], cfg.kv_lora_rank, num_threads=threads, **options)
-    return lambda: mk.decode_attention(q, k[:, :s], v[:, :s], num_threads=threads, **options)
+        return lambda: nd.decode_attention(q, k[:, :s], k[:, :s, :cfg.kv_lora_rank], num_threads=threads, **options)
+    return lambda: nd.decode_attention(q, k[:, :s], v[:, :s], num_threads=threads, **options)
 
 
 def choose_kernels(variants, inputs, contexts, threads, repeats):
@@ -213,7 +214,7 @@ def choose_kernels(variants, inputs, contexts, threads, repeats):
         for s in contexts:
             choices = []
             for layout, (q, k, v) in inputs[label].items():
-                choice = mk.choose_decode_kernel(q, k[:, :s], v[:, :s], num_threads=threads, repeats=repeats)
+                choice = nd.choose_decode_kernel(q, k[:, :s], v[:, :s], num_threads=threads, repeats=repeats)
                 choices.append(choice | {"layout": layout, "seconds": {f"{key}@{layout}": t for key, t in
                                                                        choice["seconds"].items()}})
             best = min(choices, key=lambda c: c["seconds"][f"{_kernel_name(c)}@{c['layout']}"])
@@ -229,7 +230,7 @@ def measure(probes_for, contexts, repeats, warmup, threads):
     Returns ``(kernels, {(variant, s): [seconds]}, {roof: [rate]})``.
     """
     variants = roofline.benchmark_variants()
-    inputs = {label: {layout: decode_inputs(cfg, max(contexts), layout=layout) for layout in mk.CACHE_LAYOUTS}
+    inputs = {label: {layout: decode_inputs(cfg, max(contexts), layout=layout) for layout in nd.CACHE_LAYOUTS}
               for label, cfg in variants.items()}
     kernels = choose_kernels(variants, inputs, contexts, threads, 1 if warmup == 0 else MIN_REPEATS)
     chosen = {label: inputs[label][kernels[(label, max(contexts))]["layout"]] for label in variants}
@@ -336,7 +337,7 @@ def summary_lines(rows, target_context=TARGET_CONTEXT):
 def gqa_speedup_line(at):
     """GQA-8's speed-up over MHA, beside the byte ratio and what the achievable roofs predict."""
     gqa, mha = at["GQA-8"], at["MHA"]
-    why = (f"; GQA-8's achievable roof is set by its skinny products, not its bytes"
+    why = ("; GQA-8's achievable roof is set by its skinny products, not its bytes"
            if gqa["achievable_limited_by"] == "compute" else "")
     return (f"INFO  GQA-8 over MHA at {gqa['context']:,}: {gqa['speedup_vs_mha']:.1f}x faster for "
             f"{mha['kv_bytes'] / gqa['kv_bytes']:.0f}x fewer bytes; the achievable roofs predict "

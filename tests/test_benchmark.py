@@ -18,6 +18,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 import mha_kit as mk  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the benchmark's modules
+import numpy_decode as nd  # noqa: E402
 from mha_kit import plots, roofline  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +61,7 @@ def test_quick_run_prints_a_table_with_every_variant(quick_run):
     rows = [line.split() for line in lines[header + 2: header + 10]]
     assert [(r[0], r[1]) for r in rows] == [(c, v) for v in VARIANTS for c in ("256", "512")]
     for r in rows:
-        assert r[2].split("/")[0] in mk.DECODE_KERNELS and r[3] in mk.CACHE_LAYOUTS  # the choice kept
+        assert r[2].split("/")[0] in nd.DECODE_KERNELS and r[3] in nd.CACHE_LAYOUTS  # the choice kept
         assert r[7] == "ms" and r[8].endswith("%") and r[-1].endswith("x")  # median, its spread, speed-up
         assert r[-3] in ("memory", "compute")  # what sets the achievable roof
     assert any(line.startswith("roofs, median of 5 rounds") and "read bandwidth" in line and "copy bandwidth" in line
@@ -86,10 +89,10 @@ def test_quick_run_writes_csv_and_machine(quick_run, bench):
         f"products {v}" for v in VARIANTS} | {f"streamed {v}" for v in VARIANTS}
     assert set(machine["kernels"]) == {f"{v}@{s}" for v in VARIANTS for s in (256, 512)}
     assert machine["kernels"]["GQA-8@512"]["kernel"] == gqa["kernel"].split("/")[0]
-    assert machine["kernels"]["GQA-8@512"]["layout"] == gqa["layout"] in mk.CACHE_LAYOUTS
+    assert machine["kernels"]["GQA-8@512"]["layout"] == gqa["layout"] in nd.CACHE_LAYOUTS
     # every candidate of both layouts was timed, and the one kept is the fastest of them
     timed = machine["kernels"]["GQA-8@512"]["seconds"]
-    assert {key.rsplit("@", 1)[1] for key in timed} == set(mk.CACHE_LAYOUTS)
+    assert {key.rsplit("@", 1)[1] for key in timed} == set(nd.CACHE_LAYOUTS)
     assert timed[f"{gqa['kernel']}@{gqa['layout']}"] == min(timed.values())
 
 
