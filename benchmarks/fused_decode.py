@@ -6,7 +6,7 @@ loading. This kernel reads each cached token once and, while its key and value a
 first-level cache, does everything the step needs with them, block by block of ``BLOCK_TOKENS``:
 
 1. the scores of the ``g`` query heads that share its KV head (two heads against four keys at a
-   time, so that each number loaded serves eight multiply-adds);
+   time: six numbers loaded for eight multiply-adds);
 2. an online softmax: the running maximum, the running sum of ``exp(score - max)``, and the
    rescaling of what was summed so far whenever the maximum grows (Milakov and Gimelshein);
 3. the weighted sum of the values (two heads and four values at a time).
@@ -38,11 +38,13 @@ else:
     MISSING = None
     prange = numba.prange  # a parallel loop inside a kernel compiled with parallel=True
     # numba's own thread pool rather than OpenMP's: OMP_NUM_THREADS (which the benchmark sets to 1
-    # for BLAS) does not reach it, and its waiting threads sleep instead of spinning, which on a
-    # shared 2-core machine took 5 times longer per step (24 ms against 4.6 ms, MQA at 512 tokens).
+    # for BLAS) does not reach it, and its idle threads sleep where OpenMP's spin; on a shared
+    # 2-core machine (load average about 18) OpenMP's took 5 times longer per step (24 ms against
+    # 4.6 ms, MQA at 512 tokens).
     numba.config.THREADING_LAYER = "workqueue"
 
-BLOCK_TOKENS = 16  # tokens per block: 16 keys of 576 float32 numbers fit a 32 KiB first-level cache
+BLOCK_TOKENS = 16  # tokens per block: 8 KiB of float32 keys of 128, 36 KiB of MLA's 576: a core's first-level
+# cache, about; of 8, 16 and 32, 16 was fastest on the development machine
 SPLIT_MIN_TOKENS = 256  # no slice of the context shorter than this: merging costs more than it gains
 _LOG2E, _LN2_HI, _LN2_LO = 1.4426950408889634, 0.693359375, -2.12194440e-4  # exp(y) = 2**k * exp(r)
 

@@ -350,6 +350,10 @@ def test_decode_benchmark_machines_one_bar_per_machine_and_variant():
     assert heights == pytest.approx([1, 2, 3, 4, 2, 4, 6, 8])  # ms: the 1,024-token row is left out
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["old", "new"]
     assert ax.get_yscale() == "log" and "32,768 tokens" in ax.get_ylabel()
+    assert ax.get_title() == "The same benchmark on 2 machines"
+    plt.close(ax.figure)
+    (ax,) = plots.decode_benchmark_machines({"NumPy": old, "fused": new}, title="Two paths").axes
+    assert ax.get_title() == "Two paths"
     with pytest.raises(ValueError, match=r"every run needs rows at context 32768, got \['new'\]"):
         plots.decode_benchmark_machines({"old": old, "new": [row("MHA", 1024, "1")]})
 
