@@ -65,7 +65,8 @@ def test_quick_run_prints_a_table_with_every_variant_and_path(quick_run, bench):
     lines = quick_run[0].stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:4] == ["context", "variant", "path", "kernel"])
     assert set(lines[header + 1]) == {"-"}
-    expected = [(c, v, p) for v in VARIANTS for c in ("256", "512") for p in paths(bench)]
+    expected = [(c, v, p) for v in VARIANTS for c in ("256", "512") for p in paths(bench)
+                if not (p == "torch" and v == "MLA")]  # the peer has no MLA path (PEER_SKIPS_MLA)
     rows = [line.split() for line in lines[header + 2: header + 2 + len(expected)]]
     assert [(r[0], r[1], r[2]) for r in rows] == expected
     for r in rows:
@@ -73,7 +74,8 @@ def test_quick_run_prints_a_table_with_every_variant_and_path(quick_run, bench):
             assert r[3].split("/")[0] in nd.DECODE_KERNELS and r[4] in nd.CACHE_LAYOUTS  # the choice kept
         assert r[8] == "ms" and r[9].endswith("%") and r[-2].endswith("x")  # median, its spread, speed-up over MHA
         assert r[-4] in ("memory", "compute")  # what sets the achievable roof
-        assert r[-1] == "-" if "torch" not in paths(bench) else r[-1].endswith("x")  # ratio to the peer
+        peer_ran = "torch" in paths(bench) and r[1] != "MLA"
+        assert r[-1].endswith("x") if peer_ran else r[-1] == "-"  # ratio to the peer
     assert any(line.startswith("roofs, best of 5 rounds") and "read bandwidth" in line for line in lines)
     assert any(line.startswith("decode products in cache: MHA BLAS ") for line in lines)
     assert any(line.startswith("BLAS as loaded: ") for line in lines)
@@ -85,13 +87,14 @@ def test_quick_run_prints_a_table_with_every_variant_and_path(quick_run, bench):
         (v, f"({p})") for v in VARIANTS for p in paths(bench) if p != "torch"]
     (peer_line,) = [line for line in lines if line.startswith("peer: ")]
     assert ("row skipped" in peer_line) == ("torch" not in paths(bench))
+    assert ("MLA: no peer row" in peer_line) == ("torch" in paths(bench))
 
 
 def test_quick_run_writes_csv_and_machine(quick_run, bench):
     _, out = quick_run
     with open(out / "decode_benchmark.csv") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == list(bench.COLUMNS) and len(rows) == 8 * len(paths(bench))
+    assert list(rows[0]) == list(bench.COLUMNS) and len(rows) == 8 * len(paths(bench)) - 2 * ("torch" in paths(bench))
     cfg = roofline.benchmark_variants()["GQA-8"]
     gqa = next(r for r in rows if r["variant"] == "GQA-8" and r["context"] == "512" and r["path"] == "numpy")
     assert int(gqa["kv_bytes"]) == mk.kv_bytes_read(cfg, 512, "fp32") == 512 * 2 * 8 * 128 * 4
