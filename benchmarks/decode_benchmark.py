@@ -343,7 +343,7 @@ def _kernel_columns(path, choice):
     """The kernel and layout of a row: the NumPy path's choice, or what the other paths always use."""
     if path == "numpy":
         return {"kernel": _kernel_name(choice), "layout": choice["layout"]}
-    return {"kernel": "numba/one pass" if path == "fused" else "sdpa/gqa", "layout": "token"}
+    return {"kernel": "numba/fused" if path == "fused" else "sdpa/gqa", "layout": "token"}
 
 
 def _kernel_name(choice):
