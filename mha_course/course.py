@@ -58,9 +58,7 @@ COURSE = {
                    "gqa_answer": ("softmax_answer",)}),
     "05_decoding": Assignment(
         helpers=("KVCache", "split_heads", "merge_heads", "softmax", "masked_softmax", "causal_mask", "scaled_dot_product_attention",
-                 "grouped_attention", "decode_attention",
-                 # what decode_attention uses to pick its kernel (kernel="auto"): no answer in them
-                 "DECODE_KERNELS", "choose_decode_kernel"),
+                 "grouped_attention", "decode_attention"),
         answers={"cached_attention": "Q1", "multi_head_attention": "Q1", "attention_macs": "Q2",
                  "arithmetic_intensity": "Q3", "kv_bytes_read": "Q3"}),
     "06_spot_the_bug": Assignment(

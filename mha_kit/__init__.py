@@ -19,8 +19,7 @@ from .attention import (
     split_heads,
     value_output_matrices,
 )
-from .cache import (CACHE_LAYOUTS, DECODE_KERNELS, KVCache, cached_attention, choose_decode_kernel,
-                    decode_attention, store_cache)
+from .cache import KVCache, cached_attention, decode_attention
 from .config import AttentionConfig, LatentAttentionConfig
 from .heads import (
     HeadShard,
