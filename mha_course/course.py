@@ -84,6 +84,10 @@ COURSE = {
         helpers=("kv_elements_per_token",),
         answers={"cache_slots": "Q1 and Q2", "kv_cache_bytes": "Q3", "kv_cache_bytes_per_token": "Q3 and Q4",
                  "elements_to_bytes": "Q3 and Q4", "quantized_cache_bytes": "Q4", "max_context_tokens": "Q3"}),
+    "12_long_context": Assignment(
+        answers={"rope_inv_freq": "Q1", "stretch_per_pair": "Q1", "SinkCache": "Q2", "sink_mask": "Q2",
+                 "sink_decode_step": "Q2", "merge_softmax_states": "Q3", "online_softmax_update": "Q3",
+                 "flash_decoding": "Q3", "flash_decoding_partials": "Q3", "soft_cap": "Q4", "soft_cap_grad": "Q4"}),
 }
 
 #: The assignments, in the order the book teaches them (folder names under solutions/).
