@@ -19,10 +19,6 @@ CHAPTERS = content_chapters()
 RUBRIC_LINE = re.compile(r'^- (?P<beat>[^"\n]+?): "(?P<anchor>[^"\n]+)"$')
 MARKUP = re.compile(r"[`{}$*\\]")  # glue, roles, maths, emphasis: an anchor is plain text
 SCRIPTS = ("## The 30-second answer", "## The 2-minute answer")  # the answer scripts of book/answering
-# Chapters whose chain another engineer is rewriting on their own branch; each converts its rubric
-# there. An entry expires by itself: test_pending_chains_are_still_pending fails once the chain has
-# its rubric, and the entry must then go.
-PENDING = {"decode_benchmark": "the decode chapter's engineer rewrites its chain (issue 20, precision stated)"}
 
 
 def _plain(text):
@@ -90,18 +86,11 @@ def test_chapter_ends_with_a_follow_up_chain(chapter):
         assert block.index("**Strong answer.**") < block.index("**Listening for.**") < block.index("**Trap.**")
 
 
-@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c not in PENDING])
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_chain_answer_has_a_rubric_found_in_it(chapter):
     for title, answer, rubric in chain_blocks(chapter):
         assert rubric.startswith("\n- "), f"book/{chapter}.ipynb, {title}: the rubric starts on the next line"
         assert not rubric_problems(answer, rubric), (f"book/{chapter}.ipynb, {title}", rubric_problems(answer, rubric))
-
-
-@pytest.mark.parametrize("chapter", sorted(PENDING))
-def test_pending_chains_are_still_pending(chapter):
-    assert chapter in CHAPTERS, f"{chapter} is no longer a content chapter: drop it from PENDING"
-    converted = [title for title, answer, rubric in chain_blocks(chapter) if rubric.startswith("\n- ")]
-    assert not converted, f"book/{chapter}.ipynb has rubrics now ({converted}): drop it from PENDING"
 
 
 @pytest.mark.parametrize("title, script, rubric", script_blocks(), ids=[t for t in SCRIPTS])
@@ -112,7 +101,7 @@ def test_every_answer_script_has_a_rubric_found_in_it(title, script, rubric):
 
 
 def test_beats_an_interviewer_listens_for_are_there():
-    beats = {m["beat"] for chapter in CHAPTERS if chapter not in PENDING for *_, rubric in chain_blocks(chapter)
+    beats = {m["beat"] for chapter in CHAPTERS for *_, rubric in chain_blocks(chapter)
              for m in map(RUBRIC_LINE.match, rubric.strip().splitlines()) if m}
     beats |= {m["beat"] for *_, rubric in script_blocks() for m in map(RUBRIC_LINE.match, rubric.splitlines()) if m}
     for beat in ("what heads buy", "cache scales with h_kv, not h", "weights vs cache at batch 1", "precision stated"):
