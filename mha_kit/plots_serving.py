@@ -209,11 +209,11 @@ def fp8_relative_step(formats=("fp8_e4m3", "fp8_e5m2")):
 
     Book: chapter "Low-precision KV cache".
     """
-    from .quantization import _fp8_dtype
+    from .numerics import storage_dtype
 
     fig, ax = _figure(6.2, 3.6)
     for fmt, color in zip(formats, ("#4C72B0", "#C44E52")):
-        values = np.arange(256, dtype=np.uint8).view(_fp8_dtype(fmt)).astype(np.float64)
+        values = np.arange(256, dtype=np.uint8).view(storage_dtype(fmt)).astype(np.float64)
         values = np.unique(values[np.isfinite(values) & (values > 0)])  # ascending, no NaN or inf
         gaps = np.diff(values) / values[:-1]
         ax.step(values[:-1], 100 * gaps, where="post", color=color, label=f"{fmt} (max {values[-1]:,.0f})")
