@@ -12,6 +12,7 @@ DTYPE_BITS = {
     "fp32": 32, "float32": 32,
     "bf16": 16, "bfloat16": 16, "fp16": 16, "float16": 16,
     "fp8": 8, "int8": 8,
+    "fp8_e4m3": 8, "fp8_e5m2": 8,  # the two FP8 formats by name (mha_kit.quantize_kv)
     "int4": 4,
 }
 
