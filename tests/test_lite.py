@@ -7,6 +7,7 @@ tested in tests/test_site.py, on the built site.
 
 import io
 import json
+import re
 import sys
 import tarfile
 import textwrap
@@ -21,6 +22,7 @@ import lite_buttons  # noqa: E402  (tools/ is not a package)
 import lite_kernel  # noqa: E402
 import lite_notebooks  # noqa: E402
 import lite_site  # noqa: E402
+import lite_trial  # noqa: E402
 import mha_lite  # noqa: E402
 import numpy_floor_tests  # noqa: E402
 
@@ -244,6 +246,55 @@ def test_chapters_that_cannot_run_in_a_browser_are_left_out(browser):
     for docname in left_out:
         nb = lite_notebooks.read(REPO_ROOT / f"{docname}.ipynb")
         assert "import subprocess" in "\n".join(c["source"] for c in nb["cells"]) or left_out[docname]
+
+
+def test_every_copy_draws_with_no_plotting_module():
+    """Every mha_kit.plots* module (plots, plots_serving, plots_context ...) is dropped from the copies."""
+    context = lite_notebooks.Context(citations=lite_notebooks.citation_labels())
+    drawn = []
+    for docname in lite_site.toc_chapters():
+        nb = lite_notebooks.read(REPO_ROOT / f"{docname}.ipynb")
+        code = "\n".join(c["source"] for c in lite_notebooks.browser_copy(nb, context)["cells"] if c["cell_type"] == "code")
+        drawn += [f"{docname}: {line.strip()}" for line in code.splitlines() if re.search(r"\bplots\w*\.|\bplt\.", line)]
+    assert not drawn, "\n".join(drawn)
+
+
+@pytest.fixture(scope="module")
+def kit_needs(browser):
+    return lite_kernel.kit_needs(browser)
+
+
+def test_kit_needs_names_what_reaches_a_package_the_browser_lacks(kit_needs):
+    needs = kit_needs
+    assert needs["storage_dtype"] == needs["round_to_format"] == needs["quantize_kv"] == ["ml_dtypes"]
+    assert not {"kv_cache_bytes", "grouped_attention", "soft_cap", "rope_inv_freq"} & set(needs)
+
+
+def _chapter(*sources):
+    return {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": s} for s in sources]}
+
+
+def test_the_trial_runs_a_chapter_with_only_the_browsers_packages(browser):
+    """bf16 needs ml_dtypes and nbformat is not there; int8 quantization and fp16 rounding run."""
+    found = lite_trial.failures({
+        "bf16": _chapter("import mha_kit as mk", "glue('x', mk.round_to_format(1.0, 'bf16'))"),
+        "nbformat": _chapter("import mha_kit as mk", "import nbformat"),
+        "int8": _chapter("import numpy as np\nimport mha_kit as mk",
+                         "q, s = mk.quantize_per_head(np.ones((2, 3, 4)))\nprint(mk.round_to_format(1.0, 'fp16'))"),
+    }, browser)
+    assert found["int8"] is None
+    assert found["bf16"].startswith("code cell 3: ImportError: format 'bf16' needs the package ml_dtypes")
+    assert found["nbformat"].startswith("code cell 3: ModuleNotFoundError: No module named 'nbformat'")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_judge_of_every_exercise_calls_nothing_the_browser_lacks(kit_needs, assignment):
+    """Exercises 11 and 12 came with mha_kit's ml_dtypes formats: neither their references nor their
+    notebooks call a function that needs a package the browser lacks, so they run in the page."""
+    questions = (REPO_ROOT / "solutions" / assignment / "grading_questions.py").read_text(encoding="utf-8")
+    release = lite_notebooks.read(REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb")
+    called = lite_notebooks._kit_calls(_chapter(questions)) | lite_notebooks._kit_calls(release)
+    assert called and not called & set(kit_needs), sorted(called & set(kit_needs))
 
 
 # --- the page's check of switched-off references -------------------------------------------------------

@@ -310,6 +310,29 @@ def check_mha_kit(modules, root=REPO_ROOT):
                            "that uses it")
 
 
+def kit_needs(modules, root=REPO_ROOT):
+    """``{public name of mha_kit: [packages]}`` for the functions and classes whose code imports, when
+    called, a package the browser lacks (``ml_dtypes`` inside :func:`mha_kit.numerics.storage_dtype`,
+    and everything that calls it). The calls are followed through mha_kit's own functions, not through
+    module-level code (that part :func:`check_mha_kit` checks); a conservative answer: a function that
+    needs the package for some arguments only (bf16, not fp32) is listed."""
+    closure, needs = Closure(root, package="mha_kit"), {}
+    for public, (module, attribute) in closure.source("mha_kit").bindings.items():
+        todo, seen, missing = [(module, attribute)], set(), set()
+        while todo:
+            node = todo.pop()
+            source = closure.source(node[0])
+            if node in seen or source is None or node[1] not in source.defs:
+                continue
+            seen.add(node)
+            before = len(closure.outside)
+            todo += [t for t in closure.references(source, source.defs[node[1]], node) if t[1] is not None]
+            missing |= {imported for imported, _ in closure.outside[before:] if not available(imported, modules)}
+        if missing:
+            needs[public] = sorted(missing)
+    return needs
+
+
 # --- packing ----------------------------------------------------------------------------------------
 
 

@@ -28,8 +28,9 @@ import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-#: Modules whose figures are replaced by their stored pictures.
-PLOT_MODULES = {"mha_kit.plots": "plots", "mha_kit.plots_serving": "plots_serving", "matplotlib.pyplot": "plt"}
+#: Modules whose figures are replaced by their stored pictures: matplotlib's, and every ``mha_kit.plots*``
+#: module (``plots``, ``plots_serving``, ``plots_context`` ...), see :func:`is_plot_module`.
+PLOT_MODULES = ("matplotlib.pyplot",)
 #: Imports dropped from the browser copies (their names are handled: glue is defined, plots replaced).
 DROPPED_IMPORTS = ("myst_nb", "matplotlib", "mha_kit.plots", "mha_kit.plots_serving")
 #: Imports the browser has but cannot run: no processes, no sockets there.
@@ -66,13 +67,40 @@ def _python(source):
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
 
-def browser_problem(notebook, available=None):
+def _kit_calls(nb):
+    """The names of mha_kit a chapter uses: ``mk.name`` (any alias of ``mha_kit``) and ``from mha_kit import name``."""
+    aliases, names = set(), set()
+    trees = [ast.parse(_python(cell["source"])) for cell in code_cells(nb)]
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names if a.name == "mha_kit" and a.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module == "mha_kit" and node.level == 0:
+            names |= {a.name for a in node.names}
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases | {"mha_kit"}:
+            names.add(node.attr)
+    return names
+
+
+def browser_problem(notebook, available=None, kit_needs=None):
     """Why the chapter at ``notebook`` (a path or a notebook dict) cannot run in the browser, or None.
 
     ``available(module)``: whether the browser can import a module (tools/lite_kernel.available);
-    None checks only what the browser can import but not run (:data:`CANNOT_RUN`).
+    None checks only what the browser can import but not run (:data:`CANNOT_RUN`). ``kit_needs``:
+    ``{mha_kit name: [packages the browser lacks]}`` (tools/lite_kernel.kit_needs), for a chapter that
+    calls such a function (bf16 and FP8 need ``ml_dtypes``).
     """
     nb = read(notebook) if isinstance(notebook, (str, Path)) else notebook
+    problem = _import_problem(nb, available)
+    if problem is None and kit_needs:
+        needed = sorted(_kit_calls(nb) & set(kit_needs))
+        if needed:
+            return (f"it calls mha_kit.{needed[0]}, which needs {', '.join(kit_needs[needed[0]])}, "
+                    "which the browser edition's kernel does not have")
+    return problem
+
+
+def _import_problem(nb, available):
     for cell in code_cells(nb):
         modules = _imports(cell["source"])
         if modules is None:
@@ -269,6 +297,11 @@ def myst_to_markdown(text, context):
 # --- figures --------------------------------------------------------------------------------------------
 
 
+def is_plot_module(name):
+    """Whether ``name`` (dotted) draws figures: matplotlib's pyplot or a ``mha_kit.plots*`` module."""
+    return name in PLOT_MODULES or re.fullmatch(r"mha_kit\.plots\w*", name) is not None
+
+
 def _plot_names(nb):
     """The names a chapter binds to plotting modules (``plots``, ``plt``)."""
     names = set()
@@ -279,9 +312,9 @@ def _plot_names(nb):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                names |= {a.asname or a.name for a in node.names if a.name in PLOT_MODULES}
+                names |= {a.asname or a.name for a in node.names if is_plot_module(a.name)}
             elif isinstance(node, ast.ImportFrom) and node.module in ("mha_kit", "matplotlib"):
-                names |= {a.asname or a.name for a in node.names if f"{node.module}.{a.name}" in PLOT_MODULES}
+                names |= {a.asname or a.name for a in node.names if is_plot_module(f"{node.module}.{a.name}")}
     return names
 
 

@@ -38,6 +38,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lite_kernel  # noqa: E402  (tools/ is not a package)
 import lite_notebooks  # noqa: E402
+import lite_trial  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LITE_VENV = REPO_ROOT / ".venv-lite"
@@ -89,15 +90,23 @@ def browser_modules(static=None):
 def chapter_plan(modules=None, root=REPO_ROOT):
     """``({docname: copy path under files/}, {docname: why it is left out})`` for the book's chapters."""
     modules = browser_modules() if modules is None else modules
-    kept, left_out = {}, {}
+    kept, left_out, to_try = {}, {}, {}
+    kit_needs = lite_kernel.kit_needs(modules, root)
     for docname in toc_chapters(root):
-        problem = lite_notebooks.browser_problem(root / f"{docname}.ipynb",
-                                                 lambda m: lite_kernel.available(m, modules))
+        nb = lite_notebooks.read(root / f"{docname}.ipynb")
+        problem = lite_notebooks.browser_problem(nb, lambda m: lite_kernel.available(m, modules))
         if problem:
             left_out[docname] = problem
+        elif lite_notebooks.browser_problem(nb, kit_needs=kit_needs):
+            to_try[docname] = nb  # it calls what may need a package the browser lacks: run it to see
         else:
             kept[docname] = f"chapters/{Path(docname).name}.ipynb"
-    return kept, left_out
+    for docname, error in lite_trial.failures(to_try, modules).items():
+        if error:
+            left_out[docname] = f"{lite_notebooks.browser_problem(to_try[docname], kit_needs=kit_needs)} ({error})"
+        else:
+            kept[docname] = f"chapters/{Path(docname).name}.ipynb"
+    return {d: kept[d] for d in toc_chapters(root) if d in kept}, left_out
 
 
 def exercise_files(root=REPO_ROOT):
