@@ -1,4 +1,5 @@
 """mha_kit.numerics: format limits from bit layouts, rounding, soft-capping, QK-norm, entropy."""
+import importlib.util
 import math
 import sys
 
@@ -10,6 +11,8 @@ from hypothesis import strategies as st
 import mha_kit as mk
 
 FEW = settings(max_examples=30, deadline=None)
+#: bf16 and FP8 round through ml_dtypes, which the browser edition lacks (make test-numpy-floor runs without it).
+needs_ml_dtypes = pytest.mark.skipif(importlib.util.find_spec("ml_dtypes") is None, reason="bf16 and FP8 need ml_dtypes")
 
 
 @pytest.mark.parametrize("name, max_finite, smallest_normal, epsilon", [
@@ -98,24 +101,28 @@ def test_formats_stored_by_ml_dtypes_name_the_package_when_it_is_missing(name, m
     assert mk.softmax_in_format(np.zeros(2), "fp32").tolist() == [0.5, 0.5]
 
 
+@needs_ml_dtypes
 def test_e4m3_has_no_infinity():
     rounded = mk.round_to_format([448.0, 460.0, 470.0, -1e6], "fp8_e4m3")
     assert rounded[:2].tolist() == [448.0, 448.0] and np.isnan(rounded[2:]).all()
     assert mk.round_to_format([1e6], "fp8_e5m2")[0] == np.inf
 
 
+@needs_ml_dtypes
 def test_bf16_keeps_8_significant_bits():
     assert mk.round_to_format(1 + 2.0**-8, "bf16") == 1.0  # half a step: ties to even
     assert mk.round_to_format(1 + 2.0**-7, "bf16") == 1 + 2.0**-7
     assert mk.round_to_format(257.0, "bf16") == 256.0
 
 
+@needs_ml_dtypes
 def test_running_sum_stalls_in_bf16():
     values = np.full(4096, 1 / 4096)
     assert mk.running_sum(values, "fp32") == 1.0
     assert mk.running_sum(values, "bf16") == 0.0625  # 1/16: each addend is half a step of the total, and rounds away
 
 
+@needs_ml_dtypes
 def test_softmax_without_the_max_shift_overflows_in_fp16_only():
     scores = np.array([[2.0, 12.0, 5.0]])  # exp(12) > 65504
     unshifted = mk.softmax_in_format(scores, "fp16", subtract_max=False)
