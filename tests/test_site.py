@@ -832,6 +832,39 @@ def test_lite_exercise_gives_the_desktops_messages(lite_lab, tmp_path):
     assert not tab.problems, "\n".join(tab.problems)
 
 
+#: The exercises whose references use mha_kit's newest code (FP8 byte counts, prefix caches, sinks, merged
+#: softmax states), which came with its ml_dtypes formats: judged in the page too, beside the worked one.
+LITE_NEWEST_EXERCISES = ("11_serving_2026", "12_long_context")
+
+
+def test_lite_newest_exercises_judge_as_on_the_desktop(lite_lab):
+    """In the page's kernel, exercises 11 and 12 with one wrong answer give the desktop's line for each
+    test cell (a wrong answer fails, right ones pass): their references run on numpy 1.25 without ml_dtypes."""
+    from grading_support import WRONG_ANSWERS
+
+    tab, _, _ = lite_lab
+    differences = []
+    for assignment in LITE_NEWEST_EXERCISES:
+        cells, (setup, answers, tests) = lite.release_cells(assignment), lite.layout(assignment)
+        solution = lite.solution_answers(assignment)
+        name, owner, old, new, _ = WRONG_ANSWERS[assignment][0]
+        sources = {answers[o]: solution[o] for o in answers}
+        sources[answers[owner]] = solution[owner].replace(old, new)
+        order = [(kind, i) for o in answers for kind, i in [("answer", answers[o])] + [("test", t) for t in tests[o]]]
+        tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
+        assert tab.page.evaluate(lite.EXECUTE, [cells[setup].source])["errors"] == [], assignment
+        page = {}
+        for kind, index in order:
+            got = tab.page.evaluate(lite.EXECUTE, [sources[index] if kind == "answer" else cells[index].source])
+            if kind == "test":
+                page[index] = got["errors"][0] if got["errors"] else None
+        desktop = lite.desktop_lines(assignment, sources, order)
+        assert any(page.values()), f"{assignment}, {name}: no test failed in the page"
+        differences += [f"{assignment} cell {i}: page {page[i]!r}, desktop {desktop[i]!r}" for i in page
+                        if page[i] != desktop[i]]
+    assert not differences, "\n".join(differences)
+
+
 def test_lite_opens_every_exercise_and_runs_chapters_as_on_the_desktop(lite_lab, site):
     """Every released exercise opens and its imports run; two chapters open with their figures, and
     every cell of theirs prints in the browser what it printed on the desktop (numpy 1.25 there)."""

@@ -328,7 +328,7 @@ OVERRIDES = {
 
 def build(site, venv=LITE_VENV, root=REPO_ROOT, log=print):
     """Build the browser edition into ``site/lite``; return a summary dict (also written as ``lite/mha-lite.json``)."""
-    site, venv = Path(site), Path(venv)
+    site, venv = Path(site).resolve(), Path(venv).resolve()  # jupyter lite runs in a scratch folder
     command = jupyter(venv)
     if not command.exists():
         raise FileNotFoundError(f"{command} not found: run `make lite-env` (installs requirements-lite.txt into {venv})")
