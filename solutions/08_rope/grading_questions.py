@@ -24,7 +24,7 @@ def _rope_mistakes(x, positions):
     r = x.shape[-1]
     pos = np.asarray(positions)[:, None]
     angle = pos * 10000.0 ** (-np.arange(r // 2) * 2.0 / r)
-    cos, sin = np.cos(angle), np.sin(angle)
+    sin, cos = np.sin(angle), np.cos(angle)  # not the solution's own line: this file is packed into the browser edition
     pairs = np.empty_like(x)  # neighbouring dimensions 2i, 2i + 1 rotated together
     pairs[:, 0::2] = x[:, 0::2] * cos - x[:, 1::2] * sin
     pairs[:, 1::2] = x[:, 0::2] * sin + x[:, 1::2] * cos

@@ -59,7 +59,7 @@ def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=T
     def key(tokens, end):
         return tuple(tokens[:end]) if chained else tuple(tokens[end - size:end])
 
-    cached, reused = set(), []
+    reused, cached = [], set()  # not the solution's own line: this file is packed into the browser edition
     for prompt, output in stream:
         matched = 0
         while matched + size <= len(prompt) and key(prompt, matched + size) in cached:

@@ -64,7 +64,7 @@ def _sink_positions(got, n_sink, window, num_tokens):
     empty = np.zeros((1, num_tokens, 1))  # (h_kv, t, d_h): only the positions matter
     cache.append(empty, empty)
     expected = cache.positions.tolist()
-    sinks = list(range(min(n_sink, num_tokens)))
+    sinks = list(range(min(num_tokens, n_sink)))  # not the solution's own line: packed into the browser edition
     wrong = [(list(range(max(num_tokens - window, 0), num_tokens)),
               "the first n_sink tokens are the sinks: they are never evicted"),
              (sinks + list(range(max(num_tokens - window - 1, n_sink), num_tokens)),
