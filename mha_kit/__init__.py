@@ -41,7 +41,7 @@ from .hardware import LINKS, NODES, Link, Node
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,
-                       soft_cap, soft_cap_grad, softmax_in_format)
+                       soft_cap, soft_cap_grad, softmax_in_format, storage_dtype)
 from .counting import (
     arithmetic_intensity,
     attention_macs,

@@ -7,8 +7,11 @@ Three traps decide which tricks a model needs, and each belongs to a number form
 * **precision**: bfloat16 keeps 8 significant bits, so a sum of many small terms stops growing;
 * **scale**: FP8 E4M3 tops out at 448, so every tensor needs a scale factor.
 
-:class:`FloatFormat` derives every limit from the exponent and mantissa widths, and
-:func:`round_to_format` rounds float64 numbers to any of them with NumPy alone (no ``ml_dtypes``).
+:class:`FloatFormat` derives every limit from the exponent and mantissa widths (the teaching
+computation; the tests hold it against ``ml_dtypes.finfo``). Rounding is not re-derived:
+:func:`round_to_format` casts to the dtype that stores the format, NumPy's own for fp32 and fp16,
+``ml_dtypes``' for bf16 and the two FP8 formats (imported when first needed, so the fp32 and fp16
+paths work without it).
 
 Book: chapter "Softmax numerics in current models".
 """
@@ -39,6 +42,7 @@ class FloatFormat:
     exponent_bits: int
     mantissa_bits: int  # stored fraction bits; significant bits are one more
     ieee_special: bool  # top exponent reserved for inf and NaN
+    dtype: str  # the type that stores it: numpy's "float32"/"float16", else an ml_dtypes name
     cite: str  # references.bib key of the format's definition
 
     def __post_init__(self):
@@ -64,6 +68,11 @@ class FloatFormat:
         return 2.0 ** (1 - self.bias)
 
     @property
+    def smallest_subnormal(self) -> float:
+        """The smallest positive number, ``2**(1 - bias - mantissa_bits)``: one step below the smallest normal."""
+        return 2.0 ** (1 - self.bias - self.mantissa_bits)
+
+    @property
     def epsilon(self) -> float:
         """Gap between 1 and the next number, ``2**-mantissa_bits``."""
         return 2.0 ** -self.mantissa_bits
@@ -75,12 +84,18 @@ class FloatFormat:
 
 
 _FORMATS = (
-    FloatFormat(name="fp32", exponent_bits=8, mantissa_bits=23, ieee_special=True, cite="ieee754"),
-    FloatFormat(name="bf16", exponent_bits=8, mantissa_bits=7, ieee_special=True, cite="kalamkar2019bfloat16"),
-    FloatFormat(name="fp16", exponent_bits=5, mantissa_bits=10, ieee_special=True, cite="ieee754"),
-    FloatFormat(name="fp8_e5m2", exponent_bits=5, mantissa_bits=2, ieee_special=True, cite="micikevicius2022fp8"),
-    FloatFormat(name="fp8_e4m3", exponent_bits=4, mantissa_bits=3, ieee_special=False, cite="micikevicius2022fp8"),
+    FloatFormat(name="fp32", exponent_bits=8, mantissa_bits=23, ieee_special=True, dtype="float32", cite="ieee754"),
+    FloatFormat(name="bf16", exponent_bits=8, mantissa_bits=7, ieee_special=True, dtype="bfloat16",
+                cite="kalamkar2019bfloat16"),
+    FloatFormat(name="fp16", exponent_bits=5, mantissa_bits=10, ieee_special=True, dtype="float16", cite="ieee754"),
+    FloatFormat(name="fp8_e5m2", exponent_bits=5, mantissa_bits=2, ieee_special=True, dtype="float8_e5m2",
+                cite="micikevicius2022fp8"),
+    FloatFormat(name="fp8_e4m3", exponent_bits=4, mantissa_bits=3, ieee_special=False, dtype="float8_e4m3fn",
+                cite="micikevicius2022fp8"),
 )
+
+#: Formats NumPy stores itself; the others need ml_dtypes.
+_NUMPY_DTYPES = ("float32", "float16")
 
 #: Read-only mapping from a format name to its :class:`FloatFormat`.
 FLOAT_FORMATS = MappingProxyType({fmt.name: fmt for fmt in _FORMATS})
@@ -95,12 +110,37 @@ def _format(fmt):
         raise ValueError(f"unknown float format {fmt!r}; use one of {list(FLOAT_FORMATS)}") from None
 
 
-def round_to_format(x, fmt):
-    """Round float64 numbers to the nearest number of ``fmt`` (ties to even), as a cast would.
+def storage_dtype(fmt):
+    """The NumPy dtype that stores ``fmt``: ``float32`` and ``float16`` from NumPy, the rest from ml_dtypes.
 
-    Normal numbers keep ``mantissa_bits + 1`` significant bits; below the smallest normal the
-    step is fixed (subnormals). A result beyond ``max_finite`` becomes ``inf`` (IEEE-style
-    formats) or NaN (E4M3, which has no infinity), like a non-saturating cast.
+    ``ml_dtypes`` (the dtypes JAX uses: ``bfloat16``, ``float8_e5m2``, ``float8_e4m3fn``) is imported
+    here, on first use, so that code needing only fp32 or fp16 runs without it.
+
+    Raises
+    ------
+    ImportError
+        For bf16 or an FP8 format when ``ml_dtypes`` is not installed, naming the package.
+
+    Book: chapters "Softmax numerics in current models" and "Low-precision KV cache".
+    """
+    fmt = _format(fmt)
+    if fmt.dtype in _NUMPY_DTYPES:
+        return np.dtype(fmt.dtype)
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ImportError(f"format {fmt.name!r} needs the package ml_dtypes for its {fmt.dtype} type "
+                          "(pip install ml-dtypes); fp32 and fp16 work without it") from None
+    return np.dtype(getattr(ml_dtypes, fmt.dtype))
+
+
+def round_to_format(x, fmt):
+    """Round float64 numbers to the nearest number of ``fmt`` (ties to even) by casting to its dtype.
+
+    The cast is NumPy's for fp32 and fp16 and ``ml_dtypes``' for bf16 and FP8
+    (:func:`storage_dtype`), so the result is what those libraries store: subnormals below the
+    smallest normal, and beyond the largest finite number ``inf`` (IEEE-style formats) or NaN
+    (E4M3, which has no infinity), like a non-saturating cast. Casting back to float64 is exact.
 
     Parameters
     ----------
@@ -114,13 +154,9 @@ def round_to_format(x, fmt):
 
     Book: chapter "Softmax numerics in current models".
     """
-    fmt, x = _format(fmt), np.asarray(x, dtype=np.float64)
-    _, e = np.frexp(x)  # x = f * 2**e with 0.5 <= |f| < 1
-    step = np.exp2(np.maximum(e - 1, 1 - fmt.bias) - fmt.mantissa_bits)  # distance between neighbours
-    with np.errstate(invalid="ignore"):  # inf / step stays inf; NaN stays NaN
-        rounded = np.round(x / step) * step  # np.round rounds halves to even
-    overflow = np.abs(rounded) > fmt.max_finite
-    return np.where(overflow, np.copysign(np.inf, x) if fmt.ieee_special else np.nan, rounded)
+    dtype, x = storage_dtype(fmt), np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf or NaN is the answer, not a warning
+        return x.astype(dtype).astype(np.float64)
 
 
 def running_sum(values, fmt):

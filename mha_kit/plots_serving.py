@@ -153,8 +153,9 @@ def verification_intensity(configs, ks, gpu, dtype="bf16"):
         ax.plot(ks, [arithmetic_intensity(cfg, 1, dtype, queries_per_step=k + 1) for k in ks], marker="o",
                 markersize=3, color=f"C{j}", label=cfg.name or f"config {j}")
     ax.axhline(gpu.ridge_point, color="gray", linestyle="--", linewidth=1)
-    ax.annotate(f"{gpu.title} ridge point", (ks[0], gpu.ridge_point), textcoords="offset points", xytext=(2, 4),
-                fontsize=8, color="gray")
+    # label at the right end, under the line: the curves rise from the left and would cross it there
+    ax.annotate(f"{gpu.title} ridge point", (ks[-1], gpu.ridge_point), textcoords="offset points", xytext=(-2, -4),
+                ha="right", va="top", fontsize=8, color="gray")
     ax.set(yscale="log", xlabel="draft tokens per step k (the step has k + 1 queries)",
            ylabel=f"attention FLOPs per byte of cache ({dtype}, log)",
            title="Verification multiplies decode attention's intensity by k + 1")
@@ -209,11 +210,11 @@ def fp8_relative_step(formats=("fp8_e4m3", "fp8_e5m2")):
 
     Book: chapter "Low-precision KV cache".
     """
-    from .quantization import _fp8_dtype
+    from .numerics import storage_dtype
 
     fig, ax = _figure(6.2, 3.6)
     for fmt, color in zip(formats, ("#4C72B0", "#C44E52")):
-        values = np.arange(256, dtype=np.uint8).view(_fp8_dtype(fmt)).astype(np.float64)
+        values = np.arange(256, dtype=np.uint8).view(storage_dtype(fmt)).astype(np.float64)
         values = np.unique(values[np.isfinite(values) & (values > 0)])  # ascending, no NaN or inf
         gaps = np.diff(values) / values[:-1]
         ax.step(values[:-1], 100 * gaps, where="post", color=color, label=f"{fmt} (max {values[-1]:,.0f})")
@@ -239,7 +240,7 @@ def kv_error_vs_bits(rows):
 
     Book: chapter "Low-precision KV cache".
     """
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     fig, ax = _figure(6.4, 4.0)
     for label, bits, error in rows:
@@ -248,10 +249,11 @@ def kv_error_vs_bits(rows):
     ax.set(yscale="log", xlabel="bits stored per cached number (scales included)",
            ylabel="attention output error (% of its norm)", xlim=(0, 1.3 * max(bits for _, bits, _ in rows)),
            title="Keys with an outlier channel: per-channel scales keep 4 bits usable")
-    plain = FuncFormatter(lambda y, _: f"{y:g}")  # 20, not 2 x 10^1 (set after the log scale, which resets them)
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
-    ax.tick_params(axis="y", which="minor", labelsize=7)
+    # labels at 1, 2, 5, 10, 20, 50 only, as plain numbers (set after the log scale, which resets them):
+    # labelling every minor tick crowds the axis near each power of ten
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     return fig
 
 

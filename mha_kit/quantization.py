@@ -5,7 +5,8 @@ the group's largest magnitude) and the numbers ``x / scale`` rounded to ``fmt``;
 multiplies back. The groups are set by ``axis``: one scale per ``"tensor"``, per ``"head"``, per
 ``"token"`` (each token's ``d_h`` numbers in one head) or per ``"channel"`` (each of the ``d_h``
 channels of one head across the tokens). Rounding is round-to-nearest-even, as the hardware
-casts do: FP8 values come from ``ml_dtypes``' own casts (the numpy dtypes JAX uses), integers
+casts do: FP8 values come from ``ml_dtypes``' own casts (the numpy dtypes JAX uses, through
+:func:`mha_kit.numerics.storage_dtype`, which imports it when first needed), integers
 from :func:`numpy.rint` with a symmetric range (``-127..127`` for int8, ``-7..7`` for int4), so
 zero stays exactly zero.
 
@@ -19,26 +20,18 @@ from __future__ import annotations
 import numpy as np
 
 from .attention import grouped_attention
+from .numerics import FLOAT_FORMATS, storage_dtype
 
-#: Largest magnitude each format stores: OCP FP8 E4M3 ("e4m3fn": no infinities) and E5M2, and
-#: the symmetric integer ranges.
-KV_FORMAT_MAX = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "int8": 127.0, "int4": 7.0}
+#: The FP8 formats a cache may use: OCP E4M3 ("e4m3fn": no infinities) and E5M2, whose limits and
+#: ml_dtypes types are those of :data:`mha_kit.FLOAT_FORMATS`.
+_FP8 = ("fp8_e4m3", "fp8_e5m2")
 
-#: The ``ml_dtypes`` type behind each FP8 format.
-_FP8_TYPES = {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+#: Largest magnitude each format stores: the FP8 formats' largest finite numbers (448 and 57,344,
+#: derived from their bit layouts) and the symmetric integer ranges.
+KV_FORMAT_MAX = {**{fmt: FLOAT_FORMATS[fmt].max_finite for fmt in _FP8}, "int8": 127.0, "int4": 7.0}
 
 #: Axes of a ``(..., s, d_h)`` cache that one scale spans, for each grouping.
 SCALE_AXES = {"tensor": None, "head": (-2, -1), "token": (-1,), "channel": (-2,)}
-
-
-def _fp8_dtype(fmt):
-    """The numpy dtype of an FP8 format, from ml_dtypes (imported here: the browser edition lacks it)."""
-    try:
-        import ml_dtypes
-    except ImportError:  # pragma: no cover - the package is a dependency of mha_kit
-        raise ImportError(f"format {fmt!r} needs the package ml_dtypes (pip install ml-dtypes); "
-                          "the integer formats work without it") from None
-    return np.dtype(getattr(ml_dtypes, _FP8_TYPES[fmt]))
 
 
 def _check_cache(x, fmt, axis):
@@ -81,8 +74,8 @@ def quantize_kv_codes(x, fmt, axis="token"):
     top = KV_FORMAT_MAX[fmt]
     scale = np.where(amax > 0, amax / top, 1.0)
     scaled = np.clip(x / scale, -top, top)  # x / scale may exceed top by a rounding error
-    if fmt in _FP8_TYPES:
-        return scaled.astype(_fp8_dtype(fmt)), scale
+    if fmt in _FP8:
+        return scaled.astype(storage_dtype(fmt)), scale
     return np.rint(scaled).astype(np.int8), scale
 
 

@@ -1,5 +1,6 @@
 """mha_kit.numerics: format limits from bit layouts, rounding, soft-capping, QK-norm, entropy."""
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -29,6 +30,27 @@ def test_fp16_limits_are_numpys():
     assert (fmt.max_finite, fmt.smallest_normal, fmt.epsilon) == (float(info.max), float(info.tiny), float(info.eps))
 
 
+@pytest.mark.parametrize("name", ["fp32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3"])
+def test_limits_derived_from_the_bit_layout_are_ml_dtypes_finfo(name):
+    # the teaching computation (bias, exponent and mantissa widths) against the library that stores the format
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    fmt = mk.FLOAT_FORMATS[name]
+    info = ml_dtypes.finfo(mk.storage_dtype(name))
+    assert (fmt.exponent_bits, fmt.mantissa_bits) == (info.nexp, info.nmant)
+    assert fmt.max_finite == float(info.max)
+    assert fmt.smallest_normal == float(info.smallest_normal)
+    assert fmt.smallest_subnormal == float(info.smallest_subnormal)
+    assert fmt.epsilon == float(info.eps)
+
+
+def test_storage_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert mk.storage_dtype("fp32") == np.float32 and mk.storage_dtype("fp16") == np.float16
+    assert mk.storage_dtype("bf16") == np.dtype(ml_dtypes.bfloat16)
+    assert mk.storage_dtype(mk.FLOAT_FORMATS["fp8_e4m3"]) == np.dtype(ml_dtypes.float8_e4m3fn)
+    assert mk.storage_dtype("fp8_e5m2") == np.dtype(ml_dtypes.float8_e5m2)
+
+
 def test_bf16_has_float32_range_and_fp16_does_not():
     bf16, fp16, fp32 = (mk.FLOAT_FORMATS[k] for k in ("bf16", "fp16", "fp32"))
     assert bf16.exp_limit == pytest.approx(fp32.exp_limit, abs=0.01) and bf16.exp_limit > 88
@@ -51,12 +73,29 @@ def test_rounding_agrees_with_numpy_casts(name, dtype):
 @pytest.mark.parametrize("name, dtype_name", [("bf16", "bfloat16"), ("fp8_e4m3", "float8_e4m3fn"),
                                               ("fp8_e5m2", "float8_e5m2")])
 def test_rounding_agrees_with_ml_dtypes(name, dtype_name):
-    ml_dtypes = pytest.importorskip("ml_dtypes")  # optional: the browser edition has no ml_dtypes
-    x = _wide_floats(1)
-    x = x[np.abs(x) < 2 * mk.FLOAT_FORMATS[name].max_finite]
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.concatenate([_wide_floats(1), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e300]])  # overflow included
     with np.errstate(over="ignore", invalid="ignore"):
         expected = x.astype(getattr(ml_dtypes, dtype_name)).astype(np.float64)
     np.testing.assert_array_equal(mk.round_to_format(x, name), expected)
+
+
+def test_rounding_is_ml_dtypes_cast_of_bf16_even_where_a_direct_rounding_differs():
+    # 1 + 2^-8 + 2^-30 lies just above the midpoint of 1 and 1 + 2^-7. ml_dtypes casts float64 to
+    # bfloat16 through float32, where the 2^-30 is lost, and the tie then goes to the even 1.0; a
+    # hand-written direct rounding gives 1 + 2^-7. One path for the number: the library's.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = 1 + 2.0**-8 + 2.0**-30
+    assert mk.round_to_format(x, "bf16") == float(np.float64(x).astype(ml_dtypes.bfloat16))
+
+
+@pytest.mark.parametrize("name", ["bf16", "fp8_e4m3", "fp8_e5m2"])
+def test_formats_stored_by_ml_dtypes_name_the_package_when_it_is_missing(name, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # import ml_dtypes now raises ImportError
+    with pytest.raises(ImportError, match=rf"^format '{name}' needs the package ml_dtypes .*\(pip install ml-dtypes\)"):
+        mk.round_to_format(1.0, name)
+    assert mk.round_to_format(1 + 2.0**-11, "fp16") == 1.0  # numpy's own formats still work
+    assert mk.softmax_in_format(np.zeros(2), "fp32").tolist() == [0.5, 0.5]
 
 
 def test_e4m3_has_no_infinity():
