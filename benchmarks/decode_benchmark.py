@@ -336,7 +336,7 @@ def summary_lines(rows, target_context=TARGET_CONTEXT):
 def gqa_speedup_line(at):
     """GQA-8's speed-up over MHA, beside the byte ratio and what the achievable roofs predict."""
     gqa, mha = at["GQA-8"], at["MHA"]
-    why = (f"; GQA-8's achievable roof is set by its skinny products, not its bytes"
+    why = ("; GQA-8's achievable roof is set by its skinny products, not its bytes"
            if gqa["achievable_limited_by"] == "compute" else "")
     return (f"INFO  GQA-8 over MHA at {gqa['context']:,}: {gqa['speedup_vs_mha']:.1f}x faster for "
             f"{mha['kv_bytes'] / gqa['kv_bytes']:.0f}x fewer bytes; the achievable roofs predict "
