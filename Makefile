@@ -66,7 +66,8 @@ book: $(STAMP)
 
 # tools/build_site.py runs the same jupyter-book command with MHA_HIDE_SOLUTIONS=1
 # and also keeps its log (_build/learner/build.log), which the site tests read
-# when CI hands them this build (MHA_BUILT_SITE=_build/learner).
+# when handed this build (MHA_BUILT_SITE=_build/learner make test); without it
+# they build their own, from the outputs nbval checks in the same run.
 learner-book: $(STAMP)
 	$(BIN)/python tools/build_site.py --learner _build/learner
 
