@@ -260,7 +260,11 @@ FIND_UNRENDERED_MATH = r"""
 
 
 def load(tab, url):
-    tab.page.goto(url, wait_until="load")
+    """Open ``url`` and wait for MathJax; a page the server does not have fails at once, not after
+    every later wait on it has timed out (a failed build would otherwise cost minutes)."""
+    response = tab.page.goto(url, wait_until="load")
+    if response is not None and not response.ok:
+        raise AssertionError(f"HTTP {response.status} for {url}: the build did not make this page")
     tab.page.wait_for_load_state("networkidle")
     return tab.page.evaluate(WAIT_FOR_MATHJAX)
 
@@ -346,13 +350,17 @@ def _report(browser, axe, url, probes=(None, None)):
         report.mathjax = load(tab, url)
         if before:
             _probe(report, before, tab.page)
-        unrendered = tab.page.evaluate(FIND_UNRENDERED_MATH)  # before axe runs
+        # The page's problems are those before axe-core runs (its stylesheet fetches are its own),
+        # and those of the probe after it.
+        problems = tab.problems + tab.page.evaluate(FIND_UNRENDERED_MATH)
         results = axe.run(tab.page, options={"resultTypes": ["violations"],
                                              "rules": {"image-alt": {"enabled": False}}})
         report.violations = [v for v in results.response["violations"] if v["impact"] in AXE_IMPACTS]
         if after:
+            seen_by_axe = len(tab.problems)
             _probe(report, after, tab.page)
-        report.problems = tab.problems + unrendered
+            problems += tab.problems[seen_by_axe:]
+        report.problems = problems
     except Exception as error:  # a page that fails to load fails its own tests, not the others
         report.error = f"{type(error).__name__}: {error}"
     finally:
