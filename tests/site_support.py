@@ -188,6 +188,14 @@ SECRET_MARKERS = {
     "### BEGIN HIDDEN TESTS": "### END HIDDEN TESTS",
 }
 MIN_SECRET_LENGTH = 12  # shorter lines ("return x", "pass") say nothing
+# A line that only returns or prints one name says nothing either, however long the name:
+# "return reused" is also a chapter's "return reused, prompts".
+BARE_NAME = re.compile(r"(return|print\()\s*[A-Za-z_]\w*\)?")
+
+
+def is_secret(line):
+    """Whether a stripped solution line gives something away once it appears on the site."""
+    return len(line) >= MIN_SECRET_LENGTH and not BARE_NAME.fullmatch(line)
 
 
 def _normal(text):
@@ -215,7 +223,7 @@ def secret_lines():
                 continue
             if stripped.startswith(end):
                 end = None
-            elif len(stripped) >= MIN_SECRET_LENGTH and _normal(stripped) not in released:
+            elif is_secret(stripped) and _normal(stripped) not in released:
                 secrets.add(_normal(stripped))
     return secrets
 

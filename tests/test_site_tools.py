@@ -332,6 +332,16 @@ def test_leak_detector_finds_a_secret_however_it_is_written(tmp_path):
     assert site_support.leaks(tmp_path, secrets) == {"glued.txt": [line], "nb.ipynb": [line], "page.html": [line]}
 
 
+def test_a_line_that_only_returns_a_name_is_no_secret():
+    import site_support
+
+    assert not site_support.is_secret("return reused")
+    assert not site_support.is_secret("print(cache_bytes)")
+    assert site_support.is_secret("return reused[-1] // 16")  # it computes something: a secret
+    assert site_support.is_secret("params = mk.dense_decoder_params(facts)")
+    assert not site_support.is_secret("pass")
+
+
 # --- stored outputs in the test build ----------------------------------------------------------
 
 sys.path.insert(0, str(REPO_ROOT / "tools"))  # stored_outputs imports learner_edition
