@@ -189,6 +189,14 @@ SECRET_MARKERS = {
     "### BEGIN HIDDEN TESTS": "### END HIDDEN TESTS",
 }
 MIN_SECRET_LENGTH = 12  # shorter lines ("return x", "pass") say nothing
+# A line that only returns or prints one name says nothing either, however long the name:
+# "return reused" is also a chapter's "return reused, prompts".
+BARE_NAME = re.compile(r"(return|print\()\s*[A-Za-z_]\w*\)?")
+
+
+def is_secret(line):
+    """Whether a stripped solution line gives something away once it appears on the site."""
+    return len(line) >= MIN_SECRET_LENGTH and not BARE_NAME.fullmatch(line)
 
 
 def _normal(text):
@@ -218,7 +226,7 @@ def secret_lines():
                 continue
             if stripped.startswith(end):
                 end = None
-            elif len(stripped) >= MIN_SECRET_LENGTH and _normal(stripped) not in released:
+            elif is_secret(stripped) and _normal(stripped) not in released:
                 secrets.add(_normal(stripped))
     return secrets
 
@@ -272,33 +280,30 @@ def archive_members(path):
     return found
 
 
-def _anchor(line):
-    """The longest word inside a secret line (not its first or last: those may run into the text
-    around it), or None: a text holding the line holds this word, whole (a quick first test)."""
-    interior = re.findall(r"\w+", line)[1:-1]
-    return max(interior, key=len) if interior else None
+def _hits(texts, prepared):
+    words = set().union(*(text.split(" ") for text in texts))
+    return sorted(line for line, inner in prepared if inner <= words and any(line in text for text in texts))
 
 
-def _hits(texts, secrets):
-    words = set()
-    for text in texts:
-        words.update(re.findall(r"\w+", text))
-    return sorted(line for line, anchor in secrets.items()
-                  if (anchor is None or anchor in words) and any(line in text for text in texts))
-
-
-def _member_hits(member, text, secrets):
+def _member_hits(member, text, prepared):
     """Python source is read line by line (a line of code is a line); anything else as a reader sees it."""
     if member.endswith(".py"):
-        return sorted(secrets.keys() & {_normal(line) for line in text.splitlines()})
-    return _hits(_readable(text, Path(member).suffix), secrets)
+        lines = {_normal(line) for line in text.splitlines()}
+        return sorted(line for line, _ in prepared if line in lines)
+    return _hits(_readable(text, Path(member).suffix), prepared)
 
 
 def leaks(folder, secrets, skip=()):
     """``{file: [secret lines found in it]}`` for every file under ``folder``, and every text file
-    inside a ``.tar.gz`` there (``archive.tar.gz!member``); ``skip``: paths relative to ``folder``
-    of files not to read (packages copied unchanged from a pinned third-party wheel)."""
-    secrets = {line: _anchor(line) for line in secrets}
+    inside a ``.tar.gz`` there (``archive.tar.gz!member``: the browser edition's kernel packages);
+    ``skip``: paths relative to ``folder`` of files not to read (packages copied unchanged from a
+    pinned third-party wheel).
+
+    Texts and lines are whitespace-normalised, so a text that holds a line holds each of its words
+    but the first and the last (which may run on into a neighbour) as a word of its own: a line
+    is searched for only in a file that has all of those, which spares most of the searches.
+    """
+    prepared = [(line, frozenset(line.split(" ")[1:-1])) for line in sorted(secrets)]
     found = {}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
@@ -306,11 +311,11 @@ def leaks(folder, secrets, skip=()):
             continue
         if path.name.endswith(".tar.gz"):
             for member, text in archive_members(path).items():
-                hits = _member_hits(member, text, secrets)
+                hits = _member_hits(member, text, prepared)
                 if hits:
                     found[f"{rel}!{member}"] = hits
             continue
-        hits = _hits(readable_texts(path), secrets)
+        hits = _hits(readable_texts(path), prepared)
         if hits:
             found[rel] = hits
     return found
