@@ -173,3 +173,13 @@ def test_check_raises_one_line_with_the_quantity_and_the_message():
 def test_matches_compares_exact_types():
     assert matches(7, 7) and not matches(7.5, 7) and not matches("7", 7) and not matches(True, 1)
     assert matches([1, 2], [1, 2]) and not matches((1, 2), [1, 2])
+
+
+@pytest.mark.parametrize("evalue", ["'(' was never closed (/tmp/ipykernel_812/3141592653.py, line 2)",
+                                    "'(' was never closed (3141592653.py, line 2)"])
+def test_a_syntax_error_does_not_show_the_kernels_temporary_file(evalue):
+    from mha_course.judge.core import _answer_error
+
+    cell = {"outputs": [{"output_type": "error", "ename": "SyntaxError", "evalue": evalue}]}
+    assert _answer_error(cell) == ("SyntaxError", "'(' was never closed (line 2)")
+    assert cases.without_file_name("name (in f) is wrong") == "name (in f) is wrong"  # other parentheses stay

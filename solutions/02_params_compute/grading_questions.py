@@ -17,12 +17,12 @@ from mha_course.judge.cases import config
 from mha_course.judge.questions import spec_name as _name, question
 
 
-@question("projection_params", lambda spec: f"parameters of one {_name(spec)} layer")
+@question("projection_params", lambda spec: f"parameters of one layer of {_name(spec)}")
 def _projection_params(got, spec):
     cfg = config(spec)
     as_mha = mk.projection_params(cfg.with_kv_heads(None))
     wrong = {as_mha: "GQA counted as MHA: W_K and W_V have h_kv heads, not h"} if cfg.num_kv_heads != cfg.num_heads else {}
-    expect_int(got, mk.projection_params(cfg), f"parameters of one {_name(spec)} layer", wrong=wrong,
+    expect_int(got, mk.projection_params(cfg), f"parameters of one layer of {_name(spec)}", wrong=wrong,
                hints={Fraction(1, 2): "did you count only W_Q and W_K (or forget two of the four matrices)?"})
 
 

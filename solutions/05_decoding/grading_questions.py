@@ -42,12 +42,12 @@ def _decode_cache(got, d, h, h_kv, n, seed):
     expect_close(values, mk.split_heads(x @ weights.w_v, h_kv), f"cached values (h_kv={h_kv})")
 
 
-@question("decode_step_macs", lambda spec, s: f"multiply-adds of one {_name(spec)} decode step (s={s})")
+@question("decode_step_macs", lambda spec, s: f"multiply-adds of one decode step of {_name(spec)} (s={s})")
 def _decode_macs(got, spec, s):
     cfg = config(spec)
     as_kv_heads = 2 * cfg.num_kv_heads * s * cfg.head_dim
     wrong = {as_kv_heads: "every query head computes its own scores: use h, not h_kv"} if cfg.num_kv_heads != cfg.num_heads else {}
-    expect_int(got, mk.attention_macs(cfg, s), f"multiply-adds of one {_name(spec)} decode step (s={s})", wrong=wrong,
+    expect_int(got, mk.attention_macs(cfg, s), f"multiply-adds of one decode step of {_name(spec)} (s={s})", wrong=wrong,
                hints={Fraction(1, 2): "scores and value mix cost the same: count both", 2: "multiply-adds, not FLOPs"})
 
 
