@@ -19,7 +19,7 @@ from mha_course.judge.carry import _used_by
 from mha_course.judge.diagnoses import CATALOGUE, check, diagnose, matches
 
 #: The assignments whose questions call the catalogue, and whose designed slips list their diagnosis.
-COVERED = ("07_flash_attention", "08_rope", "10_serving")
+COVERED = ("07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026", "12_long_context")
 #: Longest message a designed wrong answer may give (one line).
 MAX_MESSAGE = 160
 
@@ -154,7 +154,7 @@ def test_a_right_answer_is_never_diagnosed():
 
 @pytest.mark.parametrize("got, expected, context, name", [
     (8 * 1000, 1000, {}, "bits_vs_bytes"),
-    (500, 1000, {}, "k_and_v"),
+    (500, 1000, {"k_or_v": [500]}, "k_and_v"),
     (4000, 1000, {"h": 32, "h_kv": 8}, "h_vs_h_kv"),
     (np.arange(6.0).reshape(2, 3).T.copy(), np.arange(6.0).reshape(2, 3), {}, "transposed"),
     ([6, 1, 0], [7, 1, 1], {"floor": [[6, 1, 0]]}, "rounding"),

@@ -36,7 +36,7 @@ def _unshifted_state(n, b, d_v, seed, scale):
     ("rope_score", (8, 0, 5, 2), float(np.prod(np.random.default_rng(0).standard_normal((2, 8)), axis=0).sum()),
      "not rotated"),
     # 09: a window one key too wide, a plain causal mask at the top left, an int mask
-    ("sliding_window_mask", (6, 3), _window(6, 3, wide=1), "window keys in all"),
+    ("sliding_window_mask", (6, 3), _window(6, 3, wide=1), "one position off"),
     ("chunk_mask", (3, 4), np.tril(np.ones((3, 7), dtype=bool)), "bottom-right"),
     ("sliding_window_mask", (6, 3), _window(6, 3).astype(int), "as a numpy array of bool"),
     # 10: blocks rounded down or as floats, tokens instead of slots, a full cache, scales left out

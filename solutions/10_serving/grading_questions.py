@@ -67,7 +67,7 @@ def _rolling(got, spec, t, window, bits):
         wrong[floor] = _ROUND_UP
     what = f"bytes held by a rolling cache of {_name(spec)} (t={t}, window={window}, {bits}-bit)"
     diagnoses.known(got, expected, what, own.items())
-    context = {"in_bits": [in_bits], "floor": [floor] if floor != expected else [],
+    context = {"in_bits": [in_bits], "floor": [floor] if floor != expected else [], "k_or_v": [-(-(in_bits // 2) // 8)],
                "h": cfg.num_heads, "h_kv": cfg.num_kv_heads}
     diagnoses.check(got, expected, what, context, "bits_vs_bytes", "rounding", "k_and_v", "h_vs_h_kv")
     expect_int(got, expected, what, wrong=wrong,
