@@ -19,7 +19,7 @@ from mha_course.judge.carry import _used_by
 from mha_course.judge.diagnoses import CATALOGUE, check, diagnose, matches
 
 #: The assignments whose questions call the catalogue, and whose designed slips list their diagnosis.
-COVERED = ("07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026", "12_long_context")
+COVERED = ("06_spot_the_bug", "07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026", "12_long_context")
 #: Longest message a designed wrong answer may give (one line).
 MAX_MESSAGE = 160
 
