@@ -19,7 +19,7 @@ from mha_course.judge.carry import _used_by
 from mha_course.judge.diagnoses import CATALOGUE, check, diagnose, matches
 
 #: The assignments whose questions call the catalogue, and whose designed slips list their diagnosis.
-COVERED = ("06_spot_the_bug", "07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026", "12_long_context")
+COVERED = ("03_kv_cache", "06_spot_the_bug", "07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026", "12_long_context")
 #: Longest message a designed wrong answer may give (one line).
 MAX_MESSAGE = 160
 
@@ -110,9 +110,11 @@ def test_the_arange_rope_fails_q1s_visible_test():
 
 
 @pytest.mark.parametrize("name, assignments", [
-    ("rounding", {"07_flash_attention", "10_serving"}),
-    ("bits_vs_bytes", {"07_flash_attention", "10_serving"}),
+    ("rounding", {"03_kv_cache", "07_flash_attention", "10_serving"}),
+    ("bits_vs_bytes", {"03_kv_cache", "07_flash_attention", "10_serving"}),
     ("scale_wrong", {"07_flash_attention", "08_rope"}),
+    ("scale_missing", {"06_spot_the_bug", "07_flash_attention"}),
+    ("h_vs_h_kv", {"03_kv_cache", "10_serving", "11_serving_2026"}),
 ])
 def test_the_same_slip_gets_the_same_words_in_every_assignment(failures, name, assignments):
     seen = {}
