@@ -16,8 +16,9 @@ numpy only. Book: chapter "Exercises".
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,7 +51,11 @@ def matches(got, candidate):
         return False
     if isinstance(candidate, (int, np.integer)) and isinstance(got, (int, np.integer)):
         return int(got) == int(candidate)
-    return bool(np.isfinite(got) and np.isclose(float(got), float(candidate), rtol=1e-9, atol=0.0))
+    try:
+        got, candidate = float(got), float(candidate)
+    except OverflowError:  # an int beyond every float: no slip of the catalogue gives it
+        return False
+    return bool(math.isfinite(got) and math.isclose(got, candidate, rel_tol=1e-9))
 
 
 def _any(key):
