@@ -2,6 +2,28 @@
 
 import os
 
+import pytest
+from suites import UNIT
+
+
+class WholeNotebooks:
+    """Under `pytest --lf`, a notebook with a failed cell runs whole: nbval runs a notebook's cells
+    in one kernel, so a cell run without the cells before it fails for want of their names.
+
+    Registered in pytest_configure, after the cache plugin's --lf (LFPlugin), so that this wrapper
+    runs around it and sees the items it kept.
+    """
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection_modifyitems(self, config, items):
+        collected = list(items)
+        result = yield
+        if config.getoption("lf", default=False):
+            kept = set(items)
+            notebooks = {item.path for item in items if item.path.suffix == ".ipynb"}
+            items[:] = [item for item in collected if item in kept or item.path in notebooks]
+        return result
+
 
 def pytest_configure(config):
     # Kernels started by nbval (and the site build) inherit this: ipykernel's
@@ -9,3 +31,11 @@ def pytest_configure(config):
     # MPLBACKEND is deliberately left alone: ipykernel sets the inline backend
     # only when it is unset.
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    config.pluginmanager.register(WholeNotebooks(), "mha-whole-notebooks")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of tests/suites.py's UNIT modules `unit`: `pytest -m unit` runs make check's tests."""
+    for item in items:
+        if item.path.name in UNIT:
+            item.add_marker(pytest.mark.unit)
