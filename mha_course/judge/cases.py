@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 
 import numpy as np
 
@@ -148,6 +149,7 @@ def run(question, call, *cases):
         display({MIME: payload, "text/plain": f"[{question}: results sent to the grader]"}, raw=True)
         return
     failure = judge(question, cases, encoded)
+    (_failed_questions.add if failure is not None else _failed_questions.discard)(question)
     if failure is not None:
         index, _, message = failure
         error = results[index][1]
@@ -158,11 +160,16 @@ def run(question, call, *cases):
         raise AssertionError(_with_dependency_hint(reason or message, question)) from None
 
 
+#: Inline only: the questions whose last run in this kernel failed (a dependency's verdict, for the hint).
+_failed_questions = set()
+
+
 def _with_dependency_hint(reason, question):
-    """Inline: ``reason``, and for a question that runs the learner's earlier answers, a pointer to them."""
+    """Inline: ``reason`` (this answer's own fault first), then a pointer to the earlier answers this
+    question runs that failed their own tests in this kernel; none when they pass."""
     from mha_course.judge.carry import dependency_hint
 
-    hint = dependency_hint(question)
+    hint = dependency_hint(question, _failed_questions)
     return f"{reason}; {hint}" if hint and "an earlier answer" not in reason else reason
 
 
@@ -171,10 +178,20 @@ def _with_dependency_hint(reason, question):
 _previous_cell_error = [None]
 
 
+#: The file a syntax error quotes (``(/tmp/ipykernel_812/3141.py, line 2)``): the kernel's temporary file.
+_FILE_AND_LINE = re.compile(r" \((?:[^()]*[/\\])?[^()/\\]+, line (\d+)\)$")
+
+
+def without_file_name(text):
+    """``text`` of an error with the temporary file name it may quote left out: ``(line 2)`` stays."""
+    return _FILE_AND_LINE.sub(r" (line \1)", text)
+
+
 def _remember_cell_error(result):
     """IPython ``post_run_cell`` hook: keep the error of each cell, for the test cell run after it."""
     error = result.error_before_exec or result.error_in_exec
-    _previous_cell_error[0] = None if error is None else (_type_name(error).rpartition(".")[2], str(error)[:MAX_TEXT])
+    _previous_cell_error[0] = None if error is None else (_type_name(error).rpartition(".")[2],
+                                                          without_file_name(str(error))[:MAX_TEXT])
 
 
 def _watch_cells():

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from .cases import ARRAY_KINDS, FORMAT, MAX_DEPTH, MIME
+from .cases import without_file_name
 
 #: Largest array the judge decodes (bytes); bigger answers fail their case.
 MAX_ARRAY_BYTES = 64 * 2**20
@@ -210,7 +211,7 @@ def _answer_error(answer_cell):
     """The first error output of an answer cell, as ``(ename, evalue)``, or ``None``."""
     for out in (answer_cell or {}).get("outputs", []):
         if out.get("output_type") == "error":
-            return _text(out.get("ename"), "Exception"), _text(out.get("evalue"), "")
+            return _text(out.get("ename"), "Exception"), without_file_name(_text(out.get("evalue"), ""))
     return None
 
 
