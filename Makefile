@@ -17,8 +17,9 @@
 # the site shows none.
 #
 # Both `book` and `test` create .venv (python3.11) and install
-# requirements.txt and mha_kit on first use; reruns skip that step until
-# requirements.txt or pyproject.toml change.
+# requirements.txt, requirements-bench.txt (numba and threadpoolctl, for the
+# decode benchmark's fused kernel and its tests) and mha_kit on first use;
+# reruns skip that step until one of those files changes.
 
 PYTHON ?= python3.11
 VENV := .venv
@@ -46,9 +47,9 @@ env: $(STAMP)
 
 # The last step builds matplotlib's font cache now, not in a notebook's first
 # figure cell, where its one-off notice would land in the outputs on stderr.
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-bench.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt -r requirements-bench.txt
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e .
 	$(BIN)/python -c "import matplotlib.pyplot"
 	touch $@

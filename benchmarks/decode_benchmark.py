@@ -2,22 +2,27 @@
 
 One layer, one new token, 64 query heads, float32 on the CPU, for four variants of that layer:
 MHA, GQA-8, MQA (Llama 3 70B's heads of 128 with 64, 8 and 1 KV heads) and MLA (DeepSeek-V2's
-latent, absorbed form), through mha_kit's own decode path (:func:`mha_kit.decode_attention`,
-:func:`mha_kit.latent_decode_attention`), each with the kernel :func:`mha_kit.choose_decode_kernel`
-picked for its shape on this machine, over a cache stored in either layout
-(:data:`mha_kit.CACHE_LAYOUTS`: token-major as appended, or dim-major as vLLM keeps its values):
-the layout and the kernel are both chosen by timing, per variant and context.
+latent, absorbed form), through three paths on the same caches:
+
+* ``numpy``: the readable baseline, NumPy's BLAS on blocks (``numpy_decode.py``), with the
+  formulation and the cache layout (token- or dim-major) chosen by timing per variant and context;
+* ``fused``: one pass over the cache per KV head in a numba kernel (``fused_decode.py``), where
+  numba is installed (``requirements-bench.txt``);
+* ``torch``: the peer, PyTorch's ``scaled_dot_product_attention`` with ``enable_gqa=True``, where
+  PyTorch is installed (``peer.py``); every kernel is also reported as a ratio to it.
 
 Each step is judged against two roofs measured in the same run, round by round beside the steps:
 
 * classic: a STREAM-style copy (reads and writes) and a large square float32 GEMM;
 * achievable: a read-only stream (what reading a KV cache needs) and the rate of the step's own
-  products, q.K^T and p.V at the variant's shapes, timed in isolation on cache-resident blocks.
+  products on a block in cache, by the faster of BLAS and the fused kernel.
 
-Every figure is the median of the rounds (at least five), printed with its spread.
+A roof is an upper bound, so each roof is the best of its rounds, printed with its spread; the
+steps are judged on their medians. A step faster than its roof means the roof was measured low:
+the report then says so instead of giving a verdict.
 
-    python benchmarks/decode_benchmark.py                 # full run, about a minute on 2 quiet cores
-    python benchmarks/decode_benchmark.py --quick         # seconds: small contexts, five rounds
+    python benchmarks/decode_benchmark.py                 # full run, a few minutes on 2 quiet cores
+    python benchmarks/decode_benchmark.py --quick         # small contexts, five rounds
     python benchmarks/decode_benchmark.py --out benchmarks/results_reference   # the book's copy
 
 Writes ``decode_benchmark.csv``, ``machine.json`` and ``report.txt`` (what it printed) to ``--out``
@@ -27,16 +32,16 @@ from __future__ import annotations
 
 import os
 
-# BLAS must run one thread per call so that mha_kit's own threads get the cores (see
-# mha_kit.cache._default_threads); this has to happen before NumPy is imported.
+# BLAS must run one thread per call so that the NumPy path's own threads get the cores (see
+# numpy_decode._default_threads); this has to happen before NumPy is imported. The variables the
+# host had set are recorded before (host.blas_record), and none that it set is changed.
+INHERITED_VARIABLES = dict(os.environ)
 for _name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
-import datetime  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
@@ -45,6 +50,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+import fused_decode as fd  # noqa: E402  (beside this script)
+import host  # noqa: E402
+import numpy_decode as nd  # noqa: E402
+import peer  # noqa: E402
+
 import mha_kit as mk  # noqa: E402
 from mha_kit import roofline  # noqa: E402
 
@@ -53,13 +63,17 @@ QUICK_CONTEXTS = (256, 512)
 MIN_REPEATS = 5  # every figure is the median of at least this many rounds
 TARGET_CONTEXT = 32768
 TARGET_ACHIEVABLE = 0.70  # every variant: fraction of its achievable roof's speed at 32K
-TARGET_READ = 0.70  # MHA: fraction of the read-bandwidth roof's speed at 32K
+TARGET_READ = 0.70  # MHA on the NumPy path: fraction of the read-bandwidth roof's speed at 32K
+PATHS = ("numpy", "fused", "torch")  # the baseline, the fused kernel, the peer
+PEER_SKIPS_MLA = ("MLA: no peer row; with values narrower than keys, sdpa falls back to its math kernel, which "
+                  "copies the one latent head to all 64 query heads (9 GB at 32K tokens)")
+FUSED_CACHE_BYTES = 2 << 20  # the fused kernel's products "in cache": a cache of about 2 MiB, read again and again
 FIT_FROM = 8192  # contexts used for the linear fit of time against bytes
 PRODUCT_FLOPS = 1 << 26  # FLOPs per thread in one timing of a variant's isolated products
 PRODUCT_TOKENS = 4096  # longest block the products are timed on: 2 MiB of float32 keys of 128
-COLUMNS = ("context", "variant", "kernel", "layout", "kv_bytes", "macs", "median_s", "spread", "gb_per_s",
+COLUMNS = ("context", "variant", "path", "kernel", "layout", "kv_bytes", "macs", "median_s", "spread", "gb_per_s",
            "gflop_per_s", "bound_s", "limited_by", "roofline_fraction", "achievable_s",
-           "achievable_limited_by", "achievable_fraction", "read_fraction", "speedup_vs_mha")
+           "achievable_limited_by", "achievable_fraction", "read_fraction", "speedup_vs_mha", "vs_torch")
 
 
 def run_times(func, repeats, warmup):
@@ -127,7 +141,7 @@ def product_rate(pool, threads, cfg, choice):
     tokens = min(choice["block_len"] or PRODUCT_TOKENS, PRODUCT_TOKENS)
     rng = np.random.default_rng(1)
     blocks = [(rng.random((g, d_k), dtype=np.float32),
-               mk.store_cache(rng.random((1, tokens, d_k), dtype=np.float32), choice["layout"])[0])
+               nd.store_cache(rng.random((1, tokens, d_k), dtype=np.float32), choice["layout"])[0])
               for _ in range(threads)]  # each thread its own block, stored in the chosen layout
     flops = 2 * g * tokens * (d_k + d_v)
     reps = max(1, PRODUCT_FLOPS // flops)
@@ -185,21 +199,48 @@ def decode_inputs(cfg, max_context, seed=0, layout="token"):
     """
     rng = np.random.default_rng(seed)
     if cfg.variant == "mla":
-        kv = mk.store_cache(rng.random((1, max_context, cfg.kv_lora_rank + cfg.qk_rope_head_dim), dtype=np.float32),
+        kv = nd.store_cache(rng.random((1, max_context, cfg.kv_lora_rank + cfg.qk_rope_head_dim), dtype=np.float32),
                             layout)
         q = rng.standard_normal((cfg.num_heads, kv.shape[-1]), dtype=np.float32)
         return q, kv, kv[..., :cfg.kv_lora_rank]
-    k, v = (mk.store_cache(rng.random((cfg.num_kv_heads, max_context, cfg.head_dim), dtype=np.float32), layout)
+    k, v = (nd.store_cache(rng.random((cfg.num_kv_heads, max_context, cfg.head_dim), dtype=np.float32), layout)
             for _ in "kv")
     return rng.standard_normal((cfg.num_heads, cfg.head_dim), dtype=np.float32), k, v
 
 
-def decode_step(cfg, inputs, s, threads, options):
-    """One decode step over the first ``s`` tokens through the book's path, with kernel ``options``."""
-    q, k, v = inputs
-    if cfg.variant == "mla":
-        return lambda: mk.latent_decode_attention(q, k[:, :s], cfg.kv_lora_rank, num_threads=threads, **options)
-    return lambda: mk.decode_attention(q, k[:, :s], v[:, :s], num_threads=threads, **options)
+def decode_steps(cfg, inputs, s, threads, choice):
+    """``{path: step}`` over the first ``s`` tokens: NumPy with its chosen kernel, fused, and the peer.
+
+    ``inputs[layout]`` holds ``(q, k, v)`` in each layout, allocated for the largest context; the
+    fused kernel and the peer read the token-major one (``length=s``: the fused kernel reads the
+    allocation as :class:`mha_kit.KVCache` holds it). A path whose library is missing is left out.
+    """
+    (q, k, v), options = inputs[choice["layout"]], {key: choice[key] for key in ("kernel", "block_len")}
+    steps = {"numpy": lambda: nd.decode_attention(q, k[:, :s], v[:, :s], num_threads=threads, **options)}
+    q_t, k_t, v_t = inputs["token"]
+    if not fd.MISSING:
+        steps["fused"] = lambda: fd.fused_decode_attention(q_t, k_t, v_t, length=s, num_threads=threads)
+    if not peer.MISSING and cfg.variant != "mla":  # see PEER_SKIPS_MLA
+        steps["torch"] = peer.sdpa_step(q_t, k_t[:, :s], v_t[:, :s], threads)
+    return steps
+
+
+def fused_product_rate(threads, cfg):
+    """The fused kernel's own rate on a cache of about ``FUSED_CACHE_BYTES``, read again and again; FLOP/s.
+
+    The cache stays in the CPU's caches, so only the kernel's arithmetic counts, softmax included:
+    the counterpart of :func:`product_rate` for the fused path.
+    """
+    tokens = max(64, FUSED_CACHE_BYTES // mk.kv_bytes_read(cfg, 1, "fp32"))
+    q, k, v = decode_inputs(cfg, tokens, seed=2)
+    flops = roofline.decode_flops(cfg, tokens)
+    reps = max(1, PRODUCT_FLOPS * threads // flops)
+
+    def products():
+        for _ in range(reps):
+            fd.fused_decode_attention(q, k, v, num_threads=threads)
+    products()  # compiled and in cache before the first timing
+    return lambda: reps * flops / run_times(products, 1, 0)[0]
 
 
 def choose_kernels(variants, inputs, contexts, threads, repeats):
@@ -213,7 +254,7 @@ def choose_kernels(variants, inputs, contexts, threads, repeats):
         for s in contexts:
             choices = []
             for layout, (q, k, v) in inputs[label].items():
-                choice = mk.choose_decode_kernel(q, k[:, :s], v[:, :s], num_threads=threads, repeats=repeats)
+                choice = nd.choose_decode_kernel(q, k[:, :s], v[:, :s], num_threads=threads, repeats=repeats)
                 choices.append(choice | {"layout": layout, "seconds": {f"{key}@{layout}": t for key, t in
                                                                        choice["seconds"].items()}})
             best = min(choices, key=lambda c: c["seconds"][f"{_kernel_name(c)}@{c['layout']}"])
@@ -222,20 +263,19 @@ def choose_kernels(variants, inputs, contexts, threads, repeats):
 
 
 def measure(probes_for, contexts, repeats, warmup, threads):
-    """Choose each shape's kernel, then time every decode step and every roof round by round.
+    """Choose each shape's NumPy kernel, then time every step of every path and every roof round by round.
 
     ``probes_for(kernels, inputs)`` returns the roofs to measure, each a function giving its rate
     once (``inputs``: each variant's cache in the layout chosen at the largest context).
-    Returns ``(kernels, {(variant, s): [seconds]}, {roof: [rate]})``.
+    Returns ``(kernels, {(variant, s, path): [seconds]}, {roof: [rate]})``.
     """
     variants = roofline.benchmark_variants()
-    inputs = {label: {layout: decode_inputs(cfg, max(contexts), layout=layout) for layout in mk.CACHE_LAYOUTS}
+    inputs = {label: {layout: decode_inputs(cfg, max(contexts), layout=layout) for layout in nd.CACHE_LAYOUTS}
               for label, cfg in variants.items()}
     kernels = choose_kernels(variants, inputs, contexts, threads, 1 if warmup == 0 else MIN_REPEATS)
     chosen = {label: inputs[label][kernels[(label, max(contexts))]["layout"]] for label in variants}
-    steps = {(label, s): decode_step(variants[label], inputs[label][kernels[(label, s)]["layout"]], s, threads,
-                                     {key: kernels[(label, s)][key] for key in ("kernel", "block_len")})
-             for label in variants for s in contexts}
+    steps = {(label, s, path): step for label in variants for s in contexts
+             for path, step in decode_steps(variants[label], inputs[label], s, threads, kernels[(label, s)]).items()}
     return (kernels, *time_rounds(probes_for(kernels, chosen), steps, repeats, warmup))
 
 
@@ -258,32 +298,52 @@ def time_rounds(probes, steps, repeats, warmup):
 
 
 def roof_probes(pool, threads, quick, kernels, inputs=None, context=None):
-    """The roofs measured each round: copy, read, GEMM, and each variant's products.
+    """The roofs measured each round: copy, read, GEMM, and each variant's products (BLAS, and fused).
 
-    With ``inputs`` (each variant's cache) and ``context``, also each variant's products streamed
-    over that cache (:func:`streamed_products`).
+    With ``inputs`` (each variant's cache) and ``context``, also each variant's BLAS products
+    streamed over that cache (:func:`streamed_products`), for the overlap line.
     """
     nbytes = (16 if quick else 512) << 20
     probes = {"copy_bandwidth": copy_stream(pool, threads, nbytes), "read_bandwidth": read_stream(pool, threads, nbytes),
               "gemm_flop_rate": gemm_rate(pool, threads, 256 if quick else 2048)}
     for label, cfg in roofline.benchmark_variants().items():
         probes[f"products {label}"] = product_rate(pool, threads, cfg, kernels[label])  # kernels: label -> choice
+        if not fd.MISSING:
+            probes[f"fused products {label}"] = fused_product_rate(threads, cfg)
         if inputs is not None:
             flops = 2 * mk.attention_macs(cfg, context)
             probes[f"streamed {label}"] = streamed_products(pool, threads, kernels[label], inputs[label], context, flops)
     return probes
 
 
+def best_roofs(rates):
+    """Each roof's best round: an upper bound, as a roof must be; ``rates``: {roof: [rate per round]}."""
+    return {name: float(max(values)) for name, values in rates.items()}
+
+
+def products_roof(roofs, label):
+    """The rate of a variant's own products in cache: the faster of BLAS's and the fused kernel's."""
+    return max(roofs[f"products {label}"], roofs.get(f"fused products {label}", 0.0))
+
+
 def table_rows(times, roofs, kernels, dtype="fp32"):
-    """Rows of the table: counts, medians and spread, both roofs' fractions, speed-up over MHA."""
+    """Rows of the table: counts, medians and spread, both roofs' fractions, ratios to MHA and to the peer."""
     variants = roofline.benchmark_variants()
-    rows = [table_row(label, variants[label], s, seconds, roofs, dtype) | {"kernel": _kernel_name(kernels[(label, s)]),
-                                                                           "layout": kernels[(label, s)]["layout"]}
-            for (label, s), seconds in times.items()]
-    medians = {(r["variant"], r["context"]): r["median_s"] for r in rows}
+    rows = [table_row(label, variants[label], s, seconds, roofs, dtype) | {"path": path} | _kernel_columns(
+        path, kernels[(label, s)]) for (label, s, path), seconds in times.items()]
+    medians = {(r["variant"], r["context"], r["path"]): r["median_s"] for r in rows}
     for r in rows:
-        r["speedup_vs_mha"] = medians[("MHA", r["context"])] / r["median_s"]
+        r["speedup_vs_mha"] = medians[("MHA", r["context"], r["path"])] / r["median_s"]
+        peer_median = medians.get((r["variant"], r["context"], "torch"))
+        r["vs_torch"] = peer_median / r["median_s"] if peer_median else ""
     return rows
+
+
+def _kernel_columns(path, choice):
+    """The kernel and layout of a row: the NumPy path's choice, or what the other paths always use."""
+    if path == "numpy":
+        return {"kernel": _kernel_name(choice), "layout": choice["layout"]}
+    return {"kernel": "numba/fused" if path == "fused" else "sdpa/gqa", "layout": "token"}
 
 
 def _kernel_name(choice):
@@ -292,11 +352,11 @@ def _kernel_name(choice):
 
 
 def table_row(label, cfg, s, seconds, roofs, dtype="fp32"):
-    """One measurement against both roofs. ``roofs``: median rates (bytes/s, FLOP/s) by name."""
+    """One measurement against both roofs. ``roofs``: each roof's best rate (bytes/s, FLOP/s) by name."""
     kv_bytes, macs = mk.kv_bytes_read(cfg, s, dtype), mk.attention_macs(cfg, s)
     median = float(np.median(seconds))
     bound = roofline.roofline_seconds(kv_bytes, 2 * macs, roofs["copy_bandwidth"], roofs["gemm_flop_rate"])
-    products = roofs[f"products {label}"]
+    products = products_roof(roofs, label)
     achievable = roofline.roofline_seconds(kv_bytes, 2 * macs, roofs["read_bandwidth"], products)
     return {"context": s, "variant": label, "kv_bytes": kv_bytes, "macs": macs, "median_s": median,
             "spread": spread(seconds), "gb_per_s": kv_bytes / median / 1e9, "gflop_per_s": 2 * macs / median / 1e9,
@@ -306,9 +366,10 @@ def table_row(label, cfg, s, seconds, roofs, dtype="fp32"):
             "achievable_fraction": achievable / median, "read_fraction": kv_bytes / roofs["read_bandwidth"] / median}
 
 
-def linear_fit(rows, variant, from_context=FIT_FROM):
+def linear_fit(rows, variant, path="numpy", from_context=FIT_FROM):
     """Fit ``time = t0 + bytes / rate`` over the largest contexts: (rate in bytes/s, R^2), or None."""
-    points = [(r["kv_bytes"], r["median_s"]) for r in rows if r["variant"] == variant and r["context"] >= from_context]
+    points = [(r["kv_bytes"], r["median_s"]) for r in rows
+              if r["variant"] == variant and r["path"] == path and r["context"] >= from_context]
     if len(points) < 2:
         return None
     x, y = np.array(points, dtype=float).T
@@ -318,98 +379,96 @@ def linear_fit(rows, variant, from_context=FIT_FROM):
 
 
 def summary_lines(rows, target_context=TARGET_CONTEXT):
-    """PASS/FAIL per target at ``target_context``, the GQA-8 speed-up explained, and the verdict last."""
-    at = {r["variant"]: r for r in rows if r["context"] == target_context}
+    """PASS/FAIL per target at ``target_context``, GQA-8's speed-up explained, and the verdict last.
+
+    The verdict is replaced by "roof measured low, rerun" when any step beat its achievable roof.
+    """
+    low = roof_low_lines(rows)
+    at = {(r["variant"], r["path"]): r for r in rows if r["context"] == target_context}
     if not at:
-        return [f"targets: not checked (no {target_context:,}-token run; use the full benchmark)"]
-    checks = [(f"{variant} at {target_context:,}: {r['achievable_fraction']:.0%} of its achievable roof's speed "
-               f"(target {TARGET_ACHIEVABLE:.0%})", r["achievable_fraction"] >= TARGET_ACHIEVABLE) for variant, r in at.items()]
-    mha = at["MHA"]["read_fraction"]
-    checks.append((f"MHA at {target_context:,}: {mha:.0%} of the read-bandwidth roof's speed (target {TARGET_READ:.0%})",
-                   mha >= TARGET_READ))
+        return low + [f"targets: not checked (no {target_context:,}-token run; use the full benchmark)"]
+    checks = fused_checks(at, target_context) + peer_checks(at, target_context)
+    mha = at[("MHA", "numpy")]["read_fraction"]
+    checks.append((f"MHA (numpy) at {target_context:,}: {mha:.0%} of the read-bandwidth roof's speed "
+                   f"(target {TARGET_READ:.0%})", mha >= TARGET_READ))
     lines = [f"{'PASS' if ok else 'FAIL'}  {text}" for text, ok in checks]
-    lines.append(gqa_speedup_line(at))
+    lines += [gqa_speedup_line(at, path) for path in PATHS if ("GQA-8", path) in at]
     failed = sum(not ok for _, ok in checks)
+    if low:
+        return lines + low + [f"roof measured low, rerun: {len(low)} step(s) faster than their achievable roof"]
     return lines + ["targets met: all" if not failed else f"targets NOT met: {failed} of {len(checks)} failed"]
 
 
-def gqa_speedup_line(at):
-    """GQA-8's speed-up over MHA, beside the byte ratio and what the achievable roofs predict."""
-    gqa, mha = at["GQA-8"], at["MHA"]
-    why = (f"; GQA-8's achievable roof is set by its skinny products, not its bytes"
+def fused_checks(at, target_context):
+    """(text, passed): the fused kernel at ``TARGET_ACHIEVABLE`` of each variant's achievable roof."""
+    variants = roofline.benchmark_variants()
+    if not any(path == "fused" for _, path in at):
+        return [(f"fused kernel at {target_context:,}: not run ({fd.MISSING})", False)]
+    return [(f"{v} (fused) at {target_context:,}: {at[(v, 'fused')]['achievable_fraction']:.0%} of its achievable "
+             f"roof's speed (target {TARGET_ACHIEVABLE:.0%})", at[(v, "fused")]["achievable_fraction"] >= TARGET_ACHIEVABLE)
+            for v in variants]
+
+
+def peer_checks(at, target_context):
+    """(text, passed): the fused kernel not slower than the peer, for each variant the peer ran."""
+    return [(f"{v} (fused) at {target_context:,}: {r['vs_torch']:.2f}x the speed of PyTorch's sdpa "
+             f"(target: not slower)", r["vs_torch"] >= 1) for (v, path), r in at.items()
+            if path == "fused" and r["vs_torch"] != ""]
+
+
+def roof_low_lines(rows):
+    """One line per step whose median beat its achievable roof: the roof was measured low."""
+    return [f"ROOF LOW  {r['variant']} ({r['path']}) at {r['context']:,}: {r['achievable_fraction']:.0%} of its "
+            f"achievable roof's speed" for r in rows if r["achievable_fraction"] > 1]
+
+
+def gqa_speedup_line(at, path):
+    """GQA-8's speed-up over MHA on one path, beside the byte ratio and what the achievable roofs predict."""
+    gqa, mha = at[("GQA-8", path)], at[("MHA", path)]
+    why = ("; GQA-8's achievable roof is set by its skinny products, not its bytes"
            if gqa["achievable_limited_by"] == "compute" else "")
-    return (f"INFO  GQA-8 over MHA at {gqa['context']:,}: {gqa['speedup_vs_mha']:.1f}x faster for "
+    return (f"INFO  GQA-8 over MHA ({path}) at {gqa['context']:,}: {gqa['speedup_vs_mha']:.1f}x faster for "
             f"{mha['kv_bytes'] / gqa['kv_bytes']:.0f}x fewer bytes; the achievable roofs predict "
             f"{mha['achievable_s'] / gqa['achievable_s']:.1f}x{why}")
 
 
 def overlap_lines(rows, roofs):
-    """Per variant at the largest context: bytes alone, products in cache, and both streamed together.
+    """Per variant and path at the largest context: bytes alone, products in cache, and both streamed.
 
-    ``overlap`` is how much of the shorter of the first two the streamed products hid: 0% when their
-    time is the sum (load, then multiply), 100% when it is the larger (the roofs' assumption).
+    NumPy: its BLAS products streamed over the cache without softmax; fused: the fused step itself.
+    ``overlap`` is how much of the shorter of the first two the streamed run hid: 0% when its time
+    is the sum (load, then multiply), 100% when it is the larger (the roofs' assumption).
     """
     largest = max(r["context"] for r in rows)
     lines = []
-    for r in (r for r in rows if r["context"] == largest and f"streamed {r['variant']}" in roofs):
-        flops = 2 * r["macs"]
-        load, multiply = r["kv_bytes"] / roofs["read_bandwidth"], flops / roofs[f"products {r['variant']}"]
-        both = flops / roofs[f"streamed {r['variant']}"]
-        overlap = roofline.overlap(load, multiply, both)
-        lines.append(f"loads and products, {r['variant']} at {largest:,}: bytes alone {load * 1e3:.1f} ms, products in "
-                     f"cache {multiply * 1e3:.1f} ms, both streamed {both * 1e3:.1f} ms: overlap {overlap:.0%} "
-                     f"(step {r['median_s'] * 1e3:.1f} ms)")
+    for r in (r for r in rows if r["context"] == largest and r["path"] in ("numpy", "fused")):
+        flops, label = 2 * r["macs"], r["variant"]
+        if r["path"] == "numpy" and f"streamed {label}" in roofs:
+            multiply, both = flops / roofs[f"products {label}"], flops / roofs[f"streamed {label}"]
+        elif r["path"] == "fused":
+            multiply, both = flops / roofs[f"fused products {label}"], r["median_s"]
+        else:
+            continue
+        load = r["kv_bytes"] / roofs["read_bandwidth"]
+        lines.append(f"loads and products, {label} ({r['path']}) at {largest:,}: bytes alone {load * 1e3:.1f} ms, "
+                     f"products in cache {multiply * 1e3:.1f} ms, both streamed {both * 1e3:.1f} ms: overlap "
+                     f"{roofline.overlap(load, multiply, both):.0%} (step {r['median_s'] * 1e3:.1f} ms)")
     return lines
 
 
-def machine_description(threads):
-    """CPU model, cores, Python, NumPy and its BLAS, the thread settings, the date and the load."""
-    cpu = next((line.split(":", 1)[1].strip() for line in _read_lines("/proc/cpuinfo")
-                if line.startswith("model name")), platform.processor() or platform.machine())
-    blas = np.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
-    return {"cpu": cpu, "cores": os.cpu_count(), "threads": threads, "python": platform.python_version(),
-            "numpy": np.__version__, "blas": f"{blas.get('name', '?')} {blas.get('version', '')}".strip(),
-            "blas_threads": {name: os.environ.get(name) for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                                                     "OMP_NUM_THREADS")},
-            "l2_cache": _cache_size(2), "l3_cache": _cache_size(3),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "load_average_start": _load_average()}
-
-
-def _cache_size(index):
-    """The size of CPU cache level 2 or 3 as the kernel reports it (``"1024K"``), or ``"?"``."""
-    for entry in range(6):
-        folder = f"/sys/devices/system/cpu/cpu0/cache/index{entry}"
-        if (_read_lines(f"{folder}/level") or [""])[0].strip() == str(index):
-            return (_read_lines(f"{folder}/size") or ["?"])[0].strip()
-    return "?"
-
-
-def _load_average():
-    """The 1-minute load average (runnable processes), or None where the OS does not tell."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
-
-
-def _read_lines(path):
-    try:
-        return Path(path).read_text().splitlines()
-    except OSError:
-        return []
-
-
 def format_table(rows):
-    """The results as aligned text, one line per (context, variant)."""
-    head = (f"{'context':>8} {'variant':<6} {'kernel':<18} {'layout':<6} {'KV read':>8} {'median':>10} {'IQR':>4} {'GB/s':>5} "
-            f"{'GFLOP/s':>7} {'classic':>7} {'achievable':>14} {'read':>5} {'vs MHA':>6}")
+    """The results as aligned text, one line per (context, variant, path)."""
+    head = (f"{'context':>8} {'variant':<6} {'path':<5} {'kernel':<18} {'layout':<6} {'KV read':>8} {'median':>10} "
+            f"{'IQR':>4} {'GB/s':>5} {'GFLOP/s':>7} {'classic':>7} {'achievable':>14} {'read':>5} {'vs MHA':>6} "
+            f"{'vs torch':>8}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['context']:>8,} {r['variant']:<6} {r['kernel']:<18} {r['layout']:<6} {mk.format_bytes(r['kv_bytes']):>8} "
-                     f"{r['median_s'] * 1e3:>7.2f} ms {r['spread']:>4.0%} {r['gb_per_s']:>5.1f} {r['gflop_per_s']:>7.1f} "
-                     f"{r['roofline_fraction']:>7.0%} {r['achievable_fraction']:>4.0%} {r['achievable_limited_by']:>9} "
-                     f"{r['read_fraction']:>5.0%} {r['speedup_vs_mha']:>5.1f}x")
+        vs_torch = f"{r['vs_torch']:>7.2f}x" if r["vs_torch"] != "" else f"{'-':>8}"
+        lines.append(f"{r['context']:>8,} {r['variant']:<6} {r['path']:<5} {r['kernel']:<18} {r['layout']:<6} "
+                     f"{mk.format_bytes(r['kv_bytes']):>8} {r['median_s'] * 1e3:>7.2f} ms {r['spread']:>4.0%} "
+                     f"{r['gb_per_s']:>5.1f} {r['gflop_per_s']:>7.1f} {r['roofline_fraction']:>7.0%} "
+                     f"{r['achievable_fraction']:>4.0%} {r['achievable_limited_by']:>9} {r['read_fraction']:>5.0%} "
+                     f"{r['speedup_vs_mha']:>5.1f}x {vs_torch}")
     return "\n".join(lines)
 
 
@@ -441,11 +500,12 @@ def main(argv=None):
     args = parse_args(argv)
     contexts = args.contexts or (QUICK_CONTEXTS if args.quick else FULL_CONTEXTS)
     repeats = args.repeats or (MIN_REPEATS if args.quick else 15)
-    machine = machine_description(args.threads)
+    machine = host.describe(args.threads) | host.blas_record(INHERITED_VARIABLES) | libraries()
     with ThreadPoolExecutor(args.threads) as pool:
         kernels, times, rates = run(pool, args, contexts, repeats)
-    roofs = {name: float(np.median(r)) for name, r in rates.items()}
-    machine.update(load_average_end=_load_average(), rounds=repeats, roofs=roofs,
+    roofs = best_roofs(rates)
+    machine.update(load_average_end=host.load_average(), rounds=repeats, roofs=roofs,
+                   roof_median={name: float(np.median(r)) for name, r in rates.items()},
                    roof_spread={name: spread(r) for name, r in rates.items()},
                    kernels={f"{label}@{s}": choice for (label, s), choice in kernels.items()})
     rows = table_rows(times, roofs, kernels)
@@ -453,6 +513,12 @@ def main(argv=None):
     print("\n".join(report))
     write_results(args.out, rows, machine, report)
     print(f"wrote decode_benchmark.csv, machine.json and report.txt to {args.out}")
+
+
+def libraries():
+    """The optional paths' libraries: numba and PyTorch with their versions, or why each is missing."""
+    return {"numba": fd.numba.__version__ if fd.numba else None, "fused_missing": fd.MISSING,
+            "torch": peer.version(), "peer_missing": peer.MISSING}
 
 
 def run(pool, args, contexts, repeats):
@@ -464,25 +530,59 @@ def run(pool, args, contexts, repeats):
 
 
 def report_lines(machine, rows):
-    """What the run prints: machine, roofs with their spread, kernels, the table, fits, targets."""
+    """What the run prints: machine and its BLAS, roofs with their spread, the table, fits, overlap, targets."""
+    return (header_lines(machine) + roof_lines(machine) + [format_table(rows)] + fit_lines(rows)
+            + overlap_lines(rows, machine["roofs"]) + peer_lines(machine) + summary_lines(rows))
+
+
+def header_lines(machine):
+    """The machine, NumPy's BLAS as loaded, the variables that steer it, warnings, and the load."""
+    blas = "; ".join(f"{b['internal_api']} {b['version']} ({b['architecture']}, {b['num_threads']} threads)"
+                     for b in machine["blas_libraries"] or []) or "not recorded (threadpoolctl is not installed)"
+    variables = ", ".join(f"{k}={v}" for k, v in machine["blas_variables"].items()) or "none"
+    return (["machine: " + ", ".join(f"{k}={v}" for k, v in machine.items()
+                                     if isinstance(v, (str, int)) and not k.endswith("missing")),
+             f"BLAS as loaded: {blas}; variables the host set: {variables}"]
+            + host.blas_warnings(machine["blas_variables"], host.cpu_vector_level())
+            + [f"load average (1 min) {machine['load_average_start']} at the start, "
+               f"{machine['load_average_end']} at the end"])
+
+
+def roof_lines(machine):
+    """Each roof as the best of the rounds (an upper bound), with the rounds' spread (IQR/median)."""
     roofs, spreads = machine["roofs"], machine["roof_spread"]
-    lines = ["machine: " + ", ".join(f"{k}={v}" for k, v in machine.items() if not isinstance(v, (float, dict))),
-             f"load average (1 min) {machine['load_average_start']} at the start, {machine['load_average_end']} at the end",
-             f"roofs, median of {machine['rounds']} rounds (IQR/median): read bandwidth "
-             f"{roofs['read_bandwidth'] / 1e9:.1f} GB/s ({spreads['read_bandwidth']:.0%}), copy bandwidth "
-             f"{roofs['copy_bandwidth'] / 1e9:.1f} GB/s ({spreads['copy_bandwidth']:.0%}), float32 GEMM "
-             f"{roofs['gemm_flop_rate'] / 1e9:.1f} GFLOP/s ({spreads['gemm_flop_rate']:.0%}), classic ridge point "
-             f"{roofs['gemm_flop_rate'] / roofs['copy_bandwidth']:.1f} FLOP/byte",
-             "decode products in isolation: " + ", ".join(
-                 f"{label} {roofs[f'products {label}'] / 1e9:.1f} GFLOP/s ({spreads[f'products {label}']:.0%})"
-                 for label in roofline.benchmark_variants()),
-             format_table(rows)]
-    for variant in roofline.benchmark_variants():
-        fit = linear_fit(rows, variant)
-        if fit:
-            lines.append(f"linear fit {variant} (s >= {FIT_FROM:,}, time = t0 + bytes / slope): "
-                         f"slope {fit[0] / 1e9:.1f} GB/s, R^2 {fit[1]:.3f}")
-    return lines + overlap_lines(rows, roofs) + summary_lines(rows)
+
+    def rate(name, unit="GB/s"):
+        return f"{roofs[name] / 1e9:.1f} {unit} ({spreads[name]:.0%})"
+    products = ", ".join(f"{label} BLAS {rate(f'products {label}', 'GFLOP/s')}"
+                         + (f" fused {rate(f'fused products {label}', 'GFLOP/s')}"
+                            if f"fused products {label}" in roofs else "")
+                         for label in roofline.benchmark_variants())
+    return [f"roofs, best of {machine['rounds']} rounds (IQR/median of the rounds): read bandwidth "
+            f"{rate('read_bandwidth')}, copy bandwidth {rate('copy_bandwidth')}, float32 GEMM "
+            f"{rate('gemm_flop_rate', 'GFLOP/s')}, classic ridge point "
+            f"{roofs['gemm_flop_rate'] / roofs['copy_bandwidth']:.1f} FLOP/byte",
+            f"decode products in cache: {products}"]
+
+
+def fit_lines(rows):
+    """The linear fit of time against bytes, per variant and path, where the contexts allow one."""
+    lines = []
+    for path in PATHS:
+        for variant in roofline.benchmark_variants():
+            fit = linear_fit(rows, variant, path)
+            if fit:
+                lines.append(f"linear fit {variant} ({path}, s >= {FIT_FROM:,}, time = t0 + bytes / slope): "
+                             f"slope {fit[0] / 1e9:.1f} GB/s, R^2 {fit[1]:.3f}")
+    return lines
+
+
+def peer_lines(machine):
+    """Whether the peer ran: its version, or that its row was skipped and why."""
+    if machine["peer_missing"]:
+        return [f"peer: PyTorch's sdpa row skipped: {machine['peer_missing']}"]
+    return [f"peer: torch {machine['torch']} scaled_dot_product_attention (CPU, enable_gqa=True), "
+            f"same caches and threads; {PEER_SKIPS_MLA}"]
 
 
 if __name__ == "__main__":

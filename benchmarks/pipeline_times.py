@@ -33,7 +33,7 @@ def steps(tmp):
     fresh = tmp / "venv"
     pip = [str(fresh / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     install = " && ".join(" ".join(cmd) for cmd in (
-        [sys.executable, "-m", "venv", str(fresh)], pip + ["-r", "requirements.txt"], pip + ["-e", "."]))
+        [sys.executable, "-m", "venv", str(fresh)], pip + ["-r", "requirements.txt", "-r", "requirements-bench.txt"], pip + ["-e", "."]))
     return {
         "install": ["bash", "-c", install],
         "book": [str(VENV_BIN / "jupyter-book"), "build", ".", "--builder", "html", "-W", "--keep-going", "-n",

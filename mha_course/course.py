@@ -61,9 +61,7 @@ COURSE = {
                    "gqa_answer": ("softmax_answer",)}),
     "05_decoding": Assignment(
         helpers=("KVCache", "split_heads", "merge_heads", "softmax", "masked_softmax", "causal_mask", "scaled_dot_product_attention",
-                 "grouped_attention", "decode_attention",
-                 # what decode_attention uses to pick its kernel (kernel="auto"): no answer in them
-                 "DECODE_KERNELS", "choose_decode_kernel"),
+                 "grouped_attention", "decode_attention"),
         answers={"cached_attention": "Q1", "multi_head_attention": "Q1", "attention_macs": "Q2",
                  "arithmetic_intensity": "Q3", "kv_bytes_read": "Q3"}),
     "06_spot_the_bug": Assignment(
@@ -73,7 +71,8 @@ COURSE = {
     "07_flash_attention": Assignment(
         answers={"online_softmax_update": "Q1 and Q2", "flash_attention": "Q3", "scaled_dot_product_attention": "Q3",
                  "softmax": "Q1 to Q3", "masked_softmax": "Q3", "score_matrix_bytes": "Q4", "score_count": "Q4",
-                 "elements_to_bytes": "Q4"},
+                 "elements_to_bytes": "Q4", "merge_softmax_states": "Q2", "flash_decoding": "Q3",
+                 "flash_decoding_partials": "Q3"},
         builds_on={"blockwise_answer": ("block_state_answer", "merge_states_answer")}),
     "08_rope": Assignment(
         helpers=("softmax", "masked_softmax", "causal_mask", "scaled_dot_product_attention"),
@@ -88,6 +87,19 @@ COURSE = {
         helpers=("kv_elements_per_token",),
         answers={"cache_slots": "Q1 and Q2", "kv_cache_bytes": "Q3", "kv_cache_bytes_per_token": "Q3 and Q4",
                  "elements_to_bytes": "Q3 and Q4", "quantized_cache_bytes": "Q4", "max_context_tokens": "Q3"}),
+    "11_serving_2026": Assignment(
+        # the GPU records and the weight count the cases and Q4 read (the count uses projection_params)
+        helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params"),
+        answers={"speculative_expected_tokens": "Q1", "speculative_speedup": "Q1",
+                 "PrefixBlockCache": "Q2", "RadixPrefixCache": "Q2", "serve_stream": "Q2",
+                 "hit_rates_by_capacity": "Q2", "kv_cache_bytes": "Q3 and Q5", "kv_cache_bytes_per_token": "Q3 and Q5",
+                 "kv_elements_per_token": "Q3 and Q5", "elements_to_bytes": "Q3 and Q5", "max_context_tokens": "Q3",
+                 "roofline_step": "Q4", "RooflineStep": "Q4", "simulate_batching": "Q4", "prefill_seconds": "Q4",
+                 "prefill_flops": "Q4", "kv_transfer_seconds": "Q5"}),
+    "12_long_context": Assignment(
+        answers={"rope_inv_freq": "Q1", "stretch_per_pair": "Q1", "SinkCache": "Q2", "sink_mask": "Q2",
+                 "sink_decode_step": "Q2", "merge_softmax_states": "Q3", "online_softmax_update": "Q3",
+                 "flash_decoding": "Q3", "flash_decoding_partials": "Q3", "soft_cap": "Q4", "soft_cap_grad": "Q4"}),
 }
 
 #: The assignments, in the order the book teaches them (folder names under solutions/).

@@ -19,8 +19,7 @@ from .attention import (
     split_heads,
     value_output_matrices,
 )
-from .cache import (CACHE_LAYOUTS, DECODE_KERNELS, KVCache, cached_attention, choose_decode_kernel,
-                    decode_attention, store_cache)
+from .cache import KVCache, cached_attention, decode_attention
 from .config import AttentionConfig, LatentAttentionConfig
 from .heads import (
     HeadShard,
@@ -33,8 +32,16 @@ from .heads import (
     tensor_parallel_attention,
 )
 from .flash import flash_attention, online_softmax_update
+from .flash import flash_decoding, flash_decoding_partials, merge_softmax_states, split_bounds
 from .hardware import GPUS, Accelerator
+from .hybrid import hybrid_cache_bytes, layout_kv_bytes, linear_state_bytes
+from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work_items, flash_decoding_bytes,
+                      flash_loop_io, split_kv_heuristic, wave_efficiency)
+from .hardware import LINKS, NODES, Link, Node
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
+from .models import LAYER_LAYOUTS, LayerLayout
+from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,
+                       soft_cap, soft_cap_grad, softmax_in_format, storage_dtype)
 from .counting import (
     arithmetic_intensity,
     attention_macs,
@@ -48,10 +55,12 @@ from .counting import (
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     kv_elements_per_token,
+    kv_weight_crossover_tokens,
     layer_bytes,
     layer_flops,
     layer_intensity,
     max_context_tokens,
+    model_params,
     projection_macs,
     projection_params,
     projection_params_by_matrix,
@@ -61,6 +70,7 @@ from .counting import (
     sequence_attention_macs,
     standard_attention_io,
 )
+from .linear_attention import LINEAR_FORMS, elu_feature_map, linear_attention, linear_attention_state
 from .latent import (
     LatentCache,
     LatentWeights,
@@ -71,6 +81,8 @@ from .latent import (
     latent_decode_step,
 )
 from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
+from .positions import alibi_bias, alibi_slopes
+from .rope_scaling import rope_inv_freq, stretch_per_pair, yarn_mscale
 from .serving import (
     BlockPool,
     CacheSlots,
@@ -83,8 +95,17 @@ from .serving import (
     rolling_cached_attention,
     shared_prefix_blocks,
 )
+from .sinks import SinkCache, sink_decode_step, sink_mask, sink_softmax
+from .prefix_cache import (ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache, hit_rates_by_capacity,
+                           route_requests, serve_stream)
+from .quantization import KV_FORMAT_MAX, SCALE_AXES, attention_error, kv_scale_count, quantize_kv, quantize_kv_codes
+from .disaggregation import kv_transfer_seconds, prefill_flops, prefill_seconds
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
-from .units import DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_int, format_percent
+from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep, batching_steps, roofline_step,
+                         simulate_batching, summarize_latencies)
+from .speculative import rollback_cache, speculative_expected_tokens, speculative_speedup, speculative_step
+from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
+                    format_percent)
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 
 __version__ = "0.1.0"

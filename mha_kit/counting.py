@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 
 from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
-from .models import ModelFacts
+from .models import MODEL_FACTS, ModelFacts
 from .units import dtype_bits, elements_to_bytes
 
 
@@ -143,9 +143,16 @@ def max_context_tokens(cfg, memory_bytes, dtype="bf16", batch_size=1) -> int:
     return memory * 8 // bits_per_token
 
 
-def arithmetic_intensity(cfg, context_len, dtype="bf16") -> float:
-    """FLOPs per byte of cache read when decoding one token: ``2 * attention_macs / kv_bytes_read``."""
-    return 2 * attention_macs(cfg, context_len) / kv_bytes_read(cfg, context_len, dtype)
+def arithmetic_intensity(cfg, context_len, dtype="bf16", queries_per_step=1) -> float:
+    """FLOPs per byte of cache read when decoding one token: ``2 * attention_macs / kv_bytes_read``.
+
+    ``queries_per_step`` queries of one sequence that read the cache once, such as the ``k + 1``
+    positions a speculative verification step checks, multiply the FLOPs and not the bytes
+    (each query against the ``context_len`` cached keys; book: chapter "Speculative decoding
+    and the KV cache").
+    """
+    queries = check_positive_int("queries_per_step", queries_per_step)
+    return 2 * attention_macs(cfg, context_len, num_queries=queries) / kv_bytes_read(cfg, context_len, dtype)
 
 
 def cache_reduction(smaller, larger) -> float:
@@ -176,6 +183,80 @@ def dense_decoder_params(facts) -> int:
     d = cfg.d_model
     per_layer = projection_params(cfg) + 3 * d * d_ff + 2 * d  # attention + SwiGLU + two norms
     return v * d + cfg.num_layers * per_layer + d + v * d
+
+
+def model_params(facts) -> int:
+    """Parameters of a whole model, from its :class:`mha_kit.ModelFacts` record.
+
+    The record's published ``total_params`` when it has one (the mixtures of experts, every
+    expert counted), otherwise :func:`dense_decoder_params` (``param_layout == "llama"``).
+    Raises ``ValueError`` for a record with neither.
+
+    Book: chapter "Worked example" (weights against cache).
+    """
+    if not isinstance(facts, ModelFacts):
+        raise ValueError(f"expected a ModelFacts record (mk.MODEL_FACTS[name]), got {type(facts).__name__}")
+    if facts.total_params is not None:
+        return facts.total_params
+    if facts.param_layout is None:
+        raise ValueError(f"{facts.name}: no parameter count: the record has neither total_params nor a "
+                         f"param_layout that dense_decoder_params can count")
+    return dense_decoder_params(facts)
+
+
+def _facts_and_config(model):
+    """``(record or None, config)`` for a preset name, a ModelFacts record or a config."""
+    if isinstance(model, str):
+        if model not in MODEL_FACTS:
+            raise ValueError(f"unknown preset {model!r}; known presets: {', '.join(MODEL_FACTS)}")
+        model = MODEL_FACTS[model]
+    if isinstance(model, ModelFacts):
+        return model, model.config
+    cfg = _check_config(model)
+    facts = MODEL_FACTS.get(cfg.name)
+    return (facts if facts is not None and facts.config == cfg else None), cfg
+
+
+def kv_weight_crossover_tokens(model, fmt="bf16", weight_fmt=None, num_params=None) -> int:
+    """Tokens in the KV cache (summed over the batch) at which the cache weighs as much as the weights.
+
+    ``ceil(weight bytes / cache bytes per token)``: the weights are **all** the model's
+    parameters (embeddings, every layer, output head; for a mixture of experts every expert),
+    from its record (:func:`model_params`), in ``weight_fmt``; the cache per token is
+    :func:`kv_cache_bytes_per_token` in ``fmt``. Below this many cached tokens a decode step
+    reads more bytes of weights than of cache (a dense model reads every weight once per step,
+    whatever the batch); above it the cache is the larger read and the larger allocation.
+
+    Parameters
+    ----------
+    model : str, ModelFacts, AttentionConfig or LatentAttentionConfig
+        A preset name (``"llama-3-70b"``), its record, or its config (``mk.PRESETS[name]``). Any
+        other config needs ``num_params``.
+    fmt : str or int
+        Number format of the cache: a name (``"bf16"``, ``"fp8"``) or a number of bits.
+    weight_fmt : str or int, optional
+        Number format of the weights; ``None`` uses ``fmt``.
+    num_params : int, optional
+        Parameters to count instead of the record's, e.g. ``facts.active_params``: the weights an
+        MoE decode step at batch 1 actually reads.
+
+    Returns
+    -------
+    int
+        Whole tokens: the smallest count whose cache is at least the weights' bytes.
+
+    Book: chapter "Worked example" (weights against cache at batch 1).
+    """
+    facts, cfg = _facts_and_config(model)
+    if num_params is None:
+        if facts is None:
+            raise ValueError(f"no model record for the config {cfg.name!r}: pass num_params, the parameters "
+                             f"whose weights the cache is compared with")
+        num_params = model_params(facts)
+    weight_bytes = elements_to_bytes(check_positive_int("num_params", num_params),
+                                     fmt if weight_fmt is None else weight_fmt)
+    per_token = kv_cache_bytes_per_token(cfg, fmt)
+    return -(-weight_bytes // per_token)
 
 
 # ---------------------------------------------------------------------------------------------

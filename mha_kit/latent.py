@@ -213,12 +213,12 @@ def latent_cached_attention(x_new, weights: LatentWeights, cfg: LatentAttentionC
     return _absorbed(q_nope, q_rope, cache.keys, cfg, weights, mask)
 
 
-def latent_decode_attention(q, kv_cache, kv_lora_rank, *, num_threads=None, block_len=None, kernel="blocks"):
+def latent_decode_attention(q, kv_cache, kv_lora_rank):
     """MLA's decode step over the cache, absorbed form: multi-query attention over latents.
 
     The one shared key of each cached token is ``[c_KV, k_rope]`` and its value is ``c_KV``, a
     view of the key's first ``d_c`` columns, so the cache is read once for both. This is
-    :func:`mha_kit.decode_attention` with ``h_kv = 1``, blocks of the context shared by the cores.
+    :func:`mha_kit.decode_attention` with ``h_kv = 1``.
 
     Parameters
     ----------
@@ -228,10 +228,6 @@ def latent_decode_attention(q, kv_cache, kv_lora_rank, *, num_threads=None, bloc
         :attr:`LatentCache.keys`.
     kv_lora_rank : int
         ``d_c``.
-    num_threads, block_len : int, optional
-        As for :func:`mha_kit.decode_attention`.
-    kernel : str
-        As for :func:`mha_kit.decode_attention`: the formulation of a block, or ``"auto"``.
 
     Returns
     -------
@@ -243,14 +239,14 @@ def latent_decode_attention(q, kv_cache, kv_lora_rank, *, num_threads=None, bloc
     d_c = check_positive_int("kv_lora_rank", kv_lora_rank)
     if kv.ndim != 3 or kv.shape[0] != 1 or kv.shape[2] <= d_c:
         raise ValueError(f"expected kv_cache of shape (1, s, {d_c} + d_rope), got {kv.shape}")
-    return decode_attention(q, kv, kv[..., :d_c], num_threads=num_threads, block_len=block_len, kernel=kernel)
+    return decode_attention(q, kv, kv[..., :d_c])
 
 
-def latent_decode_step(x_new, weights: LatentWeights, cfg: LatentAttentionConfig, cache: LatentCache, **options):
+def latent_decode_step(x_new, weights: LatentWeights, cfg: LatentAttentionConfig, cache: LatentCache):
     """One decoded token through MLA with a :class:`LatentCache`, via :func:`latent_decode_attention`.
 
     Equals ``latent_cached_attention(x_new, ...)[0]`` (without the weights), and so the last row
-    of ``latent_attention(all_tokens, ...)``. ``options`` go to :func:`latent_decode_attention`.
+    of ``latent_attention(all_tokens, ...)``.
 
     Returns
     -------
@@ -262,5 +258,5 @@ def latent_decode_step(x_new, weights: LatentWeights, cfg: LatentAttentionConfig
     positions = np.array([len(cache)])
     cache.append(*_latents(x_new, weights, positions))
     q = _absorb_query(*_queries(x_new, weights, cfg, positions), cfg, weights)  # (h, 1, d_c + d_rope)
-    o_latent = latent_decode_attention(q[:, 0], cache.keys, cfg.kv_lora_rank, **options)  # (h, d_c)
+    o_latent = latent_decode_attention(q[:, 0], cache.keys, cfg.kv_lora_rank)  # (h, d_c)
     return _up_project(o_latent[:, None], cfg, weights)  # (h, 1, d_c) -> (1, d)

@@ -15,7 +15,9 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
@@ -46,10 +48,24 @@ class ModelFacts:
         Tokens of context the model was released for; ``None`` for no fixed maximum.
     sliding_window : int, optional
         Keys each query sees in sliding-window attention; ``None`` for full attention.
+    total_params, active_params : int, optional
+        The published parameter count of the whole model and, for a mixture of experts, the
+        parameters activated per token. Set for records whose count
+        :func:`mha_kit.dense_decoder_params` cannot derive (MoE); ``None`` otherwise.
     vocab_size, intermediate_size : int, optional
         Vocabulary ``V`` and feed-forward width ``d_ff`` (for MoE models, the dense layer's).
     param_layout : str, optional
         One of :data:`PARAM_LAYOUTS` when :func:`mha_kit.dense_decoder_params` may count it.
+    rope_theta : float, optional
+        RoPE base (the config's ``rope_theta``); ``None`` when not recorded (or no RoPE).
+    rope_scaling : dict, optional
+        The config's ``rope_scaling`` block, stored read-only, as :func:`mha_kit.rope_inv_freq`
+        takes it; ``None`` for plain RoPE or not recorded.
+    rope_source : str, optional
+        Where ``rope_theta`` and ``rope_scaling`` were read (chapter "Stretching RoPE").
+    attn_logit_softcap, final_logit_softcap : float, optional
+        Caps ``c`` of logit soft-capping, ``c * tanh(x / c)``, on the attention scores and on the
+        output logits (Gemma 2: 50.0 and 30.0); ``None`` for no cap. See :func:`mha_kit.soft_cap`.
 
     Book: chapter "References" (the table of models and their sources).
     """
@@ -61,9 +77,16 @@ class ModelFacts:
     source: str  # primary source of the numbers
     context_length: int | None  # released context, tokens (None: no fixed maximum)
     sliding_window: int | None = None  # keys per query under sliding-window attention
+    total_params: int | None = None  # published count, all experts (MoE); None: derive or unknown
+    active_params: int | None = None  # MoE: parameters activated per token
     vocab_size: int | None = None  # V
     intermediate_size: int | None = None  # d_ff (MoE models: the dense layer's)
     param_layout: str | None = None  # how dense_decoder_params counts the whole model
+    rope_theta: float | None = None  # RoPE base, config rope_theta
+    rope_scaling: Mapping | None = field(default=None, compare=False)  # config rope_scaling, read-only
+    rope_source: str | None = None  # where the two rope fields were read
+    attn_logit_softcap: float | None = None  # cap of the attention scores (HF attn_logit_softcapping)
+    final_logit_softcap: float | None = None  # cap of the output logits (HF final_logit_softcapping)
 
     def __post_init__(self):
         if not isinstance(self.config, (AttentionConfig, LatentAttentionConfig)):
@@ -74,15 +97,41 @@ class ModelFacts:
         for key in ("title", "cite", "source"):
             if not isinstance(getattr(self, key), str) or not getattr(self, key).strip():
                 raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
-        for key in ("context_length", "sliding_window", "vocab_size", "intermediate_size"):
+        for key in ("context_length", "sliding_window", "total_params", "active_params", "vocab_size",
+                    "intermediate_size"):
             if getattr(self, key) is not None:
                 object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
+        if self.active_params is not None and (self.total_params is None or self.active_params > self.total_params):
+            raise ValueError(f"active_params ({self.active_params}) needs total_params at least as large, "
+                             f"got {self.total_params}")
         window, context = self.sliding_window, self.context_length
         if None not in (window, context) and window > context:
             raise ValueError(f"sliding_window ({window}) must not exceed context_length ({context})")
         if self.param_layout is not None and self.param_layout not in PARAM_LAYOUTS:
             raise ValueError(f"param_layout must be None or one of {PARAM_LAYOUTS}, got {self.param_layout!r}")
+        for key in ("attn_logit_softcap", "final_logit_softcap"):
+            cap = getattr(self, key)
+            bad = isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap < float("inf")
+            if cap is not None and bad:
+                raise ValueError(f"{key} must be None or a positive number, got {cap!r}")
         object.__setattr__(self, "config", replace(self.config, name=self.name, source=self.source))
+        self._check_rope()
+
+    def _check_rope(self):
+        """RoPE fields: a positive base, a read-only scaling block of a known type, and their source."""
+        from .rope_scaling import rope_type_of
+
+        theta = self.rope_theta
+        if theta is not None and (isinstance(theta, bool) or not isinstance(theta, (int, float))
+                                  or not math.isfinite(theta) or theta <= 0):
+            raise ValueError(f"rope_theta must be a positive number or None, got {theta!r}")
+        if self.rope_scaling is not None:
+            if theta is None:
+                raise ValueError(f"{self.name}: rope_scaling needs rope_theta, the base it scales")
+            rope_type_of(self.rope_scaling)  # a dict with a known rope_type, or ValueError
+            object.__setattr__(self, "rope_scaling", MappingProxyType(dict(self.rope_scaling)))
+        if theta is not None and not (isinstance(self.rope_source, str) and self.rope_source.strip()):
+            raise ValueError(f"{self.name}: rope_theta needs rope_source, where it was read")
 
     @property
     def cite_keys(self) -> tuple:
@@ -93,6 +142,19 @@ class ModelFacts:
 _VASWANI = "arXiv:1706.03762 sec. 3.1, 3.2.2 (N=6, d_model=512, h=8, d_k=64)"
 _LLAMA3 = "meta-llama/llama-models sku_list.py; Llama 3 paper arXiv:2407.21783 Table 3"
 _DSV2 = "DeepSeek-V2 arXiv:2405.04434 sec. 3.1.2; deepseek-ai/DeepSeek-V2 config.json"
+
+# RoPE of the records that use it; fuller notes in tests/data/model_configs.json ("rope_source").
+_LLAMA3_ROPE = "meta-llama/llama-models models/sku_list.py (rope_theta 500000.0); Llama 3 paper sec. 3.2"
+_LLAMA31_ROPE = ("meta-llama/llama-models models/sku_list.py (use_scaled_rope=True) and "
+                 "models/llama3/reference_impl/model.py apply_scaling; Llama 3.1 config.json rope_scaling")
+_LLAMA31_SCALING = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                        original_max_position_embeddings=8192)
+_QWEN25_ROPE = ("Qwen/Qwen2.5-7B config.json (rope_theta); Qwen2.5 Instruct model card, 'Processing Long "
+                "Texts': the YaRN block to add for inputs over 32,768 tokens")
+_QWEN25_SCALING = dict(type="yarn", factor=4.0, original_max_position_embeddings=32768)
+_DSV2_ROPE = "DeepSeek-V2 family config.json rope_scaling; DeepSeek-V2 arXiv:2405.04434 sec. 3.1.4"
+_DSV2_SCALING = dict(type="yarn", factor=40, original_max_position_embeddings=4096, beta_fast=32, beta_slow=1,
+                     mscale=0.707, mscale_all_dim=0.707)
 
 # One record per model. Layers are the decoder's (Transformer base: its 6 decoder layers).
 # Fuller notes on every number: tests/data/model_configs.json.
@@ -109,15 +171,18 @@ _RECORDS = (
     ModelFacts(
         name="llama-3-8b", title="Llama 3 8B", cite="llama3,llama3config", source=_LLAMA3,
         config=AttentionConfig(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
-        context_length=8192, vocab_size=128256, intermediate_size=14336, param_layout="llama"),
+        context_length=8192, vocab_size=128256, intermediate_size=14336, param_layout="llama",
+        rope_theta=500000.0, rope_source=_LLAMA3_ROPE),
     ModelFacts(
         name="llama-3-70b", title="Llama 3 70B", cite="llama3,llama3config", source=_LLAMA3,
         config=AttentionConfig(d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_layers=80),
-        context_length=8192, vocab_size=128256, intermediate_size=28672, param_layout="llama"),
+        context_length=8192, vocab_size=128256, intermediate_size=28672, param_layout="llama",
+        rope_theta=500000.0, rope_source=_LLAMA3_ROPE),
     ModelFacts(
         name="llama-3.1-405b", title="Llama 3.1 405B", cite="llama3", source=_LLAMA3,
         config=AttentionConfig(d_model=16384, num_heads=128, num_kv_heads=8, head_dim=128, num_layers=126),
-        context_length=131072, vocab_size=128256, intermediate_size=53248, param_layout="llama"),
+        context_length=131072, vocab_size=128256, intermediate_size=53248, param_layout="llama",
+        rope_theta=500000.0, rope_scaling=_LLAMA31_SCALING, rope_source=_LLAMA31_ROPE),
     ModelFacts(
         name="mistral-7b", title="Mistral 7B", cite="mistral7b", source="Mistral 7B arXiv:2310.06825 Table 1",
         config=AttentionConfig(d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_layers=32),
@@ -139,21 +204,27 @@ _RECORDS = (
     ModelFacts(
         name="qwen2.5-7b", title="Qwen2.5-7B", cite="qwen25", source="Qwen/Qwen2.5-7B config.json",
         config=AttentionConfig(d_model=3584, num_heads=28, num_kv_heads=4, head_dim=128, num_layers=28),
-        context_length=131072, vocab_size=152064, intermediate_size=18944),
+        context_length=131072, vocab_size=152064, intermediate_size=18944,
+        rope_theta=1000000.0, rope_scaling=_QWEN25_SCALING, rope_source=_QWEN25_ROPE),
     ModelFacts(
         name="gemma-2-9b", title="Gemma 2 9B", cite="gemma2",
         source="google/gemma-2-9b config.json (head_dim=256 set explicitly)",
         config=AttentionConfig(d_model=3584, num_heads=16, num_kv_heads=8, head_dim=256, num_layers=42),
         context_length=8192, sliding_window=4096,  # window on every other layer; the rest are global
-        vocab_size=256000, intermediate_size=14336),
+        vocab_size=256000, intermediate_size=14336,
+        # config.json attn_logit_softcapping / final_logit_softcapping; Gemma 2 paper arXiv:2408.00118 sec. 2
+        attn_logit_softcap=50.0, final_logit_softcap=30.0),
     ModelFacts(
         name="deepseek-v2", title="DeepSeek-V2", cite="deepseekv2", source=_DSV2,
+        total_params=236_000_000_000, active_params=21_000_000_000,  # sec. 3.1.2: 236B total, 21B per token
         config=LatentAttentionConfig(d_model=5120, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
                                      qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, num_layers=60),
-        context_length=131072, vocab_size=102400, intermediate_size=12288),  # MoE: d_ff of the dense layer
+        context_length=131072, vocab_size=102400, intermediate_size=12288,  # MoE: d_ff of the dense layer
+        rope_theta=10000.0, rope_scaling=_DSV2_SCALING, rope_source=_DSV2_ROPE),  # on the rotary key only
     ModelFacts(
         name="deepseek-v2-lite", title="DeepSeek-V2-Lite", cite="deepseekv2",
         source="DeepSeek-V2 arXiv:2405.04434 App. B.1",
+        total_params=15_700_000_000, active_params=2_400_000_000,  # App. B.1: 15.7B total, 2.4B per token
         config=LatentAttentionConfig(d_model=2048, num_heads=16, kv_lora_rank=512, qk_rope_head_dim=64,
                                      qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=None, num_layers=27),
         context_length=None, vocab_size=102400, intermediate_size=10944),  # context not verified: left None
@@ -181,3 +252,46 @@ def get_preset(name: str):
 def get_model_facts(name: str) -> ModelFacts:
     """Return ``MODEL_FACTS[name]`` or raise ``ValueError`` listing the known names."""
     return _lookup(MODEL_FACTS, name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerLayout:
+    """How a model family interleaves sliding-window (local) layers with full-attention (global) ones.
+
+    Layer ``i`` (from 0) is global when ``(i + 1) % (local_per_global + 1) == 0`` and local
+    otherwise, the rule of the Hugging Face configs (Gemma 2: local, global, local, ...; Gemma 3:
+    five local, then one global). A local layer caches at most ``window`` tokens.
+
+    Book: chapter "After GQA and MLA".
+    """
+
+    name: str  # key of LAYER_LAYOUTS
+    title: str  # "Gemma 3"
+    local_per_global: int  # local layers for each global one
+    window: int  # keys a query of a local layer sees, itself included
+    cite: str  # references.bib key(s)
+    source: str  # where the numbers were read
+
+    def __post_init__(self):
+        for key in ("local_per_global", "window"):
+            object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
+        for key in ("title", "cite", "source"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key).strip():
+                raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
+
+    def global_layers(self, num_layers: int) -> int:
+        """How many of ``num_layers`` layers are global: ``num_layers // (local_per_global + 1)``."""
+        return check_positive_int("num_layers", num_layers) // (self.local_per_global + 1)
+
+
+_LAYOUTS = (
+    LayerLayout(name="gemma-2", title="Gemma 2", local_per_global=1, window=4096, cite="gemma2paper,gemma2",
+                source="Gemma 2 arXiv:2408.00118 sec. 2 (local sliding window of 4096 tokens alternating with "
+                       "global attention); google/gemma-2-9b config.json sliding_window=4096"),
+    LayerLayout(name="gemma-3", title="Gemma 3", local_per_global=5, window=1024, cite="gemma3report",
+                source="Gemma 3 arXiv:2503.19786 sec. 2 (5:1 interleaving of local and global layers, local span "
+                       "1024 tokens); Gemma 3 configs sliding_window=1024, sliding_window_pattern=6"),
+)
+
+#: Read-only mapping from a family name to its :class:`LayerLayout`.
+LAYER_LAYOUTS = MappingProxyType({layout.name: layout for layout in _LAYOUTS})

@@ -657,16 +657,19 @@ def decode_benchmark_lines(rows, bandwidth, read_bandwidth=None):
     return fig
 
 
-def decode_benchmark_machines(runs, context=32768):
+def decode_benchmark_machines(runs, context=32768, title=None):
     """Time per decode step at ``context`` tokens, one group of bars per variant, one bar per machine.
 
     Parameters
     ----------
     runs : mapping of str to iterable of mapping
-        Machine name -> rows of ``benchmarks/decode_benchmark.py``'s CSV (see
-        :func:`decode_benchmark_lines`); every run must hold ``context``.
+        Machine name (or path of one run: NumPy, fused, peer) -> rows of
+        ``benchmarks/decode_benchmark.py``'s CSV (see :func:`decode_benchmark_lines`); every run
+        must hold ``context``.
     context : int
         Cache length s in tokens.
+    title : str, optional
+        Default: "The same benchmark on <n> machines".
 
     Returns
     -------
@@ -688,7 +691,7 @@ def decode_benchmark_machines(runs, context=32768):
                       color=[_variant_color(v) for v in variants], edgecolor="black")
         ax.bar_label(bars, fmt="%.1f", fontsize=7)
     ax.set(xticks=np.arange(len(variants)), xticklabels=variants, yscale="log",
-           ylabel=f"ms per step at {context:,} tokens", title=f"The same benchmark on {len(times)} machines")
+           ylabel=f"ms per step at {context:,} tokens", title=title or f"The same benchmark on {len(times)} machines")
     ax.legend(handles=[Patch(facecolor="white", edgecolor="black", hatch=hatches[i % len(hatches)], label=name)
                        for i, name in enumerate(times)], fontsize=8)  # one key per machine, not per colour
     return fig

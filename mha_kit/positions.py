@@ -6,9 +6,10 @@ way. Positions enter in one of two places:
 * **added to the input** (Vaswani et al. 2017, sec. 3.5): ``x + PE`` before the first layer,
   with :func:`sinusoidal_positions`;
 * **rotating queries and keys** in every layer (Su et al. 2021): :func:`rope`, so a score
-  depends on the two positions only through their difference ``m - n``.
+  depends on the two positions only through their difference ``m - n``;
+* **biasing the scores** by distance (ALiBi, Press et al. 2022): :func:`alibi_bias`.
 
-Book: chapter "Where positions come from".
+Book: chapter "Where positions come from"; ALiBi and scaled frequencies in "Stretching RoPE".
 """
 from __future__ import annotations
 
@@ -67,7 +68,18 @@ def sinusoidal_positions(num_positions, d_model, base=10000.0):
     return pe
 
 
-def rope(x, positions, base=10000.0):
+def _inv_freq(r, base, inv_freq):
+    """The frequencies of the ``r/2`` pairs: ``base**(-2i/r)``, or a given ``inv_freq`` checked."""
+    if inv_freq is None:
+        return _check_base(base) ** (-np.arange(r // 2) * 2.0 / r)
+    inv_freq = np.asarray(inv_freq, dtype=float)
+    if inv_freq.shape != (r // 2,) or not np.isfinite(inv_freq).all() or (inv_freq < 0).any():
+        raise ValueError(f"expected inv_freq of shape ({r // 2},) = (r/2,) with finite non-negative "
+                         f"frequencies, got shape {inv_freq.shape}")
+    return inv_freq
+
+
+def rope(x, positions, base=10000.0, inv_freq=None, attention_factor=1.0):
     """Rotary position embedding (Su et al. 2021, arXiv:2104.09864), half-split layout.
 
     Dimension ``i`` of the first half and dimension ``i`` of the second half form a pair that
@@ -80,12 +92,18 @@ def rope(x, positions, base=10000.0):
     ----------
     x : ndarray, shape (..., n, r), ``r`` even
     positions : array_like of int, shape (n,)
+    base : float
+        Ignored when ``inv_freq`` is given.
+    inv_freq : array_like, shape (r/2,), optional
+        The pairs' frequencies, e.g. scaled ones from :func:`mha_kit.rope_inv_freq`.
+    attention_factor : float
+        Multiplies the rotated vector (cos and sin), as transformers does with YaRN's factor.
 
     Returns
     -------
     ndarray, shape (..., n, r)
 
-    Book: chapter "Where positions come from"; MLA in "Trade-offs".
+    Book: chapter "Where positions come from"; MLA in "Trade-offs"; scaled in "Stretching RoPE".
     """
     x = np.asarray(x)
     if x.ndim < 2:
@@ -94,13 +112,13 @@ def rope(x, positions, base=10000.0):
     if r % 2:
         raise ValueError(f"rope needs an even last dimension, got {r}")
     positions = _rope_positions(positions, x.shape[-2])
-    angle = positions[:, None] * _check_base(base) ** (-np.arange(r // 2) * 2.0 / r)  # (n, r/2)
-    cos, sin = np.cos(angle), np.sin(angle)
+    angle = positions[:, None] * _inv_freq(r, base, inv_freq)  # (n, 1) * (r/2,) -> (n, r/2)
+    cos, sin = attention_factor * np.cos(angle), attention_factor * np.sin(angle)
     x1, x2 = x[..., : r // 2], x[..., r // 2 :]
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
 
-def rope_scores(q, k, q_positions, k_positions, base=10000.0):
+def rope_scores(q, k, q_positions, k_positions, base=10000.0, inv_freq=None, attention_factor=1.0):
     """Dot products of one query vector and one key vector placed at every pair of positions.
 
     ``scores[a, b] = rope(q at q_positions[a]) . rope(k at k_positions[b])``. RoPE's relative
@@ -111,23 +129,26 @@ def rope_scores(q, k, q_positions, k_positions, base=10000.0):
     q, k : ndarray, shape (r,)
     q_positions : array_like of int, shape (m,)
     k_positions : array_like of int, shape (p,)
+    base, inv_freq, attention_factor
+        As for :func:`rope`.
 
     Returns
     -------
     ndarray, shape (m, p)
 
-    Book: chapter "Where positions come from".
+    Book: chapter "Where positions come from"; scaled frequencies in "Stretching RoPE".
     """
     q, k = np.asarray(q), np.asarray(k)
     if q.ndim != 1 or q.shape != k.shape:
         raise ValueError(f"expected q and k of the same shape (r,), got {q.shape} and {k.shape}")
     m, p = np.asarray(q_positions), np.asarray(k_positions)
-    rq = rope(np.broadcast_to(q, (m.size, q.size)), m.ravel(), base)  # (m, r)
-    rk = rope(np.broadcast_to(k, (p.size, k.size)), p.ravel(), base)  # (p, r)
+    turn = dict(base=base, inv_freq=inv_freq, attention_factor=attention_factor)
+    rq = rope(np.broadcast_to(q, (m.size, q.size)), m.ravel(), **turn)  # (m, r)
+    rk = rope(np.broadcast_to(k, (p.size, k.size)), p.ravel(), **turn)  # (p, r)
     return rq @ rk.T  # (m, r) @ (r, p) -> (m, p)
 
 
-def rotary_attention(q, k, v, q_positions, k_positions=None, mask=None, base=10000.0):
+def rotary_attention(q, k, v, q_positions, k_positions=None, mask=None, base=10000.0, inv_freq=None):
     """Grouped-query attention with RoPE: queries and keys rotated by their positions, values not.
 
     Parameters
@@ -139,6 +160,8 @@ def rotary_attention(q, k, v, q_positions, k_positions=None, mask=None, base=100
     k_positions : array_like of int, shape (s,), optional
         Defaults to ``q_positions`` (self-attention over the same tokens).
     mask : ndarray of bool, broadcastable to (..., n, s), optional
+    base, inv_freq
+        As for :func:`rope`.
 
     Returns
     -------
@@ -151,6 +174,60 @@ def rotary_attention(q, k, v, q_positions, k_positions=None, mask=None, base=100
     if q.ndim < 3 or k.ndim < 3:
         raise ValueError(f"expected q (..., h, n, d_h) and k (..., h_kv, s, d_h), got {q.shape} and {k.shape}")
     k_positions = q_positions if k_positions is None else k_positions
-    q_rot = rope(q, _rope_positions(q_positions, q.shape[-2], "q_positions"), base)
-    k_rot = rope(k, _rope_positions(k_positions, k.shape[-2], "k_positions"), base)
+    q_rot = rope(q, _rope_positions(q_positions, q.shape[-2], "q_positions"), base, inv_freq)
+    k_rot = rope(k, _rope_positions(k_positions, k.shape[-2], "k_positions"), base, inv_freq)
     return grouped_attention(q_rot, k_rot, v, mask)  # values carry content: they are not rotated
+
+
+# --- ALiBi: a distance penalty on the scores (no rotation, no added vector) --------------------
+
+
+def alibi_slopes(num_heads):
+    """Per-head slopes ``m_h`` of ALiBi (Press et al. 2022, arXiv:2108.12409, sec. 3).
+
+    For ``h`` a power of two the slopes are the geometric sequence ``2**(-8/h), 2**(-16/h), ...,
+    2**(-8)`` (8 heads: ``1/2, 1/4, ..., 1/256``). Otherwise the authors' code takes the
+    ``p`` slopes of the largest power of two ``p < h`` and adds ``h - p`` slopes from the
+    ``2p``-head sequence, every other one starting with its first: 12 heads get
+    ``2**-1 .. 2**-8`` and then ``2**-0.5, 2**-1.5, 2**-2.5, 2**-3.5``.
+
+    Returns
+    -------
+    ndarray of float64, shape (h,)
+
+    Book: chapter "Stretching RoPE".
+    """
+    h = check_positive_int("num_heads", num_heads)
+    p = 1 << (h.bit_length() - 1)  # largest power of two <= h
+    slopes = 2.0 ** (-8.0 * np.arange(1, p + 1) / p)
+    extra = 2.0 ** (-8.0 * np.arange(1, 2 * (h - p), 2) / (2 * p))  # odd steps of the 2p-head sequence
+    return np.concatenate([slopes, extra])
+
+
+def alibi_bias(num_heads, n, s=None):
+    """ALiBi's additive bias ``-m_h * (i - j)`` for query position ``i`` and key position ``j``.
+
+    The queries are the last ``n`` of ``s`` positions, as in :func:`mha_kit.causal_mask`. The
+    bias is added to the scores before the softmax and is meant to be used with a causal mask:
+    entries where the key comes after the query are positive and must be masked.
+
+    Parameters
+    ----------
+    num_heads : int
+    n : int
+        Queries.
+    s : int, optional
+        Keys (default ``n``).
+
+    Returns
+    -------
+    ndarray of float64, shape (h, n, s)
+
+    Book: chapter "Stretching RoPE".
+    """
+    n = check_positive_int("n", n)
+    s = n if s is None else check_positive_int("s", s)
+    if s < n:
+        raise ValueError(f"s ({s}) must be at least n ({n}): the queries are the last positions")
+    key_minus_query = np.arange(s)[None, :] - (np.arange(n)[:, None] + (s - n))  # (n, s): j - i, <= 0 when visible
+    return alibi_slopes(num_heads)[:, None, None] * key_minus_query  # (h, 1, 1) * (n, s) -> (h, n, s)

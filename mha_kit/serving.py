@@ -23,6 +23,7 @@ import numpy as np
 
 from .attention import _as_tokens, _head_dims, grouped_attention, merge_heads, sliding_window_mask, split_heads
 from .config import check_positive_int
+from .quantization import quantize_kv_codes
 
 
 def _check_kv(k, v, num_kv_heads, head_dim):
@@ -348,14 +349,13 @@ def rolling_cached_attention(x_new, w_q, w_k, w_v, w_o, num_heads, cache):
 
 # --- 8-bit cache with one scale per key-value head ---------------------------------------------
 
-_INT8_MAX = 127  # symmetric range -127..127: zero stays exactly zero
-
-
 def quantize_per_head(x):
     """Symmetric 8-bit quantization of a cache with one scale per key-value head.
 
     ``scale[j] = max |x[j]| / 127`` and ``q = round(x / scale)``, so every element is off by at
-    most ``scale[j] / 2`` after :func:`dequantize_per_head`. A head of zeros gets scale 1.
+    most ``scale[j] / 2`` after :func:`dequantize_per_head`. A head of zeros gets scale 1. The
+    int8 case of :func:`mha_kit.quantize_kv_codes` with ``axis="head"``, which also offers FP8,
+    int4 and scales per token or per channel (chapter "Low-precision KV cache").
 
     Parameters
     ----------
@@ -370,12 +370,8 @@ def quantize_per_head(x):
     x = np.asarray(x)
     if x.ndim != 3 or x.size == 0:
         raise ValueError(f"expected a cache of shape (h_kv, s, d_h) with at least one token, got {x.shape}")
-    if not np.isfinite(x).all():
-        raise ValueError("cannot quantize a cache that contains NaN or inf")
-    peak = np.abs(x).max(axis=(1, 2))  # (h_kv,)
-    scale = np.where(peak > 0, peak / _INT8_MAX, 1.0)
-    q = np.rint(x / scale[:, None, None]).astype(np.int8)  # |x / scale| <= 127 by construction
-    return q, scale
+    q, scale = quantize_kv_codes(x, "int8", axis="head")  # scale (h_kv, 1, 1)
+    return q, scale.reshape(x.shape[0])
 
 
 def dequantize_per_head(q, scale):

@@ -12,6 +12,7 @@ DTYPE_BITS = {
     "fp32": 32, "float32": 32,
     "bf16": 16, "bfloat16": 16, "fp16": 16, "float16": 16,
     "fp8": 8, "int8": 8,
+    "fp8_e4m3": 8, "fp8_e5m2": 8,  # the two FP8 formats by name (mha_kit.quantize_kv)
     "int4": 4,
 }
 
@@ -76,3 +77,25 @@ def format_bytes(n, unit=None, precision=1) -> str:
 def format_percent(fraction, precision=1) -> str:
     """``0.8224 -> '82.2%'``."""
     return f"{100 * fraction:.{precision}f}%"
+
+
+def format_difference(difference, bound=1e-12) -> str:
+    """A difference expected to be floating-point rounding, printed the same on every machine.
+
+    The size of a rounding error depends on which SIMD and BLAS kernels the CPU at hand runs
+    (``8.9e-16`` on one machine, ``1.0e-15`` on the next), so a stored notebook output never prints
+    it: ``format_difference(8.9e-16) == 'below 1e-12'``. A difference at or above ``bound`` is a
+    real one and is printed with its size: ``format_difference(0.25) == '2.5e-01 (above 1e-12)'``.
+
+    Parameters
+    ----------
+    difference : float
+        A non-negative difference, such as ``np.abs(a - b).max()``.
+    bound : float
+        The largest difference that still counts as rounding.
+    """
+    if not isinstance(difference, numbers.Real) or not difference >= 0:
+        raise ValueError(f"difference must be a non-negative number, got {difference!r}")
+    if not isinstance(bound, numbers.Real) or not bound > 0:
+        raise ValueError(f"bound must be a positive number, got {bound!r}")
+    return f"below {bound:.0e}" if difference < bound else f"{difference:.1e} (above {bound:.0e})"

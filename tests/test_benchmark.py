@@ -15,9 +15,13 @@ import matplotlib
 matplotlib.use("Agg")  # no display in tests
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import mha_kit as mk  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the benchmark's modules
+import numpy_decode as nd  # noqa: E402
 from mha_kit import plots, roofline  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +45,7 @@ def bench():
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("decode_benchmark")
     result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
-                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+                            capture_output=True, text=True, timeout=600, cwd=ROOT)  # numba compiles once, then caches
     return result, out
 
 
@@ -51,45 +55,63 @@ def test_quick_run_succeeds_quietly(quick_run):
     assert result.stderr == ""
 
 
-def test_quick_run_prints_a_table_with_every_variant(quick_run):
+def paths(bench):
+    """The paths this machine runs: NumPy always, the fused kernel with numba, the peer with PyTorch."""
+    return [p for p in bench.PATHS if p == "numpy" or (p == "fused" and not bench.fd.MISSING)
+            or (p == "torch" and not bench.peer.MISSING)]
+
+
+def test_quick_run_prints_a_table_with_every_variant_and_path(quick_run, bench):
     lines = quick_run[0].stdout.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["context", "variant", "kernel"])
+    header = next(i for i, line in enumerate(lines) if line.split()[:4] == ["context", "variant", "path", "kernel"])
     assert set(lines[header + 1]) == {"-"}
-    rows = [line.split() for line in lines[header + 2: header + 10]]
-    assert [(r[0], r[1]) for r in rows] == [(c, v) for v in VARIANTS for c in ("256", "512")]
+    expected = [(c, v, p) for v in VARIANTS for c in ("256", "512") for p in paths(bench)
+                if not (p == "torch" and v == "MLA")]  # the peer has no MLA path (PEER_SKIPS_MLA)
+    rows = [line.split() for line in lines[header + 2: header + 2 + len(expected)]]
+    assert [(r[0], r[1], r[2]) for r in rows] == expected
     for r in rows:
-        assert r[2].split("/")[0] in mk.DECODE_KERNELS and r[3] in mk.CACHE_LAYOUTS  # the choice kept
-        assert r[7] == "ms" and r[8].endswith("%") and r[-1].endswith("x")  # median, its spread, speed-up
-        assert r[-3] in ("memory", "compute")  # what sets the achievable roof
-    assert any(line.startswith("roofs, median of 5 rounds") and "read bandwidth" in line and "copy bandwidth" in line
-               for line in lines)
-    assert any(line.startswith("decode products in isolation: MHA ") for line in lines)
-    assert any("threads=" in line and "blas=" in line for line in lines)
+        if r[2] == "numpy":
+            assert r[3].split("/")[0] in nd.DECODE_KERNELS and r[4] in nd.CACHE_LAYOUTS  # the choice kept
+        assert r[8] == "ms" and r[9].endswith("%") and r[-2].endswith("x")  # median, its spread, speed-up over MHA
+        assert r[-4] in ("memory", "compute")  # what sets the achievable roof
+        peer_ran = "torch" in paths(bench) and r[1] != "MLA"
+        assert r[-1].endswith("x") if peer_ran else r[-1] == "-"  # ratio to the peer
+    assert any(line.startswith("roofs, best of 5 rounds") and "read bandwidth" in line for line in lines)
+    assert any(line.startswith("decode products in cache: MHA BLAS ") for line in lines)
+    assert any(line.startswith("BLAS as loaded: ") for line in lines)
+    assert any("threads=" in line and "cpu_vector_level=" in line for line in lines)
     assert any(line.startswith("load average (1 min) ") for line in lines)
     assert any(line.startswith("targets: not checked") for line in lines)
     overlap = [line for line in lines if line.startswith("loads and products, ")]
-    assert [line.split()[3] for line in overlap] == VARIANTS and all(" overlap " in line for line in overlap)
+    assert [(line.split()[3], line.split()[4]) for line in overlap] == [
+        (v, f"({p})") for v in VARIANTS for p in paths(bench) if p != "torch"]
+    (peer_line,) = [line for line in lines if line.startswith("peer: ")]
+    assert ("row skipped" in peer_line) == ("torch" not in paths(bench))
+    assert ("MLA: no peer row" in peer_line) == ("torch" in paths(bench))
 
 
 def test_quick_run_writes_csv_and_machine(quick_run, bench):
     _, out = quick_run
     with open(out / "decode_benchmark.csv") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == list(bench.COLUMNS) and len(rows) == 8
+    assert list(rows[0]) == list(bench.COLUMNS) and len(rows) == 8 * len(paths(bench)) - 2 * ("torch" in paths(bench))
     cfg = roofline.benchmark_variants()["GQA-8"]
-    gqa = next(r for r in rows if r["variant"] == "GQA-8" and r["context"] == "512")
+    gqa = next(r for r in rows if r["variant"] == "GQA-8" and r["context"] == "512" and r["path"] == "numpy")
     assert int(gqa["kv_bytes"]) == mk.kv_bytes_read(cfg, 512, "fp32") == 512 * 2 * 8 * 128 * 4
     assert int(gqa["macs"]) == 2 * 64 * 512 * 128
     machine = json.loads((out / "machine.json").read_text())
-    assert {"cpu", "cores", "threads", "numpy", "blas", "roofs", "roof_spread", "kernels", "rounds"} <= set(machine)
+    assert {"cpu", "cores", "threads", "numpy", "blas_libraries", "blas_variables", "roofs", "roof_spread",
+            "roof_median", "kernels", "rounds", "numba", "torch"} <= set(machine)
+    fused = {f"fused products {v}" for v in VARIANTS} if "fused" in paths(bench) else set()
     assert set(machine["roofs"]) == {"copy_bandwidth", "read_bandwidth", "gemm_flop_rate"} | {
-        f"products {v}" for v in VARIANTS} | {f"streamed {v}" for v in VARIANTS}
+        f"products {v}" for v in VARIANTS} | {f"streamed {v}" for v in VARIANTS} | fused
+    assert all(machine["roofs"][name] >= machine["roof_median"][name] for name in machine["roofs"])  # best of rounds
     assert set(machine["kernels"]) == {f"{v}@{s}" for v in VARIANTS for s in (256, 512)}
     assert machine["kernels"]["GQA-8@512"]["kernel"] == gqa["kernel"].split("/")[0]
-    assert machine["kernels"]["GQA-8@512"]["layout"] == gqa["layout"] in mk.CACHE_LAYOUTS
+    assert machine["kernels"]["GQA-8@512"]["layout"] == gqa["layout"] in nd.CACHE_LAYOUTS
     # every candidate of both layouts was timed, and the one kept is the fastest of them
     timed = machine["kernels"]["GQA-8@512"]["seconds"]
-    assert {key.rsplit("@", 1)[1] for key in timed} == set(mk.CACHE_LAYOUTS)
+    assert {key.rsplit("@", 1)[1] for key in timed} == set(nd.CACHE_LAYOUTS)
     assert timed[f"{gqa['kernel']}@{gqa['layout']}"] == min(timed.values())
 
 
@@ -124,27 +146,77 @@ def test_table_row_achievable_roof_can_be_compute_bound(bench):
     assert r["spread"] == 0
 
 
-def targets_rows(achievable, read_mha, speedup=3.6):
-    return [row(v, 32768, 1.0, kv_bytes=2**31 // (1 if v == "MHA" else 8), achievable_fraction=f, read_fraction=read_mha,
-                achievable_s=t, achievable_limited_by="compute", speedup_vs_mha=speedup if v == "GQA-8" else 1.0)
-            for v, f, t in zip(VARIANTS, achievable, (0.06, 0.02, 0.01, 0.03))]
+def targets_rows(fused, read_mha, vs_torch=(1.2, 1.1, 1.0, 1.5), low=None):
+    """Rows at 32K: NumPy (MHA's read fraction), fused (achievable fractions) and the peer, per variant."""
+    rows = []
+    for v, f, t, peer_ratio in zip(VARIANTS, fused, (0.06, 0.02, 0.01, 0.03), vs_torch):
+        common = dict(kv_bytes=2**31 // (1 if v == "MHA" else 8), achievable_s=t, achievable_limited_by="compute")
+        rows += [row(v, 32768, 1.0, path="numpy", achievable_fraction=0.5, read_fraction=read_mha, vs_torch="",
+                     speedup_vs_mha=3.6 if v == "GQA-8" else 1.0, **common),
+                 row(v, 32768, 1.0, path="fused", achievable_fraction=f, read_fraction=0.5, vs_torch=peer_ratio,
+                     speedup_vs_mha=6.0 if v == "GQA-8" else 1.0, **common)]
+    if low:
+        rows[0]["achievable_fraction"] = low  # MHA's NumPy step faster than its roof
+    return rows
 
 
 def test_summary_lines_all_targets_met(bench):
     lines = bench.summary_lines(targets_rows([0.71, 0.9, 0.8, 0.75], 0.7))
-    assert [line.split()[0] for line in lines] == ["PASS"] * 5 + ["INFO", "targets"]
+    assert [line.split()[0] for line in lines] == ["PASS"] * 9 + ["INFO", "INFO", "targets"]
     assert lines[-1] == "targets met: all"
-    assert "3.6x faster for 8x fewer bytes; the achievable roofs predict 3.0x" in lines[-2]
-    assert "skinny products" in lines[-2]
+    assert lines[0] == "PASS  MHA (fused) at 32,768: 71% of its achievable roof's speed (target 70%)"
+    assert lines[4] == "PASS  MHA (fused) at 32,768: 1.20x the speed of PyTorch's sdpa (target: not slower)"
+    assert "(numpy) at 32,768: 3.6x faster for 8x fewer bytes; the achievable roofs predict 3.0x" in lines[-3]
+    assert "skinny products" in lines[-3] and lines[-2].startswith("INFO  GQA-8 over MHA (fused) at 32,768: 6.0x")
 
 
 def test_summary_lines_report_each_failure(bench):
-    lines = bench.summary_lines(targets_rows([0.71, 0.69, 0.8, 0.75], 0.5))
-    assert [line.split()[0] for line in lines[:5]] == ["PASS", "FAIL", "PASS", "PASS", "FAIL"]
-    assert lines[1] == "FAIL  GQA-8 at 32,768: 69% of its achievable roof's speed (target 70%)"
-    assert lines[4] == "FAIL  MHA at 32,768: 50% of the read-bandwidth roof's speed (target 70%)"
-    assert lines[-1] == "targets NOT met: 2 of 5 failed"
+    lines = bench.summary_lines(targets_rows([0.71, 0.69, 0.8, 0.75], 0.5, vs_torch=(1.2, 0.9, 1.0, 1.5)))
+    assert [line.split()[0] for line in lines[:9]] == ["PASS", "FAIL", "PASS", "PASS", "PASS", "FAIL", "PASS", "PASS",
+                                                       "FAIL"]
+    assert lines[1] == "FAIL  GQA-8 (fused) at 32,768: 69% of its achievable roof's speed (target 70%)"
+    assert lines[5] == "FAIL  GQA-8 (fused) at 32,768: 0.90x the speed of PyTorch's sdpa (target: not slower)"
+    assert lines[8] == "FAIL  MHA (numpy) at 32,768: 50% of the read-bandwidth roof's speed (target 70%)"
+    assert lines[-1] == "targets NOT met: 3 of 9 failed"
     assert bench.summary_lines([])[0].startswith("targets: not checked")
+
+
+def test_summary_without_the_peer_checks_no_ratio(bench):
+    rows = [r | {"vs_torch": ""} for r in targets_rows([0.71, 0.9, 0.8, 0.75], 0.7)]
+    lines = bench.summary_lines(rows)
+    assert [line.split()[0] for line in lines] == ["PASS"] * 5 + ["INFO", "INFO", "targets"]
+    assert lines[-1] == "targets met: all"
+
+
+def test_a_step_faster_than_its_roof_gives_no_verdict(bench):
+    """A roof is an upper bound: a median beyond it means the roof was measured low."""
+    lines = bench.summary_lines(targets_rows([0.71, 0.9, 0.8, 0.75], 0.7, low=1.17))
+    assert lines[-2] == "ROOF LOW  MHA (numpy) at 32,768: 117% of its achievable roof's speed"
+    assert lines[-1] == "roof measured low, rerun: 1 step(s) faster than their achievable roof"
+    assert not any(line.startswith("targets") for line in lines)
+
+
+def test_roofs_are_the_best_round_and_products_the_faster_path(bench):
+    roofs = bench.best_roofs({"read_bandwidth": [20e9, 31e9, 25e9], "products MQA": [9e10, 8e10]})
+    assert roofs == {"read_bandwidth": 31e9, "products MQA": 9e10}
+    assert bench.products_roof(roofs, "MQA") == 9e10  # no fused kernel: BLAS's rate
+    assert bench.products_roof(roofs | {"fused products MQA": 1.1e11}, "MQA") == 1.1e11
+
+
+def test_stored_reference_has_no_step_beyond_its_roof():
+    """benchmarks/results_reference: every median at least the achievable roof's time, recomputed from machine.json."""
+    reference = ROOT / "benchmarks" / "results_reference"
+    machine = json.loads((reference / "machine.json").read_text())
+    with open(reference / "decode_benchmark.csv") as f:
+        rows = list(csv.DictReader(f))
+    roofs, variants = machine["roofs"], roofline.benchmark_variants()
+    assert {(r["variant"], r["path"]) for r in rows if r["context"] == "32768"} >= {
+        (v, p) for v in VARIANTS for p in ("numpy", "fused")}  # both paths, every variant, at the targets' context
+    for r in rows:
+        products = max(roofs[f"products {r['variant']}"], roofs.get(f"fused products {r['variant']}", 0))
+        flops, nbytes = roofline.decode_flops(variants[r["variant"]], int(r["context"])), int(r["kv_bytes"])
+        roof = roofline.roofline_seconds(nbytes, flops, roofs["read_bandwidth"], products)
+        assert float(r["median_s"]) >= roof, (r["variant"], r["path"], r["context"])
 
 
 def test_spread_is_the_interquartile_range_over_the_median(bench):
@@ -159,10 +231,11 @@ def test_repeats_below_five_are_refused(bench, capsys):
 
 
 def test_linear_fit_recovers_a_rate(bench):
-    rows = [row("MHA", s, 0.001 + s * 1000 / 25e9, kv_bytes=s * 1000) for s in (4096, 8192, 16384, 32768)]
-    rate, r2 = bench.linear_fit(rows, "MHA")
+    rows = [row("MHA", s, 0.001 + s * 1000 / 25e9, kv_bytes=s * 1000, path="fused") for s in (4096, 8192, 16384, 32768)]
+    rate, r2 = bench.linear_fit(rows, "MHA", "fused")
     assert rate == pytest.approx(25e9) and r2 == pytest.approx(1.0)
-    assert bench.linear_fit(rows, "MQA") is None  # no points
+    assert bench.linear_fit(rows, "MQA", "fused") is None  # no points
+    assert bench.linear_fit(rows, "MHA", "numpy") is None  # nor on another path
 
 
 def test_run_times_counts_only_timed_runs(bench):
@@ -281,6 +354,10 @@ def test_decode_benchmark_machines_one_bar_per_machine_and_variant():
     assert heights == pytest.approx([1, 2, 3, 4, 2, 4, 6, 8])  # ms: the 1,024-token row is left out
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["old", "new"]
     assert ax.get_yscale() == "log" and "32,768 tokens" in ax.get_ylabel()
+    assert ax.get_title() == "The same benchmark on 2 machines"
+    plt.close(ax.figure)
+    (ax,) = plots.decode_benchmark_machines({"NumPy": old, "fused": new}, title="Two paths").axes
+    assert ax.get_title() == "Two paths"
     with pytest.raises(ValueError, match=r"every run needs rows at context 32768, got \['new'\]"):
         plots.decode_benchmark_machines({"old": old, "new": [row("MHA", 1024, "1")]})
 
@@ -293,13 +370,78 @@ def test_decode_benchmark_machines_one_bar_per_machine_and_variant():
 ])
 def test_overlap_line(bench, streamed_ms, overlap):
     flops = 2 * 1_000_000
-    row = {"context": 4096, "variant": "GQA-8", "macs": flops // 2, "kv_bytes": 2_000_000, "median_s": 0.004}
-    roofs = {"read_bandwidth": 1e9, "products GQA-8": flops / 1e-3, "streamed GQA-8": flops / (streamed_ms / 1e3)}
-    (line,) = bench.overlap_lines([row], roofs)
-    assert line == (f"loads and products, GQA-8 at 4,096: bytes alone 2.0 ms, products in cache 1.0 ms, both streamed "
-                    f"{streamed_ms:.1f} ms: overlap {overlap} (step 4.0 ms)")
+    numpy_row = {"context": 4096, "variant": "GQA-8", "path": "numpy", "macs": flops // 2, "kv_bytes": 2_000_000,
+                 "median_s": 0.004}
+    fused_row = numpy_row | {"path": "fused", "median_s": streamed_ms / 1e3}  # the fused step is its own streamed run
+    roofs = {"read_bandwidth": 1e9, "products GQA-8": flops / 1e-3, "streamed GQA-8": flops / (streamed_ms / 1e3),
+             "fused products GQA-8": flops / 1e-3}
+    numpy_line, fused_line = bench.overlap_lines([numpy_row, fused_row], roofs)
+    assert numpy_line == (f"loads and products, GQA-8 (numpy) at 4,096: bytes alone 2.0 ms, products in cache 1.0 ms, "
+                          f"both streamed {streamed_ms:.1f} ms: overlap {overlap} (step 4.0 ms)")
+    assert fused_line == (f"loads and products, GQA-8 (fused) at 4,096: bytes alone 2.0 ms, products in cache 1.0 ms, "
+                          f"both streamed {streamed_ms:.1f} ms: overlap {overlap} (step {streamed_ms:.1f} ms)")
 
 
 def test_overlap_rejects_times_that_are_not_positive():
     with pytest.raises(ValueError, match=r"^times must be positive, got 1\.0, 0\.0 and 2\.0$"):
         roofline.overlap(1.0, 0.0, 2.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The host on record (benchmarks/host.py) and the peer (benchmarks/peer.py)
+# ---------------------------------------------------------------------------------------------
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_blas_record_keeps_only_the_variables_that_steer_blas():
+    host = load("host")
+    environ = {"OPENBLAS_CORETYPE": "Haswell", "OMP_NUM_THREADS": "1", "MKL_CBWR": "AVX2", "PATH": "/bin",
+               "NVPL_BLAS_DEBUG_CPU_TYPE": "1", "GOTO_NUM_THREADS": "2"}
+    record = host.blas_record(environ)
+    assert record["blas_variables"] == {"GOTO_NUM_THREADS": "2", "MKL_CBWR": "AVX2", "OMP_NUM_THREADS": "1",
+                                        "OPENBLAS_CORETYPE": "Haswell"}
+    if importlib.util.find_spec("threadpoolctl") is not None:  # requirements-bench.txt
+        assert {b["internal_api"] for b in record["blas_libraries"]} & {"openblas", "mkl", "blis"}
+        assert all(set(b) == {"internal_api", "version", "architecture", "num_threads", "threading_layer"}
+                   for b in record["blas_libraries"])
+
+
+@pytest.mark.parametrize("variables, cpu_level, warned", [
+    ({"OPENBLAS_CORETYPE": "Haswell"}, 3, "OPENBLAS_CORETYPE=Haswell forces AVX2 kernels on a CPU with AVX-512"),
+    ({"OPENBLAS_CORETYPE": "Haswell"}, 2, None),  # what this CPU has anyway
+    ({"OPENBLAS_CORETYPE": "prescott"}, 2, "OPENBLAS_CORETYPE=prescott forces SSE kernels on a CPU with AVX2"),
+    ({"MKL_ENABLE_INSTRUCTIONS": "AVX"}, 2, "MKL_ENABLE_INSTRUCTIONS=AVX forces AVX kernels on a CPU with AVX2"),
+    ({"OPENBLAS_CORETYPE": "SkylakeX"}, 2, None),  # newer than the CPU: OpenBLAS falls back on its own
+    ({"OMP_NUM_THREADS": "1"}, 3, None),  # threads, not kernels
+])
+def test_blas_warnings_name_a_kernel_older_than_the_cpu(variables, cpu_level, warned):
+    lines = load("host").blas_warnings(variables, cpu_level)
+    assert lines == ([] if warned is None else [f"WARNING  {warned}: every BLAS product runs below what this CPU "
+                                                 f"supports; unset it to measure this machine"])
+
+
+def test_cpu_vector_level_from_flags():
+    host = load("host")
+    assert [host.cpu_vector_level(f) for f in ({"sse2"}, {"avx"}, {"avx", "avx2"}, {"avx", "avx2", "fma"},
+                                               {"avx2", "fma", "avx512f"})] == [0, 1, 1, 2, 3]
+
+
+def test_without_torch_the_peer_row_is_skipped(monkeypatch, bench):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    peer = load("peer")
+    assert peer.MISSING.startswith("PyTorch is not installed (") and peer.version() is None
+    assert bench.peer_lines({"peer_missing": peer.MISSING}) == [f"peer: PyTorch's sdpa row skipped: {peer.MISSING}"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed: no peer to check")
+def test_peer_step_equals_the_reference():
+    rng = np.random.default_rng(2)
+    q, store = rng.standard_normal((8, 6), dtype=np.float32), rng.standard_normal((2, 30, 6), dtype=np.float32)
+    out = load("peer").sdpa_step(q, store[:, :20], store[:, :20, :5], threads=1)().numpy()  # views, d_v != d_h
+    expected = mk.decode_attention(q.astype(float), store[:, :20].astype(float), store[:, :20, :5].astype(float))
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-6)

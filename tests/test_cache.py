@@ -163,3 +163,43 @@ def test_cached_attention_errors():
     cache = mk.KVCache(2, 2, 2)
     with pytest.raises(ValueError, match=r"^cache full: 0 \+ 3 tokens exceeds max_len \(2\)$"):
         mk.cached_attention(np.ones((3, 8)), *w, 4, cache)
+
+
+# ---------------------------------------------------------------------------------------------
+# decode_attention: the reference decode step (the benchmark's kernels are tested against it)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("h, h_kv, s", [
+    (8, 8, 7),  # MHA
+    (8, 2, 1),  # GQA, g = 4, a single cached token
+    (6, 1, 32),  # MQA
+])
+def test_decode_attention_equals_grouped_attention(h, h_kv, s):
+    rng = np.random.default_rng(h * 100 + h_kv * 10 + s)
+    q = rng.standard_normal((h, 4))
+    k, v = rng.standard_normal((h_kv, s, 4)), rng.standard_normal((h_kv, s, 5))  # d_v may differ from d_h
+    out = mk.decode_attention(q, k, v)
+    assert out.shape == (h, 5) and out.dtype == np.float64
+    np.testing.assert_allclose(out, mk.grouped_attention(q[:, None], k, v)[0][:, 0], **TOL)
+
+
+def test_decode_attention_keeps_float32_and_raises_on_nan():
+    rng = np.random.default_rng(5)
+    q, k = rng.standard_normal((4, 8), dtype=np.float32), rng.standard_normal((2, 9, 8), dtype=np.float32)
+    assert mk.decode_attention(q, k, k).dtype == np.float32
+    k[1, 7, 0] = np.nan
+    with pytest.raises(ValueError, match=r"^softmax input contains NaN or \+inf$"):
+        mk.decode_attention(q, k, k)
+
+
+
+def test_decode_attention_k_and_v_disagree():
+    q, k = np.ones((4, 2)), np.ones((2, 5, 2))
+    with pytest.raises(ValueError, match=r"^expected k_cache \(h_kv, s, d_h\) and v_cache \(h_kv, s, d_v\) for q \(4, 2\), got \(2, 5, 3\) and \(2, 5, 2\)$"):
+        mk.decode_attention(q, np.ones((2, 5, 3)), k)  # head sizes of q and k differ
+    with pytest.raises(ValueError, match=r"got \(2, 5, 2\) and \(2, 4, 2\)$"):
+        mk.decode_attention(q, k, np.ones((2, 4, 2)))  # k and v hold different numbers of tokens
+    with pytest.raises(ValueError, match=r"^k and v must have the same number of heads, got 2 and 1$"):
+        mk.decode_attention(q, k, np.ones((1, 5, 2)))
+    with pytest.raises(ValueError, match=r"^num_heads \(4\) must be divisible by num_kv_heads \(3\)$"):
+        mk.decode_attention(q, np.ones((3, 5, 2)), np.ones((3, 5, 2)))

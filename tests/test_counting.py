@@ -4,6 +4,7 @@ The references are of three kinds: the sizes of the arrays mha_kit actually buil
 caches, attention weights), multiply-add counts of the matrix products written out shape by
 shape, and plain formulas evaluated with exact fractions.
 """
+import dataclasses
 import math
 import re
 from fractions import Fraction
@@ -403,6 +404,80 @@ def test_max_context_tokens_memory_is_a_whole_number_of_bytes(memory, shown):
 def test_unknown_dtype_is_refused_everywhere(call):
     with pytest.raises(ValueError, match=r"^unknown dtype 'fp12'"):
         call()
+
+
+# ---------------------------------------------------------------------------------------------
+# Weights against cache: the tokens at which the KV cache weighs as much as the model
+# ---------------------------------------------------------------------------------------------
+
+def test_kv_weight_crossover_for_llama_3_70b_by_hand():
+    # Parameters: two 128,256 x 8,192 matrices (embeddings, output head), a final norm, and 80
+    # layers of attention (2*8192*64*128 + 2*8192*8*128), SwiGLU (3*8192*28672) and two norms.
+    layer = 2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 3 * 8192 * 28672 + 2 * 8192
+    params = 2 * 128_256 * 8192 + 80 * layer + 8192
+    assert params == 70_553_706_496
+    weight_bytes, cache_per_token = 2 * params, 80 * 2 * 8 * 128 * 2  # bf16 both: 141.1 GB, 320 KiB
+    assert mk.model_params(mk.MODEL_FACTS["llama-3-70b"]) == params
+    assert mk.kv_weight_crossover_tokens("llama-3-70b") == math.ceil(Fraction(weight_bytes, cache_per_token))
+    assert mk.kv_weight_crossover_tokens("llama-3-70b") == 430_626  # "about 430K tokens" in bf16
+    # An 8-bit cache under bf16 weights needs twice the tokens; both in fp8, the same count.
+    assert mk.kv_weight_crossover_tokens("llama-3-70b", fmt="fp8", weight_fmt="bf16") == math.ceil(
+        Fraction(weight_bytes, cache_per_token // 2))
+    assert mk.kv_weight_crossover_tokens("llama-3-70b", fmt="fp8") == math.ceil(Fraction(params, cache_per_token // 2))
+
+
+def test_kv_weight_crossover_for_deepseek_v2_by_hand():
+    # 236B parameters (the paper's count, every expert); 60 layers x (512 + 64) cached numbers.
+    v2 = mk.MODEL_FACTS["deepseek-v2"]
+    cache_per_token = 60 * (512 + 64) * 2  # 69,120 bytes in bf16
+    assert mk.kv_weight_crossover_tokens(v2) == math.ceil(Fraction(236_000_000_000 * 2, cache_per_token)) == 6_828_704
+    # Deployed as the paper says (sec. 3.2.3): FP8 weights, a cache of about 6 bits per number.
+    assert mk.kv_weight_crossover_tokens(v2, fmt=6, weight_fmt="fp8") == math.ceil(
+        Fraction(236_000_000_000, 60 * 576 * 6 // 8))
+    # At batch 1 an MoE step reads the 21B activated parameters, not all 236B.
+    assert mk.kv_weight_crossover_tokens(v2, num_params=v2.active_params) == math.ceil(
+        Fraction(21_000_000_000 * 2, cache_per_token)) == 607_639
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b", "llama-3.1-405b", "mistral-7b", "deepseek-v2-lite"])
+def test_kv_weight_crossover_is_the_same_from_a_name_a_record_or_a_config(name):
+    facts = mk.MODEL_FACTS[name]
+    tokens = mk.kv_weight_crossover_tokens(name)
+    assert tokens == mk.kv_weight_crossover_tokens(facts) == mk.kv_weight_crossover_tokens(facts.config)
+    weight_bytes = 2 * mk.model_params(facts)
+    per_token = mk.kv_cache_bytes_per_token(facts.config)
+    assert (tokens - 1) * per_token < weight_bytes <= tokens * per_token  # the smallest count that reaches it
+
+
+def test_kv_weight_crossover_of_a_changed_config_needs_a_parameter_count():
+    llama = mk.PRESETS["llama-3-70b"]
+    mha = llama.with_kv_heads(None)  # eight times the cache per token: an eighth of the tokens
+    with pytest.raises(ValueError, match=r"^no model record for the config 'llama-3-70b \(h_kv=64\)': pass num_params"):
+        mk.kv_weight_crossover_tokens(mha)
+    assert mk.kv_weight_crossover_tokens(mha, num_params=70_553_706_496) == math.ceil(
+        Fraction(2 * 70_553_706_496, 80 * 2 * 64 * 128 * 2))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: mk.kv_weight_crossover_tokens("llama-4"), r"^unknown preset 'llama-4'; known presets: transformer-base, "),
+    (lambda: mk.kv_weight_crossover_tokens("gpt2"), r"^gpt2: no parameter count: the record has neither total_params "),
+    (lambda: mk.kv_weight_crossover_tokens("llama-3-70b", num_params=0), r"^num_params must be a positive integer, got 0$"),
+    (lambda: mk.kv_weight_crossover_tokens("llama-3-70b", num_params=7e10), r"^num_params must be a positive integer"),
+    (lambda: mk.kv_weight_crossover_tokens("llama-3-70b", fmt="int3"), r"unknown dtype|int3"),
+    (lambda: mk.kv_weight_crossover_tokens(42), r"^expected an AttentionConfig or LatentAttentionConfig, got int$"),
+    (lambda: mk.model_params(mk.PRESETS["gpt2"]), r"^expected a ModelFacts record"),
+])
+def test_kv_weight_crossover_errors(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_records_refuse_an_active_count_above_the_total():
+    v2 = mk.MODEL_FACTS["deepseek-v2"]
+    with pytest.raises(ValueError, match=r"^active_params \(300000000000\) needs total_params at least as large"):
+        dataclasses.replace(v2, config=mk.PRESETS["deepseek-v2"], active_params=300_000_000_000)
+    with pytest.raises(ValueError, match=r"^total_params must be a positive integer, got 0$"):
+        dataclasses.replace(v2, config=mk.PRESETS["deepseek-v2"], total_params=0)
 
 
 # ---------------------------------------------------------------------------------------------

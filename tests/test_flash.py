@@ -192,3 +192,133 @@ def test_online_update_over_two_blocks_equals_one_softmax():
     weights = np.exp(scores - 5.0) / np.exp(scores - 5.0).sum()
     np.testing.assert_allclose(acc / l[:, None], weights @ values, rtol=0, atol=TOL)
     np.testing.assert_allclose(l, np.exp(scores - 5.0).sum(axis=-1), rtol=0, atol=TOL)
+
+
+# ---------------------------------------------------------------------------------------------
+# Merging states, and Flash-Decoding (split the keys, keep each split's log-sum-exp, merge)
+# ---------------------------------------------------------------------------------------------
+
+FEW = settings(max_examples=30, deadline=None)
+
+
+def _state(scores, values):
+    """The state (m, l, acc) of one set of keys, computed directly from its definition."""
+    m = scores.max(axis=-1)
+    p = np.exp(scores - m[..., None])
+    return m, p.sum(axis=-1), p @ values
+
+
+def test_merge_of_two_states_is_the_state_of_the_union():
+    rng = np.random.default_rng(0)
+    scores, values = 5 * rng.normal(size=(3, 7)), rng.normal(size=(7, 2))
+    merged = mk.merge_softmax_states(_state(scores[:, :4], values[:4]), _state(scores[:, 4:], values[4:]))
+    for got, expected in zip(merged, _state(scores, values)):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
+
+
+def test_merge_is_commutative_and_an_empty_state_changes_nothing():
+    rng = np.random.default_rng(1)
+    a = _state(rng.normal(size=(2, 3)), rng.normal(size=(3, 4)))
+    b = _state(rng.normal(size=(2, 5)), rng.normal(size=(5, 4)))
+    for x, y in zip(mk.merge_softmax_states(a, b), mk.merge_softmax_states(b, a)):
+        np.testing.assert_allclose(x, y, rtol=1e-15, atol=0)
+    empty = (np.full(2, -np.inf), np.zeros(2), np.zeros((2, 4)))
+    for x, y in zip(mk.merge_softmax_states(empty, a), a):
+        np.testing.assert_array_equal(x, y)
+    m, denom, acc = mk.merge_softmax_states(empty, empty)  # two rows that saw no key stay empty, no NaN
+    assert np.isneginf(m).all() and (denom == 0).all() and (acc == 0).all()
+
+
+def test_a_partial_output_with_its_lse_is_a_state():
+    # (L, 1, o) and (m, l, acc) describe the same keys when L = m + log l and o = acc / l.
+    rng = np.random.default_rng(2)
+    m, denom, acc = _state(3 * rng.normal(size=(4, 6)), rng.normal(size=(6, 3)))
+    other = _state(rng.normal(size=(4, 2)), rng.normal(size=(2, 3)))
+    direct = mk.merge_softmax_states((m, denom, acc), other)
+    shifted = mk.merge_softmax_states((m + np.log(denom), np.ones(4), acc / denom[:, None]), other)
+    np.testing.assert_allclose(direct[2] / direct[1][:, None], shifted[2] / shifted[1][:, None], rtol=1e-12, atol=0)
+
+
+@FEW
+@given(shape=shapes, data=st.data())
+def test_flash_decoding_equals_naive(shape, data):
+    q, k, v = _qkv(**shape)
+    num_splits = data.draw(st.integers(1, shape["s"]))
+    out = mk.flash_decoding(q, k, v, num_splits)
+    expected, _ = mk.scaled_dot_product_attention(q, k, v)
+    assert out.shape == expected.shape
+    np.testing.assert_allclose(out, expected, rtol=0, atol=TOL)
+
+
+def test_partials_are_each_splits_attention_and_log_sum_exp():
+    q, k, v = _qkv(4, (2,), 1, 10, 4, 3)  # a decode step: one query row per head
+    outs, lses = mk.flash_decoding_partials(q, k, v, num_splits=3)
+    assert outs.shape == (3, 2, 1, 3) and lses.shape == (3, 2, 1)
+    for i, (start, stop) in enumerate([(0, 3), (3, 6), (6, 10)]):  # mk.split_bounds(10, 3)
+        scores = q @ np.swapaxes(k[..., start:stop, :], -1, -2) / 2.0  # sqrt(d_h) = 2
+        np.testing.assert_allclose(lses[i], np.log(np.exp(scores).sum(axis=-1)), rtol=1e-12, atol=0)
+        np.testing.assert_allclose(outs[i], mk.scaled_dot_product_attention(q, k[..., start:stop, :],
+                                                                            v[..., start:stop, :])[0], rtol=0, atol=TOL)
+
+
+def test_merging_partials_in_any_order_gives_the_same_output():
+    q, k, v = _qkv(6, (3,), 2, 12, 4, 2)
+    outs, lses = mk.flash_decoding_partials(q, k, v, num_splits=4)
+    states = [(lse, np.ones_like(lse), out) for out, lse in zip(outs, lses)]
+    forward, backward = states[0], states[-1]
+    for state in states[1:]:
+        forward = mk.merge_softmax_states(forward, state)
+    for state in states[-2::-1]:
+        backward = mk.merge_softmax_states(state, backward)
+    np.testing.assert_allclose(forward[2] / forward[1][..., None], backward[2] / backward[1][..., None],
+                               rtol=0, atol=TOL)
+
+
+def test_gqa_packing_the_query_heads_of_one_kv_head_into_rows():
+    # h = 8 query heads on h_kv = 2 KV heads, one decode token: the g = 4 queries of KV head j are the
+    # rows of one (g, d_h) tile, so each KV head's cache is read once for all of them.
+    rng = np.random.default_rng(8)
+    q, k, v = rng.normal(size=(8, 1, 4)), rng.normal(size=(2, 9, 4)), rng.normal(size=(2, 9, 3))
+    packed = mk.flash_decoding(q.reshape(2, 4, 4), k, v, num_splits=3)  # (h_kv, g, d_v)
+    expected, _ = mk.grouped_attention(q, k, v)  # (h, 1, d_v)
+    np.testing.assert_allclose(packed.reshape(8, 1, 3), expected, rtol=0, atol=TOL)
+
+
+def test_flash_decoding_large_scores_do_not_overflow():
+    q, k, v = _qkv(5, (), 1, 40, 4, 2)
+    out = mk.flash_decoding(q * 300, k * 300, v, num_splits=5)
+    np.testing.assert_allclose(out, mk.scaled_dot_product_attention(q * 300, k * 300, v)[0], rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("s, splits, bounds", [
+    (10, 4, [0, 2, 5, 7, 10]),  # sizes 2, 3, 2, 3
+    (8, 1, [0, 8]),  # one split: plain attention
+    (5, 5, [0, 1, 2, 3, 4, 5]),  # one key per split
+])
+def test_split_bounds(s, splits, bounds):
+    assert mk.split_bounds(s, splits) == bounds
+
+
+def test_too_many_splits_are_refused():
+    q, k, v = _qkv(1, (), 1, 3, 2, 2)
+    with pytest.raises(ValueError, match=r"^num_splits \(4\) must not exceed the number of keys s \(3\)"):
+        mk.flash_decoding(q, k, v, num_splits=4)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True])
+def test_bad_num_splits(bad):
+    q, k, v = _qkv(1, (), 1, 3, 2, 2)
+    with pytest.raises(ValueError, match=r"^num_splits must be a positive integer"):
+        mk.flash_decoding(q, k, v, num_splits=bad)
+
+
+def test_flash_decoding_refuses_nan_scores():
+    q, k, v = _qkv(1, (), 1, 4, 2, 2)
+    q[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"^flash_decoding: scores contain NaN or \+inf"):
+        mk.flash_decoding(q, k, v, num_splits=2)
+
+
+def test_flash_decoding_checks_shapes_like_attention():
+    with pytest.raises(ValueError, match=r"^k and v must hold the same number of keys"):
+        mk.flash_decoding(np.ones((1, 3)), np.ones((4, 3)), np.ones((5, 2)), num_splits=2)

@@ -31,6 +31,11 @@ def test_memory_must_be_a_positive_integer():
         _gpu(hbm_bytes=80e9)
 
 
+def test_h100_sm_count_from_the_architecture_whitepaper():
+    h100 = mk.GPUS["h100-sxm"]
+    assert h100.num_sms == 132 and "132 SMs" in h100.source and h100.sram_bytes_per_sm is None
+
+
 def test_a100_sram_as_the_flashattention_paper_describes_it():
     a100 = mk.GPUS["a100-40gb"]
     assert (a100.sram_bytes_per_sm, a100.num_sms) == (196_608, 108)  # 192 KiB per SM, 108 SMs

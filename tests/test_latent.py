@@ -229,3 +229,44 @@ def test_latent_cached_attention_errors():
         mk.latent_cached_attention(np.ones((1, 8)), w, CFG, mk.LatentCache(4, 4, 3))
     with pytest.raises(ValueError, match=r"^cache full: 0 \+ 4 tokens exceeds max_len \(3\)$"):
         mk.latent_cached_attention(np.ones((4, 8)), w, CFG, mk.LatentCache(4, 2, 3))
+
+
+# ---------------------------------------------------------------------------------------------
+# MLA's decode step: latent_decode_attention and latent_decode_step
+# ---------------------------------------------------------------------------------------------
+
+MLA_SMALL = mk.LatentAttentionConfig(32, 4, 8, 4, 6, 5, None)  # d=32, h=4, d_c=8, d_rope=4
+MLA_QLORA = mk.LatentAttentionConfig(24, 3, 6, 2, 4, 4, 10)  # with query compression
+
+
+@pytest.mark.parametrize("cfg", [MLA_SMALL, MLA_QLORA])
+def test_latent_decode_step_equals_last_row_of_latent_attention(cfg):
+    weights = mk.init_latent_weights(cfg, seed=4)
+    x = np.random.default_rng(4).standard_normal((9, cfg.d_model))
+    full, _ = mk.latent_attention(x, weights, cfg, causal=True)
+    cache = mk.LatentCache(cfg.kv_lora_rank, cfg.qk_rope_head_dim, max_len=9)
+    mk.latent_cached_attention(x[:8], weights, cfg, cache)  # prefill 8 tokens
+    out = mk.latent_decode_step(x[8:], weights, cfg, cache)
+    assert out.shape == (1, cfg.d_model) and len(cache) == 9
+    np.testing.assert_allclose(out, full[8:], rtol=1e-10, atol=1e-12)
+
+
+def test_latent_decode_attention_is_mqa_over_the_latents():
+    rng = np.random.default_rng(8)
+    kv = rng.standard_normal((1, 11, 8 + 4))  # (1, s, d_c + d_rope): one shared key per token
+    q = rng.standard_normal((4, 12))
+    out = mk.latent_decode_attention(q, kv, 8)
+    assert out.shape == (4, 8)
+    expected = mk.grouped_attention(q[:, None], kv, kv[..., :8])[0][:, 0]  # values: the first d_c columns
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_latent_decode_errors():
+    with pytest.raises(ValueError, match=r"^expected kv_cache of shape \(1, s, 8 \+ d_rope\), got \(2, 5, 12\)$"):
+        mk.latent_decode_attention(np.ones((4, 12)), np.ones((2, 5, 12)), 8)
+    with pytest.raises(ValueError, match=r"^expected kv_cache of shape \(1, s, 8 \+ d_rope\), got \(1, 5, 8\)$"):
+        mk.latent_decode_attention(np.ones((4, 8)), np.ones((1, 5, 8)), 8)  # no room for the rotary key
+    cache = mk.LatentCache(8, 4, max_len=4)
+    weights = mk.init_latent_weights(MLA_SMALL)
+    with pytest.raises(ValueError, match=r"^expected x_new of shape \(1, 32\) for one new token, got \(2, 32\)$"):
+        mk.latent_decode_step(np.ones((2, 32)), weights, MLA_SMALL, cache)

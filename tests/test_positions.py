@@ -202,3 +202,47 @@ def test_absorbing_w_uk_is_exact_without_rope_and_wrong_with_it():
     # the rotation of key n sits between q and W_UK: one different matrix per cached position
     per_key = [(mk.rope(q, m) @ mk.rope(np.eye(d_nope), [n] * d_nope).T @ w_uk.T) @ c_kv[n] for n in pos]
     np.testing.assert_allclose(np.ravel(per_key), with_rope[0], **TOL)
+
+
+# ---------------------------------------------------------------------------------------------
+# ALiBi (Press et al. 2022, sec. 3; non-power-of-two head counts as in the authors' code)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("h, exponents", [
+    (1, [8]),  # one head: 2**-8
+    (3, [4, 8, 2]),  # 2 heads (2**-4, 2**-8), then the first odd step of the 4-head sequence
+    (8, [1, 2, 3, 4, 5, 6, 7, 8]),  # the paper's 8 heads: 1/2 .. 1/256
+    (12, [1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1.5, 2.5, 3.5]),  # 8 heads, then 4 odd steps of the 16-head sequence
+    (16, [0.5 * k for k in range(1, 17)]),  # the paper's 16 heads: 2**-0.5 .. 2**-8
+])
+def test_alibi_slopes(h, exponents):
+    np.testing.assert_allclose(mk.alibi_slopes(h), [2.0 ** -e for e in exponents], rtol=1e-15)
+
+
+def test_alibi_bias_is_the_paper_row_and_needs_the_causal_mask():
+    # query i gets m * [-i, ..., -2, -1, 0] on keys 0..i (paper, sec. 3)
+    bias = mk.alibi_bias(2, 4)
+    m = mk.alibi_slopes(2)
+    for head in range(2):
+        for i in range(4):
+            np.testing.assert_allclose(bias[head, i, : i + 1], m[head] * -np.arange(i, -1, -1), rtol=1e-15)
+    assert (bias[:, np.triu_indices(4, 1)[0], np.triu_indices(4, 1)[1]] > 0).all()  # future keys: masked by the caller
+    np.testing.assert_array_equal(mk.alibi_bias(2, 2, 4), bias[:, 2:])  # queries are the last positions
+
+
+@PROPERTY
+@given(n=st.integers(1, 9), h=st.integers(1, 12), seed=seeds)
+def test_alibi_distance_bias_equals_a_bias_on_the_key_position_under_a_causal_mask(n, h, seed):
+    # softmax ignores a constant per row, so m * (j - i) and BLOOM's m * j give the same weights
+    scores = np.random.default_rng(seed).standard_normal((h, n, n))
+    mask = mk.causal_mask(n)
+    by_key = mk.alibi_slopes(h)[:, None, None] * np.arange(n)[None, None, :]
+    np.testing.assert_allclose(mk.masked_softmax(scores + mk.alibi_bias(h, n), mask),
+                               mk.masked_softmax(scores + by_key, mask), rtol=1e-10, atol=1e-12)
+
+
+def test_alibi_errors():
+    with pytest.raises(ValueError, match=r"^num_heads must be a positive integer, got 0$"):
+        mk.alibi_slopes(0)
+    with pytest.raises(ValueError, match=r"^s \(2\) must be at least n \(3\): the queries are the last positions$"):
+        mk.alibi_bias(4, 3, 2)

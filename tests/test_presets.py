@@ -5,6 +5,7 @@ file: each value with the source it was read from and how far it was verified. T
 never skip. A new model is one record in ``mha_kit/models.py`` plus one row in ``PRESET_FOR``.
 """
 import json
+from dataclasses import replace
 import re
 from pathlib import Path
 
@@ -74,6 +75,8 @@ def test_record_matches_facts(model):
     assert facts.sliding_window == model.get("sliding_window")  # absent in the file: full attention
     assert facts.vocab_size == model["vocab_size"]
     assert facts.intermediate_size == model["intermediate_size"]
+    assert facts.total_params == model.get("total_params")  # absent in the file: derived or unknown
+    assert facts.active_params == model.get("active_params")
 
 
 @pytest.mark.parametrize("name", list(mk.MODEL_FACTS))
@@ -194,3 +197,44 @@ def test_dense_decoder_params_refuses_other_layouts():
         mk.dense_decoder_params(mk.MODEL_FACTS["gemma-2-9b"])
     with pytest.raises(ValueError, match=r"^expected a ModelFacts record \(mk.MODEL_FACTS\[name\]\), got AttentionConfig$"):
         mk.dense_decoder_params(mk.PRESETS["llama-3-8b"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Logit soft-capping (Gemma 2) and the local/global layer layouts
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+def test_softcaps_match_facts(model):
+    facts = mk.MODEL_FACTS[PRESET_FOR[model["name"]]]
+    assert facts.attn_logit_softcap == model.get("attn_logit_softcapping")  # absent in the file: no cap
+    assert facts.final_logit_softcap == model.get("final_logit_softcapping")
+
+
+def test_only_gemma_2_caps_its_logits():
+    caps = {name: (f.attn_logit_softcap, f.final_logit_softcap) for name, f in mk.MODEL_FACTS.items()
+            if f.attn_logit_softcap is not None or f.final_logit_softcap is not None}
+    assert caps == {"gemma-2-9b": (50.0, 30.0)}
+
+
+@pytest.mark.parametrize("bad", [0, -30.0, True, "30", float("inf")])
+def test_softcap_must_be_a_positive_number(bad):
+    with pytest.raises(ValueError, match=rf"^final_logit_softcap must be None or a positive number, got {bad!r}$"):
+        replace(mk.MODEL_FACTS["gemma-2-9b"], final_logit_softcap=bad)
+
+
+def test_layer_layouts():
+    gemma2, gemma3 = mk.LAYER_LAYOUTS["gemma-2"], mk.LAYER_LAYOUTS["gemma-3"]
+    assert (gemma2.local_per_global, gemma2.window) == (1, 4096)
+    assert (gemma3.local_per_global, gemma3.window) == (5, 1024)
+    assert gemma2.window == mk.MODEL_FACTS["gemma-2-9b"].sliding_window  # one fact, two records that agree
+    assert gemma2.global_layers(42) == 21 and gemma3.global_layers(42) == 7 and gemma3.global_layers(62) == 10
+    keys = _bib_keys()
+    for layout in mk.LAYER_LAYOUTS.values():
+        assert {k.strip() for k in layout.cite.split(",")} <= keys and "sec. 2" in layout.source
+
+
+def test_layer_layout_is_validated():
+    with pytest.raises(ValueError, match=r"^window must be a positive integer, got 0$"):
+        mk.LayerLayout(name="x", title="X", local_per_global=1, window=0, cite="gemma2", source="made up")
+    with pytest.raises(ValueError, match=r"^num_layers must be a positive integer"):
+        mk.LAYER_LAYOUTS["gemma-3"].global_layers(0)

@@ -179,9 +179,11 @@ One sentence of lead-in.
 :::{admonition} [M] Q2. How big is the cache per token?
 :class: dropdown followup
 
-**Strong answer.** It is {glue:text}`per_token` for $h_{kv} = 8$.
+**Strong answer.** It is {glue:text}`per_token` for $h_{kv} = 8$: it counts the key-value heads, in bf16.
 
-**Listening for.** The formula first.
+**Listening for.**
+- cache scales with h_kv, not h: "counts the key-value heads"
+- precision stated: "in bf16"
 
 **Trap.** Counting query heads.
 :::
@@ -240,6 +242,10 @@ def test_followup_admonitions_become_cards(tmp_path):
     assert "320 KiB" in card["answer_html"]  # the glued number, resolved
     assert "Strong answer." in card["answer_html"] and "Trap." in card["answer_html"]
     assert "math" in card["answer_html"]  # the formula stays for MathJax
+    assert card["rubric"] == [{"beat": "cache scales with h_kv, not h", "anchor": "counts the key-value heads"},
+                              {"beat": "precision stated", "anchor": "in bf16"}]
+    rubric_html = card["answer_html"].split("Listening for.", 1)[1]
+    assert 'class="mha-rubric' in rubric_html and rubric_html.count("<li>") == 2  # the list, styled, in the card
 
 
 def test_a_book_without_chains_has_no_cards(tmp_path):

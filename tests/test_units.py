@@ -182,3 +182,31 @@ def test_format_bytes_auto_unit_is_between_1_and_1024(n):
 )
 def test_format_percent(fraction, precision, text):
     assert mk.format_percent(fraction, precision) == text
+
+
+@pytest.mark.parametrize(
+    "difference, bound, text",
+    [
+        (8.9e-16, 1e-12, "below 1e-12"),  # stored by one CPU ...
+        (1.0e-15, 1e-12, "below 1e-12"),  # ... and by the next: one text for both
+        (0.0, 1e-12, "below 1e-12"),
+        (1e-12, 1e-12, "1.0e-12 (above 1e-12)"),  # the bound itself is not rounding
+        (0.25, 1e-12, "2.5e-01 (above 1e-12)"),
+        (3e-9, 1e-8, "below 1e-08"),
+        (np.float32(2e-13), 1e-12, "below 1e-12"),  # numpy scalars are numbers too
+    ],
+)
+def test_format_difference(difference, bound, text):
+    assert mk.format_difference(difference, bound) == text
+
+
+@pytest.mark.parametrize("difference", [-1e-16, float("nan"), "1e-16", None])
+def test_format_difference_refuses_what_is_not_a_difference(difference):
+    with pytest.raises(ValueError, match=r"^difference must be a non-negative number, got "):
+        mk.format_difference(difference)
+
+
+@pytest.mark.parametrize("bound", [0, -1e-12, float("nan")])
+def test_format_difference_refuses_a_bound_that_is_not_positive(bound):
+    with pytest.raises(ValueError, match=r"^bound must be a positive number, got "):
+        mk.format_difference(1e-16, bound)

@@ -1,8 +1,10 @@
 """Sphinx extension: the chapters' follow-up chains as flashcards for the drills page.
 
 Every admonition with the class ``followup`` (the chain format: a title ``[E] Q1. ...`` and the
-parts "Strong answer", "Listening for", "Trap") becomes one card. Cards are read when the build
-has finished, from each page's doctree after Sphinx resolved it (glued numbers, references and
+parts "Strong answer", "Listening for", "Trap") becomes one card. "Listening for" is the rubric, a
+bullet list of ``<beat>: "<anchor>"`` lines: the card keeps it in its answer, marked with the class
+``mha-rubric`` for the page's style sheet, and as a list of ``{"beat", "anchor"}`` records. Cards
+are read when the build has finished, from each page's doctree after Sphinx resolved it (glued numbers, references and
 all), in the reading order of the table of contents, and written to ``_static/mha-flashcards.js``
 (and ``.json``). A book without chains gets an empty list, which the page reports as "no
 flashcards yet".
@@ -15,7 +17,9 @@ from pathlib import Path
 from docutils import nodes
 
 CLASS = "followup"
+RUBRIC_CLASS = "mha-rubric"
 _TAG = re.compile(r"^\s*\[(?P<tag>[EMH])\]\s*")
+_BEAT = re.compile(r'^(?P<beat>.+?):\s*["\u201c](?P<anchor>[^"\u201d]+)["\u201d]$')
 
 
 def reading_order(env):
@@ -51,13 +55,29 @@ def _question_fragment(builder, title):
     return builder.render_partial(inline)["fragment"].strip()
 
 
+def rubric_of(body):
+    """The beats of the list that follows the "Listening for." paragraph, marked for the style sheet.
+
+    ``body`` is a card's copied answer nodes; the list gets the class :data:`RUBRIC_CLASS`. Returns
+    ``[{"beat": ..., "anchor": ...}]`` in order, ``[]`` for a chain in the older format (no list).
+    """
+    for node, following in zip(body, body[1:]):
+        if isinstance(node, nodes.paragraph) and node.astext().startswith("Listening for.") \
+                and isinstance(following, nodes.bullet_list):
+            following["classes"].append(RUBRIC_CLASS)
+            beats = [_BEAT.match(" ".join(item.astext().split())) for item in following.children]
+            return [{"beat": m["beat"], "anchor": m["anchor"]} for m in beats if m]
+    return []
+
+
 def cards_in(doctree, builder, docname):
     """The follow-up admonitions of one resolved doctree, as card records."""
     cards = []
     for admonition in doctree.findall(nodes.admonition):
         if CLASS not in admonition["classes"] or not isinstance(admonition.children[0], nodes.title):
             continue
-        title, body = admonition.children[0], admonition.children[1:]
+        title, body = admonition.children[0], [child.deepcopy() for child in admonition.children[1:]]
+        rubric = rubric_of(body)
         text = title.astext()
         match = _TAG.match(text)
         parent = admonition.parent
@@ -71,6 +91,7 @@ def cards_in(doctree, builder, docname):
             "question_text": _TAG.sub("", text, count=1),
             "question_html": _question_fragment(builder, title),
             "answer_html": _fragment(builder, body),
+            "rubric": rubric,
         })
     return cards
 

@@ -36,12 +36,10 @@ REFERENCE_CALLS = {
     "blockwise_answer": "def blockwise_attention(q, k, v, block_size):\n"
                         "    return mk.flash_attention(q, k, v, block_size=block_size)",
     "score_bytes_answer": "def score_bytes_saved(cfg, n, bits=16):\n    return mk.score_matrix_bytes(cfg, n, bits)",
+    "merge_states_answer": "def merge_states(state_a, state_b):\n    return mk.merge_softmax_states(state_a, state_b)",
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
-#: choice) on what the graded kit allows, which has no function that answers it.
-NO_REFERENCE = {
-    # mk.online_softmax_update (Q1's, not available here) adds a block of scores to a state; no
-    # mha_kit function merges two states, and no call of it gives the merged state's m
-    "merge_states_answer": "rescaling arithmetic on two states; no mha_kit function merges states",
-}
+#: choice) on what the graded kit allows, which has no function that answers it. (Q2's merge has
+#: one since the Flash-Decoding chapter: mk.merge_softmax_states, in REFERENCE_CALLS above.)
+NO_REFERENCE = {}

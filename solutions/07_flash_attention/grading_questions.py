@@ -64,9 +64,10 @@ def state_inputs(n, d_v, seed, empty_row):
     return states
 
 
-def _merged(a, b, flip=1.0):
+def _merged_upside_down(a, b):
+    """The classic wrong merge: each side scaled by exp(m_new - m_old), at least 1, instead of its inverse."""
     m = np.maximum(a[0], b[0])
-    alpha, beta = np.exp(flip * (a[0] - m)), np.exp(flip * (b[0] - m))
+    alpha, beta = np.exp(m - a[0]), np.exp(m - b[0])
     return m, alpha * a[1] + beta * b[1], alpha[:, None] * a[2] + beta[:, None] * b[2]
 
 
@@ -76,8 +77,9 @@ def _merge_states(got, n, d_v, seed, empty_row):
     summed = (np.maximum(a[0], b[0]), a[1] + b[1], a[2] + b[2])
     with np.errstate(over="ignore", invalid="ignore"):
         wrong = {"rescale each state's l and acc by exp(m_old - m_new) before adding them": summed,
-                 "the factor is exp(m_old - m_new), at most 1, not exp(m_new - m_old)": _merged(a, b, flip=-1.0)}
-    _expect_state(got, _merged(a, b), f"the merged state (n={n}, d_v={d_v}, empty row={empty_row})", wrong=wrong)
+                 "the factor is exp(m_old - m_new), at most 1, not exp(m_new - m_old)": _merged_upside_down(a, b)}
+    expected = mk.merge_softmax_states(a, b)  # the one merge in mha_kit (Flash-Decoding merges its splits with it)
+    _expect_state(got, expected, f"the merged state (n={n}, d_v={d_v}, empty row={empty_row})", wrong=wrong)
 
 
 def qkv_inputs(n, s, d_h, seed):

@@ -1,0 +1,120 @@
+"""Linear attention: a fixed-size recurrent state in place of a cache that grows with the context.
+
+Replace the softmax similarity ``exp(q . k / sqrt(d_h))`` by a product of features
+``phi(q) . phi(k)`` (Katharopoulos et al. 2020, sec. 3.2, eq. 4-6). The sums over keys then
+factor out of the query:
+
+    out_i = phi(q_i) @ (sum_j phi(k_j) v_j^T) / (phi(q_i) @ sum_j phi(k_j))
+
+so a causal model carries only ``S = sum_j phi(k_j) v_j^T`` (``d_phi x d_v``) and
+``z = sum_j phi(k_j)`` (``d_phi``) from token to token (sec. 3.4, the recurrent form), however
+long the context. :func:`linear_attention` computes it both ways: ``"parallel"`` forms the
+``n x s`` matrix of similarities like ordinary attention, ``"recurrent"`` walks the tokens with
+the state; they agree to rounding.
+
+Book: chapter "After GQA and MLA: sparse, linear and state-space hybrids".
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .attention import _check_qkv, causal_mask
+
+#: The forms :func:`linear_attention` computes.
+LINEAR_FORMS = ("parallel", "recurrent")
+
+
+def elu_feature_map(x):
+    """``elu(x) + 1``: the feature map of Katharopoulos et al. (2020, sec. 3.2.1), always positive.
+
+    ``x + 1`` for ``x > 0`` and ``exp(x)`` otherwise.
+    """
+    x = np.asarray(x)
+    x = x.astype(np.result_type(x.dtype, np.float32), copy=False)  # ints -> float64, float32 stays
+    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+
+
+def linear_attention_state(k, v, feature_map=elu_feature_map):
+    """The recurrent state after reading every key: ``S = sum_j phi(k_j) v_j^T`` and ``z = sum_j phi(k_j)``.
+
+    Parameters
+    ----------
+    k : ndarray, shape (..., s, d_h)
+    v : ndarray, shape (..., s, d_v)
+    feature_map : callable
+        ``phi``, applied to the last axis; :func:`elu_feature_map` by default.
+
+    Returns
+    -------
+    S : ndarray, shape (..., d_phi, d_v)
+    z : ndarray, shape (..., d_phi)
+        Their sizes do not depend on ``s``.
+    """
+    phi_k = feature_map(np.asarray(k))  # (..., s, d_phi)
+    return np.swapaxes(phi_k, -1, -2) @ np.asarray(v), phi_k.sum(axis=-2)  # (..., d_phi, s) @ (..., s, d_v)
+
+
+def _divide(numerator, denominator):
+    """``numerator / denominator[..., None]``, refusing a normaliser that is not positive."""
+    if not (denominator > 0).all():
+        raise ValueError(f"linear attention needs a positive normaliser phi(q) . sum phi(k) for every query; "
+                         f"the feature map gave a smallest value of {denominator.min()!r} (use a positive map "
+                         "such as elu(x) + 1)")
+    return numerator / denominator[..., None]
+
+
+def _parallel(phi_q, phi_k, v, causal):
+    scores = phi_q @ np.swapaxes(phi_k, -1, -2)  # (..., n, d_phi) @ (..., d_phi, s) -> (..., n, s)
+    if causal:
+        scores = np.where(causal_mask(phi_q.shape[-2], phi_k.shape[-2]), scores, 0.0)
+    return _divide(scores @ v, scores.sum(axis=-1))  # (..., n, s) @ (..., s, d_v) -> (..., n, d_v)
+
+
+def _recurrent(phi_q, phi_k, v, causal):
+    n, s = phi_q.shape[-2], phi_k.shape[-2]
+    if not causal:  # every query reads the state after the last key
+        state, z = np.swapaxes(phi_k, -1, -2) @ v, phi_k.sum(axis=-2)
+        return _divide(phi_q @ state, (phi_q * z[..., None, :]).sum(axis=-1))
+    state = np.zeros(np.broadcast_shapes(phi_k.shape[:-2], v.shape[:-2]) + (phi_k.shape[-1], v.shape[-1]))
+    z = np.zeros(state.shape[:-1])  # (..., d_phi)
+    outs = []
+    for j in range(s):  # token j writes its key and value into the state; queries at j read it
+        state = state + phi_k[..., j, :, None] * v[..., j, None, :]  # (..., d_phi, 1) * (..., 1, d_v)
+        z = z + phi_k[..., j, :]
+        if j >= s - n:  # query i = j - (s - n) sits at position j
+            q_j = phi_q[..., j - (s - n), :]  # (..., d_phi)
+            outs.append(_divide((q_j[..., None, :] @ state)[..., 0, :], (q_j * z).sum(axis=-1)))
+    return np.stack(outs, axis=-2)
+
+
+def linear_attention(q, k, v, causal=True, form="parallel", feature_map=elu_feature_map):
+    """Linear attention ``phi(q) phi(k)^T v``, normalised per query, in its parallel or recurrent form.
+
+    Parameters
+    ----------
+    q : ndarray, shape (..., n, d_h)
+    k : ndarray, shape (..., s, d_h)
+    v : ndarray, shape (..., s, d_v)
+    causal : bool
+        Query ``i`` sits at position ``s - n + i`` and reads keys up to it (the convention of
+        :func:`mha_kit.causal_mask`); otherwise every query reads every key.
+    form : {"parallel", "recurrent"}
+        ``"parallel"``: the ``n x s`` similarities ``phi(q) phi(k)^T``, masked and normalised
+        (eq. 4-6). ``"recurrent"``: one token at a time through the state ``S``, ``z`` (sec. 3.4).
+    feature_map : callable
+        ``phi``; it must make every normaliser positive. :func:`elu_feature_map` by default.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v)
+
+    Book: chapter "After GQA and MLA: sparse, linear and state-space hybrids".
+    """
+    q, k, v = (np.asarray(a) for a in (q, k, v))
+    _check_qkv(q, k, v)
+    if form not in LINEAR_FORMS:
+        raise ValueError(f"form must be one of {LINEAR_FORMS}, got {form!r}")
+    if causal and q.shape[-2] > k.shape[-2]:
+        raise ValueError(f"causal linear attention needs n <= s: {q.shape[-2]} queries, {k.shape[-2]} keys")
+    phi_q, phi_k = feature_map(q), feature_map(k)
+    return (_parallel if form == "parallel" else _recurrent)(phi_q, phi_k, v, causal)

@@ -1,0 +1,124 @@
+"""Designed answers of 11_serving_2026 for the grading tests (read by ``tests/grading_support.py``).
+
+The course's file, not the learner's: never released, never in the folder the grading kernel runs
+in (``nbgrader_config.py`` ignores ``grading_*.py``). Formats in ``tests/grading_support.py``.
+"""
+
+#: Plausible wrong answers: (name, answer grade_id, old text, new text, test cells that must score
+#: zero). Every other test cell must keep full marks. Each is caught by a visible case.
+WRONG_ANSWERS = [
+    # the closed form alone: ZeroDivisionError for the draft that always agrees (visible alpha = 1)
+    ("tokens_divide_by_zero_at_alpha_one", "expected_tokens_answer",
+     "    if alpha == 1:\n        return float(k + 1)  # every draft passes, then the bonus token\n", "",
+     {"expected_tokens_alpha_and_k"}),
+    # k positions instead of k + 1: right at alpha = 1 (the branch), wrong at alpha = 0.8
+    ("tokens_one_position_short", "expected_tokens_answer", "alpha ** (k + 1)", "alpha ** k",
+     {"expected_tokens_alpha_and_k"}),
+    # a fully cached prompt of whole blocks reuses all of them (visible request 4)
+    ("reuse_without_last_token", "block_reuse_answer",
+     "min(matched, len(prompt) - 1) // block_size * block_size", "matched", {"block_reuse_stream_of_six"}),
+    # caps at len - 1 tokens but keeps the part of a block before the last token (visible request 4)
+    ("reuse_counts_partial_block", "block_reuse_answer",
+     "min(matched, len(prompt) - 1) // block_size * block_size", "min(matched, len(prompt) - 1)",
+     {"block_reuse_stream_of_six"}),
+    # blocks keyed by their own tokens: a block after another prefix matches (visible request 3)
+    ("reuse_blocks_not_leading", "block_reuse_answer", "return tuple(tokens[:end])",
+     "return tuple(tokens[end - block_size:end])", {"block_reuse_stream_of_six"}),
+    ("fp8_two_bytes_per_number", "fp8_batch_answer", "per_sequence = numbers  # FP8: one byte per number",
+     "per_sequence = 2 * numbers", {"fp8_batch_llama3_70b_8_h100"}),
+    ("fp8_query_heads", "fp8_batch_answer", "2 * cfg.num_kv_heads * cfg.head_dim", "2 * cfg.num_heads * cfg.head_dim",
+     {"fp8_batch_llama3_70b_8_h100"}),
+    # right for the 64-token prompt (memory-bound), half the compute time for 2,048 tokens
+    ("ttft_one_flop_per_weight", "ttft_answer", "compute = 2 * multiplied", "compute = multiplied",
+     {"ttft_llama3_8b_h100"}),
+    ("ttft_adds_the_two_times", "ttft_answer", "return max(memory, compute)", "return memory + compute",
+     {"ttft_llama3_8b_h100"}),
+    ("handoff_gbit_read_as_gbyte", "handoff_answer", "link_gbit_per_s * 1e9 / 8", "link_gbit_per_s * 1e9",
+     {"handoff_llama3_70b_infiniband"}),
+]
+
+#: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
+#: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
+#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+REFERENCE_CALLS = {
+    "expected_tokens_answer": "def expected_tokens(alpha, k):\n    return mk.speculative_expected_tokens(alpha, k)",
+    "block_reuse_answer": "def block_reuse(requests, block_size):\n"
+                          "    return mk.serve_stream(mk.PrefixBlockCache(block_size, 10**6), requests)",
+    "fp8_batch_answer": "def fp8_batch(cfg, context_len, free_bytes):\n"
+                        "    per_sequence = mk.kv_cache_bytes(cfg, context_len, dtype='fp8_e4m3')\n"
+                        "    return per_sequence, free_bytes // per_sequence",
+    "ttft_answer": "def ttft_seconds(facts, gpu, prompt_tokens):\n"
+                   "    return mk.roofline_step(facts, gpu)(prompt_tokens, 0, 0)",
+    "handoff_answer": "def handoff_seconds(cfg, prompt_tokens, link_gbit_per_s, bits=16):\n"
+                      "    return mk.kv_transfer_seconds(cfg, prompt_tokens, link_gbit_per_s * 1e9 / 8, bits)",
+}
+
+#: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
+#: choice) on what the learner edition allows, which has no function that answers it.
+NO_REFERENCE = {}
+
+HONEST_11 = {
+    # a sum over positions instead of the closed form, with type hints
+    "expected_tokens_answer": '''def expected_tokens(alpha: float, k: int) -> float:
+    """Position i of the step is reached when the i drafts before it all pass."""
+    return float(sum(alpha ** i for i in range(k + 1)))''',
+    # a longest-prefix walk over a dict of cached block contents, one dict per depth
+    "block_reuse_answer": '''from collections import namedtuple
+
+Reuse = namedtuple("Reuse", "prompt_tokens reused")
+
+
+def block_reuse(requests, block_size):
+    """Prompt tokens each request reuses."""
+    children = {}  # (parent node id, block tokens) -> node id: a tree of full blocks
+    out = []
+    for prompt, output in requests:
+        node, depth, usable = 0, 0, (len(prompt) - 1) // block_size
+        while depth < usable and (node, tuple(prompt[depth * block_size:(depth + 1) * block_size])) in children:
+            node = children[node, tuple(prompt[depth * block_size:(depth + 1) * block_size])]
+            depth += 1
+        out.append(Reuse(len(prompt), depth * block_size).reused)
+        sequence, node = [*prompt, *output], 0
+        for start in range(0, len(sequence) - block_size + 1, block_size):
+            node = children.setdefault((node, tuple(sequence[start:start + block_size])), len(children) + 1)
+    return out''',
+    # a namedtuple result (sent as a tuple), numpy ints turned into plain ints
+    "fp8_batch_answer": '''from collections import namedtuple
+
+Fit = namedtuple("Fit", "bytes_per_sequence sequences")
+
+
+def fp8_batch(cfg, context_len, free_bytes):
+    per_token = int(np.prod([2, cfg.num_layers, cfg.num_kv_heads, cfg.head_dim]))  # one byte each
+    per_sequence = per_token * context_len
+    return Fit(per_sequence, int(free_bytes) // per_sequence)''',
+    # the roofline helper every assignment may use, in milliseconds first
+    "ttft_answer": '''def ttft_seconds(facts, gpu, prompt_tokens):
+    weights = mk.dense_decoder_params(facts)
+    flops = 2 * (weights - facts.vocab_size * facts.config.d_model) * prompt_tokens
+    ms = 1e3 * mk.roofline.roofline_seconds(2 * weights, flops, gpu.hbm_bandwidth, gpu.bf16_flops)
+    return ms / 1e3''',
+    # bits over bits per second, with math.ceil on an exact integer division
+    "handoff_answer": '''import math
+
+
+def handoff_seconds(cfg, prompt_tokens, link_gbit_per_s, bits=16):
+    cache_bits = 8 * math.ceil(prompt_tokens * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * bits / 8)
+    return cache_bits / (link_gbit_per_s * 10**9)''',
+}
+
+#: Honest answers written in other ways than the solution's: (name, {answer grade_id: new source},
+#: (answer grade_id, source of an extra cell after it) or None); each must score full marks.
+HONEST = [
+    ("honest_other_ways", HONEST_11, ("block_reuse_answer", "print(block_reuse([([1, 2, 3], [4])], 2))")),
+]
+
+#: A right answer that makes numpy warn: ``np.where`` computes both branches, so alpha = 1 divides
+#: 0 by 0 ("invalid value encountered"). The grader of this branch still scores a test cell that
+#: writes to stderr as failed (nbgrader's rule); the grading pipeline of issue 24 turns a warning of
+#: the learner's code into a note. It joins HONEST when that pipeline is merged.
+HONEST_WARNS = [
+    ("where_warns_at_alpha_one", {"expected_tokens_answer": '''def expected_tokens(alpha, k):
+    a = np.float64(alpha)
+    return float(np.where(a == 1, k + 1, (1 - a ** (k + 1)) / (1 - a)))'''}, None),
+]

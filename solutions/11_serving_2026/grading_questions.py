@@ -1,0 +1,169 @@
+"""The judge's questions of 11_serving_2026: each question id's reference and diagnostic messages.
+
+Loaded by path, in the grading process only, by :mod:`mha_course.judge.questions` (which holds the
+shared machinery: the :func:`~mha_course.judge.questions.question` decorator and helpers); never in
+the grading kernel, never released (``nbgrader_config.py`` ignores ``grading_*.py``).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+import mha_kit as mk
+from mha_course.expect import expect_float, expect_int
+from mha_course.judge.cases import config
+from mha_course.judge.questions import question
+from mha_course.judge.questions import spec_name as _name
+
+
+def _expect_seconds(got, expected, what, slips, rtol):
+    """``expect_float``, after naming the first designed slip ``(value, hint)`` that ``got`` equals."""
+    if isinstance(got, numbers.Real) and not isinstance(got, bool):
+        for value, hint in slips:
+            if not math.isclose(value, expected, rel_tol=rtol) and math.isclose(float(got), value, rel_tol=rtol):
+                raise AssertionError(f"{what}: expected {expected:.6g}, got {float(got):.6g}: {hint}")
+    expect_float(got, expected, what, rtol=rtol)
+
+
+# --- Q1: speculative decoding ----------------------------------------------------------------------
+
+def _emitted(alpha, positions):
+    """``1 + alpha + ... + alpha^(positions - 1)``, the limit at ``alpha = 1`` included."""
+    return float(positions) if alpha == 1 else (1 - alpha ** positions) / (1 - alpha)
+
+
+@question("expected_tokens", lambda alpha, k: f"expected tokens per step (alpha={alpha}, k={k})")
+def _expected_tokens(got, alpha, k):
+    slips = [(_emitted(alpha, k), "one position short: the step can emit k + 1 tokens"),
+             (k * alpha, "k * alpha checks every draft: the first rejection ends the checking"),
+             (_emitted(alpha, k + 1) - 1, "accepted drafts only: every step also adds one token of the target's"),
+             (math.inf if alpha == 1 else 1 / (1 - alpha), "that is the limit for any k: only k drafts are checked")]
+    _expect_seconds(got, mk.speculative_expected_tokens(alpha, k),
+                    f"expected tokens per step (alpha={alpha}, k={k})", slips, rtol=1e-9)
+
+
+# --- Q2: prefix caching --------------------------------------------------------------------------
+
+def _tokens(items):
+    """Token ids of a case: ints, and ``(start, stop)`` pairs for runs (as the test cell's ``_call``)."""
+    return [t for item in items for t in (range(*item) if type(item) is tuple else [item])]
+
+
+def _stream(requests):
+    return [(_tokens(prompt), _tokens(output)) for prompt, output in requests]
+
+
+def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=True):
+    """Reused tokens per request with one rule of the question left out (a flag set to False)."""
+    def key(tokens, end):
+        return tuple(tokens[:end]) if chained else tuple(tokens[end - size:end])
+
+    cached, reused = set(), []
+    for prompt, output in stream:
+        matched = 0
+        while matched + size <= len(prompt) and key(prompt, matched + size) in cached:
+            matched += size
+        kept = min(matched, len(prompt) - 1) if cap else matched
+        reused.append(kept // size * size if whole else kept)
+        sequence = prompt + (output if outputs else [])
+        cached.update(key(sequence, end) for end in range(size, len(sequence) + 1, size))
+    return reused
+
+
+def _reuse_slips(stream, size):
+    """``[(reused per request, hint)]`` of the designed mistakes, most telling first."""
+    everything = sum(len(p) + len(o) for p, o in stream) + 1
+    return [
+        (mk.serve_stream(mk.RadixPrefixCache(everything), stream),
+         "only full blocks are shared: the tokens of a part-matching block are computed again"),
+        (_reuse_with_slip(stream, size, whole=False), "reuse comes in whole blocks: the last token's block is computed again"),
+        (_reuse_with_slip(stream, size, cap=False), "the last prompt token is always computed again, even when cached"),
+        (_reuse_with_slip(stream, size, chained=False),
+         "a block matches only after the same prefix: its key covers all tokens before it"),
+        (_reuse_with_slip(stream, size, outputs=False), "a finished request leaves the blocks of its output in the cache too"),
+    ]
+
+
+def _describe_reuse(requests, size):
+    return f"prompt tokens reused ({len(requests)} requests, blocks of {size})"
+
+
+@question("block_reuse", _describe_reuse)
+def _block_reuse(got, requests, size):
+    stream, what = _stream(requests), _describe_reuse(requests, size)
+    cache = mk.PrefixBlockCache(size, sum(len(p) + len(o) for p, o in stream) // size + 1)  # never evicts
+    expected = mk.serve_stream(cache, stream)
+    if type(got) is not list:
+        raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}")
+    if len(got) != len(expected):
+        raise AssertionError(f"{what}: expected {len(expected)} numbers (one per request), got {len(got)}")
+    for item in got:
+        if type(item) is not int:
+            raise AssertionError(f"{what}: expected plain ints, got {type(item).__name__} ({item!r})")
+    if got == expected:
+        return
+    i = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
+    message = f"{what}: request {i} reuses {expected[i]}, got {got[i]}"
+    hint = next((hint for wrong, hint in _reuse_slips(stream, size) if wrong != expected and got == wrong), None)
+    raise AssertionError(f"{message}: {hint}" if hint else message)
+
+
+# --- Q3: FP8 cache -------------------------------------------------------------------------------
+
+@question("fp8_batch", lambda model, gpu, num_gpus, context_len:
+          f"FP8 cache of {model} on {num_gpus} x {gpu} ({context_len:,} tokens)")
+def _fp8_batch(got, model, gpu, num_gpus, context_len):
+    cfg = mk.PRESETS[model]
+    weights = mk.elements_to_bytes(mk.dense_decoder_params(mk.MODEL_FACTS[model]), "bf16")
+    free = num_gpus * mk.GPUS[gpu].hbm_bytes - weights
+    per_sequence = mk.kv_cache_bytes(cfg, context_len, dtype="fp8_e4m3")
+    if type(got) is not tuple or len(got) != 2:
+        raise AssertionError(f"expected (bytes_per_sequence, sequences) as a tuple of 2 ints, got {type(got).__name__}")
+    hints = {2: "FP8 stores one byte per number", Fraction(1, 2): "did you forget K or V?",
+             Fraction(1, cfg.num_layers): "one layer's worth: count every layer"}
+    hints.setdefault(cfg.num_heads // cfg.num_kv_heads, "count the key-value heads (h_kv), not h")
+    expect_int(got[0], per_sequence, f"FP8 bytes per sequence of {model} ({context_len:,} tokens)", hints=hints)
+    fits = free // per_sequence
+    expect_int(got[1], fits, f"sequences of {model} that fit in {free:,} bytes",
+               wrong={fits + 1: "a sequence needs its whole cache: round down"})
+
+
+# --- Q4: time to first token ---------------------------------------------------------------------
+
+@question("ttft_seconds", lambda model, gpu, n: f"TTFT of {model} on one {gpu} ({n:,}-token prompt)")
+def _ttft(got, model, gpu, n):
+    facts, chip = mk.MODEL_FACTS[model], mk.GPUS[gpu]
+    step = mk.roofline_step(facts, chip)
+    memory = step.weight_bytes / chip.hbm_bandwidth
+    compute = step.flops_per_token * n / chip.bf16_flops
+    every_weight = 2 * mk.dense_decoder_params(facts) * n / chip.bf16_flops
+    slips = [(memory + compute, "the step takes the longer of the two times, not their sum"),
+             (max(memory, compute / 2), "compute too fast by half: a multiply-add is 2 FLOPs"),
+             (memory, "the weights' read only: a long prompt is compute-bound"),
+             (compute, "compute only: reading the weights sets the pace of a short prompt"),
+             (max(memory, every_weight), "the input embedding table is looked up, not multiplied"),
+             (max(memory / 2, compute), "memory time too short by half: a bf16 weight is 2 bytes"),
+             (1e3 * step(n, 0, 0), "seconds, not milliseconds")]
+    _expect_seconds(got, step(n, 0, 0), f"TTFT of {model} on one {gpu} ({n:,}-token prompt)", slips, rtol=1e-3)
+
+
+# --- Q5: KV transfer -----------------------------------------------------------------------------
+
+@question("handoff_seconds", lambda spec, n, gbit, bits:
+          f"handoff of {_name(spec)}'s cache ({n:,} tokens, {gbit} Gb/s, {bits}-bit)")
+def _handoff(got, spec, n, gbit, bits):
+    cfg = config(spec)
+    expected = mk.kv_transfer_seconds(cfg, n, gbit * 1e9 / 8, bits)
+    hints = {}
+    for ratio, hint in ((Fraction(1, 8), "a link rated in Gb/s moves gigabits: 8 bits to a byte"),
+                        (8, "bits for bytes?"),
+                        (Fraction(1, 2), "did you forget K or V?"),
+                        (Fraction(1, cfg.num_layers), "one layer's worth: every layer's cache moves"),
+                        (cfg.num_heads // cfg.num_kv_heads, "h for h_kv?"),
+                        (10**9 / 2**30, "giga in a link rate is 10^9, not 2^30"),
+                        (1000, "seconds, not milliseconds")):
+        if ratio != 1:
+            hints[ratio] = f"{hints[ratio]} {hint}" if ratio in hints else hint
+    expect_float(got, expected, f"handoff of {_name(spec)}'s cache ({n:,} tokens, {gbit} Gb/s, {bits}-bit)",
+                 hints={float(r): h for r, h in hints.items()}, rtol=1e-6)

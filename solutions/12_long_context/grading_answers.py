@@ -1,0 +1,113 @@
+"""Designed answers of 12_long_context for the grading tests (read by ``tests/grading_support.py``).
+
+The course's file, not the learner's: never released, never in the folder the grading kernel runs
+in (``nbgrader_config.py`` ignores ``grading_*.py``). Formats in ``tests/grading_support.py``.
+"""
+
+#: Plausible wrong answers: (name, answer grade_id, old text, new text, test cells that must score
+#: zero). Every other test cell must keep full marks. Each fails a visible case with its diagnosis.
+WRONG_ANSWERS = [
+    # position interpolation instead of llama3: every pair slowed, the fast ones too
+    ("llama3_divides_every_pair", "llama3_answer", 'return smooth * theta + (1 - smooth) * theta / rope_scaling["factor"]',
+     'return theta / rope_scaling["factor"]', {"llama3_inv_freq_llama31"}),
+    ("llama3_blend_reversed", "llama3_answer", "return smooth * theta + (1 - smooth) * theta",
+     "return (1 - smooth) * theta + smooth * theta", {"llama3_inv_freq_llama31"}),
+    # turns per radian instead of per full turn: the bands move
+    ("llama3_without_two_pi", "llama3_answer", "wavelength = 2 * np.pi / theta", "wavelength = 1 / theta",
+     {"llama3_inv_freq_llama31"}),
+    ("sinks_evicted", "sink_positions_answer", "return sinks + recent",
+     "return list(range(max(num_tokens - window, 0), num_tokens))", {"sink_positions_short_and_long"}),
+    # the sinks and the last window added up before the cache is full: positions held twice (visible, 10 tokens)
+    ("sinks_and_window_overlap", "sink_positions_answer", "max(num_tokens - window, n_sink)",
+     "max(num_tokens - window, 0)", {"sink_positions_short_and_long"}),
+    ("merge_averages_outputs", "merge_splits_answer", "weights = np.exp(lses - m)", "weights = np.ones_like(lses)",
+     {"merge_splits_large_lse"}),
+    # exp of the raw log-sum-exps: right near 0, inf and NaN near 1,000 (the visible second case)
+    ("merge_without_max_shift", "merge_splits_answer", "m = lses.max(axis=0)", "m = np.zeros(lses.shape[1])",
+     {"merge_splits_large_lse"}),
+    ("soft_cap_hard_clip", "soft_cap_answer", "return cap * np.tanh(scores / cap)",
+     "return np.clip(scores, -cap, cap)", {"soft_cap_gemma2"}),
+    ("soft_cap_tanh_then_scale", "soft_cap_answer", "return cap * np.tanh(scores / cap)",
+     "return cap * np.tanh(scores)", {"soft_cap_gemma2"}),
+]
+
+#: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
+#: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
+#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+REFERENCE_CALLS = {
+    "llama3_answer": "def llama3_inv_freq(head_dim, base, rope_scaling):\n"
+                     "    return mk.rope_inv_freq(head_dim, base, rope_scaling)[0]",
+    "sink_positions_answer": "def sink_positions(n_sink, window, num_tokens):\n"
+                             "    cache = mk.SinkCache(n_sink, window)\n"
+                             "    cache.append(np.zeros((1, num_tokens, 1)), np.zeros((1, num_tokens, 1)))\n"
+                             "    return cache.positions.tolist()",
+    "merge_splits_answer": "def merge_splits(outs, lses):\n"
+                           "    state = (lses[0], np.ones_like(lses[0]), outs[0])\n"
+                           "    for out, lse in zip(outs[1:], lses[1:]):\n"
+                           "        state = mk.merge_softmax_states(state, (lse, np.ones_like(lse), out))\n"
+                           "    m, denom, acc = state\n"
+                           "    return acc / denom[:, None], m + np.log(denom)",
+    "soft_cap_answer": "def soft_cap(scores, cap):\n    return mk.soft_cap(scores, cap)",
+}
+
+#: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
+#: choice) on what the learner edition allows, which has no function that answers it.
+NO_REFERENCE = {}
+
+HONEST_12 = {
+    # Meta's reference code: a loop over the pairs with three branches, then an array
+    "llama3_answer": '''import math
+
+
+def llama3_inv_freq(head_dim: int, base: float, rope_scaling: dict) -> np.ndarray:
+    """Meta's apply_scaling, one pair at a time."""
+    factor = rope_scaling["factor"]
+    old_context = rope_scaling["original_max_position_embeddings"]
+    low, high = rope_scaling["low_freq_factor"], rope_scaling["high_freq_factor"]
+    new = []
+    for i in range(head_dim // 2):
+        freq = 1.0 / base ** (2 * i / head_dim)
+        wavelen = 2 * math.pi / freq
+        if wavelen < old_context / high:
+            new.append(freq)
+        elif wavelen > old_context / low:
+            new.append(freq / factor)
+        else:
+            smooth = (old_context / wavelen - low) / (high - low)
+            new.append((1 - smooth) * freq / factor + smooth * freq)
+    return np.array(new)''',
+    "sink_positions_answer": '''def sink_positions(n_sink, window, num_tokens):
+    """Sets, then sorted: the overlap of a short text is counted once."""
+    kept = set(range(min(n_sink, num_tokens))) | set(range(max(num_tokens - window, 0), num_tokens))
+    return sorted(kept)''',
+    # log-sum-exp with numpy's own ufunc, and a namedtuple for the result
+    "merge_splits_answer": '''from collections import namedtuple
+
+Merged = namedtuple("Merged", "out lse")
+
+
+def merge_splits(outs, lses):
+    lse = np.logaddexp.reduce(lses, axis=0)  # (n,)
+    out = np.einsum("sn,snd->nd", np.exp(lses - lse), outs)
+    return Merged(out, lse)''',
+    "soft_cap_answer": '''def soft_cap(scores, cap):
+    capped = np.empty_like(scores, dtype=float)
+    np.tanh(np.divide(scores, cap), out=capped)
+    capped *= cap
+    return capped''',
+}
+
+#: Honest answers written in other ways than the solution's: (name, {answer grade_id: new source},
+#: (answer grade_id, source of an extra cell after it) or None); each must score full marks.
+HONEST = [
+    ("honest_loop_sets_and_logaddexp", HONEST_12, ("merge_splits_answer", "print('the splits merge exactly')")),
+]
+
+#: A right soft cap that makes numpy warn: tanh written with exp, which overflows to inf for the
+#: hidden scores of 1e6 (2 / inf is 0, so every value is still right) and prints a RuntimeWarning.
+#: nbgrader zeroes a test cell that writes to stderr, so today it loses Q4's 2 points; issue 24 (the
+#: grading pipeline) makes such warnings a note instead. It belongs in HONEST once that has landed.
+HONEST_WARNS = [
+    ("honest_soft_cap_that_warns", {"soft_cap_answer": '''def soft_cap(scores, cap):
+    return cap * (1 - 2 / (np.exp(2 * scores / cap) + 1))  # tanh(y) = 1 - 2 / (e^2y + 1)'''}, None),
+]

@@ -1,0 +1,120 @@
+"""The judge's questions of 12_long_context: each question id's reference and diagnostic messages.
+
+Loaded by path, in the grading process only, by :mod:`mha_course.judge.questions` (which holds the
+shared machinery: the :func:`~mha_course.judge.questions.question` decorator and helpers); never in
+the grading kernel, never released (``nbgrader_config.py`` ignores ``grading_*.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import mha_kit as mk
+
+from mha_course.expect import expect_close
+from mha_course.judge.questions import expect_tuple as _expect_tuple
+from mha_course.judge.questions import question
+
+
+def _llama3_blend(theta, turns, scaling, reverse=False):
+    """``llama3``'s three bands for ``turns`` (trained length over wavelength): the shapes of two slips."""
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    smooth = np.clip((turns - low) / (high - low), 0.0, 1.0)  # 1: kept as trained, 0: divided by the factor
+    smooth = 1 - smooth if reverse else smooth
+    return smooth * theta + (1 - smooth) * theta / scaling["factor"]
+
+
+@question("llama3_inv_freq", lambda r, base, scaling: f"llama3 inv_freq (head_dim={r}, base={base:g})")
+def _llama3(got, head_dim, base, scaling):
+    expected, _ = mk.rope_inv_freq(head_dim, base, scaling)
+    theta, _ = mk.rope_inv_freq(head_dim, base)  # unscaled
+    trained = scaling["original_max_position_embeddings"]
+    wrong = {"every pair was divided by the factor: llama3 keeps short wavelengths as trained": theta / scaling["factor"],
+             "no pair was scaled: compare each pair's wavelength (tokens per turn) with the cut-offs": theta,
+             "the blend is reversed: shorter wavelengths keep more of the unscaled frequency":
+                 _llama3_blend(theta, trained * theta / (2 * np.pi), scaling, reverse=True),
+             "the bands are off: a wavelength is the tokens one full turn (2 pi) takes":
+                 _llama3_blend(theta, trained * theta, scaling)}
+    expect_close(got, expected, f"llama3 inv_freq (head_dim={head_dim}, base={base:g})", wrong=wrong, atol=0.0)
+
+
+def _expect_positions(got, expected, what, wrong):
+    """``got`` is ``expected``, a list of plain ints; ``wrong`` is ``[(list, message)]`` of known slips."""
+    if type(got) is not list:
+        raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}"
+                             + (": use .tolist()" if type(got) is np.ndarray else ""))
+    bad = [item for item in got if type(item) is not int]
+    if bad:
+        raise AssertionError(f"{what}: expected plain ints, got {type(bad[0]).__name__} ({bad[0]!r}): use int(...)")
+    if got == expected:
+        return
+    for slip, message in wrong:
+        if got == slip:
+            raise AssertionError(f"{what}: {message}")
+    if len(set(got)) < len(got) or any(p < 0 for p in got):
+        raise AssertionError(f"{what}: a position is negative or kept twice: nothing is evicted before the cache is full")
+    if len(got) != len(expected):
+        raise AssertionError(f"{what}: expected {len(expected)} positions, got {len(got)}")
+    index = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
+    raise AssertionError(f"{what}: item {index} should be position {expected[index]}, got {got[index]}")
+
+
+@question("sink_positions", lambda n_sink, window, t: f"sink cache (n_sink={n_sink}, window={window}, t={t})")
+def _sink_positions(got, n_sink, window, num_tokens):
+    cache = mk.SinkCache(n_sink, window)
+    empty = np.zeros((1, num_tokens, 1))  # (h_kv, t, d_h): only the positions matter
+    cache.append(empty, empty)
+    expected = cache.positions.tolist()
+    sinks = list(range(min(n_sink, num_tokens)))
+    wrong = [(list(range(max(num_tokens - window, 0), num_tokens)),
+              "the first n_sink tokens are the sinks: they are never evicted"),
+             (sinks + list(range(max(num_tokens - window - 1, n_sink), num_tokens)),
+              "one position too many: the last window tokens include the newest one"),
+             (sinks + list(range(max(num_tokens - window + 1, n_sink), num_tokens)),
+              "one position too few: the last window tokens include the newest one")]
+    _expect_positions(got, expected, f"positions kept (n_sink={n_sink}, window={window}, t={num_tokens})",
+                      [(slip, message) for slip, message in wrong if slip != expected])
+
+
+def split_inputs(num_splits, n, d_v, seed, offset, spread):
+    """``(outs, lses)`` of a split decode step: ``(num_splits, n, d_v)`` outputs, ``(num_splits, n)`` log-sum-exps."""
+    rng = np.random.default_rng(seed)
+    outs = rng.standard_normal((num_splits, n, d_v))
+    return outs, offset + spread * rng.standard_normal((num_splits, n))
+
+
+def _merged(outs, lses):
+    """``(out, lse)`` by ``mha_kit``'s one merge: a split's ``(o_i, L_i)`` is the state ``(L_i, 1, o_i)``."""
+    state = (lses[0], np.ones_like(lses[0]), outs[0])
+    for out, lse in zip(outs[1:], lses[1:]):
+        state = mk.merge_softmax_states(state, (lse, np.ones_like(lse), out))
+    m, denom, acc = state
+    return acc / denom[:, None], m + np.log(denom)
+
+
+@question("merge_splits", lambda s, n, d_v, seed, offset, spread: f"merge ({s} splits, n={n}, L near {offset:g})")
+def _merge_splits(got, num_splits, n, d_v, seed, offset, spread):
+    outs, lses = split_inputs(num_splits, n, d_v, seed, offset, spread)
+    out, lse = _merged(outs, lses)
+    what = f"({num_splits} splits, n={n}, L near {offset:g})"
+    _expect_tuple(got, 2, f"the merge {what}")
+    for name, part in zip(("output", "log-sum-exp"), got):
+        if isinstance(part, np.ndarray) and part.dtype.kind in "fc" and not np.all(np.isfinite(part)):
+            raise AssertionError(f"merged {name} {what} holds NaN or inf: exp() of log-sum-exps this large overflows")
+    shares = np.exp(lses - lses.max(axis=0))  # (num_splits, n), each split's weight up to a common factor
+    expect_close(got[0], out, f"merged output {what}",
+                 wrong={"the splits are weighted equally: each counts by its share of the softmax denominator":
+                        outs.mean(axis=0),
+                        "the weights of the splits do not sum to 1 in every row": (shares[..., None] * outs).sum(axis=0)})
+    expect_close(got[1], lse, f"merged log-sum-exp {what}", atol=1e-10, rtol=1e-10,
+                 wrong={"that is the largest L_i: every split adds to the denominator": lses.max(axis=0),
+                        "log-sum-exps do not add up: the denominators do": lses.sum(axis=0)})
+
+
+@question("soft_cap", lambda model, field, scores: f"soft cap ({model} {field}, scores of shape {np.shape(scores)})")
+def _soft_cap(got, model, field, scores):
+    cap = getattr(mk.MODEL_FACTS[model], field)
+    x = np.array(scores, dtype=float)
+    wrong = {"that is a hard clip: a soft cap bends smoothly, so scores below the cap move too": np.clip(x, -cap, cap),
+             "small scores must stay almost unchanged: the slope at 0 is 1": cap * np.tanh(x),
+             "the curve must reach the cap, not 1": np.tanh(x / cap)}
+    expect_close(got, mk.soft_cap(x, cap), f"soft-capped scores (cap {cap:g}, shape {x.shape})", wrong=wrong)

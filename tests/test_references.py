@@ -1,0 +1,50 @@
+"""references.bib is one valid BibTeX database: every entry closes, and every key appears once.
+
+A merge that drops an entry's closing brace makes pybtex swallow the next entry (and the build
+fail on line N); a key added twice makes sphinxcontrib-bibtex refuse the file. Both have happened.
+"""
+import re
+from pathlib import Path
+
+import pytest
+from pybtex.database import parse_string
+
+BIB = (Path(__file__).resolve().parents[1] / "references.bib").read_text(encoding="utf-8")
+HEADS = re.findall(r"^@(\w+)\{([^,\s]+),", BIB, re.M)
+
+
+def test_pybtex_reads_every_entry():
+    database = parse_string(BIB, "bibtex")
+    assert len(database.entries) == len(HEADS)
+
+
+def test_every_key_appears_once():
+    keys = [key for _, key in HEADS]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    assert not repeated, f"keys defined more than once: {repeated}"
+
+
+def _unclosed(text):
+    """Entry heads whose braces do not balance before the next entry starts."""
+    starts = [m.start() for m in re.finditer(r"^@", text, re.M)] + [len(text)]
+    bad = []
+    for a, b in zip(starts, starts[1:]):
+        depth = 0
+        for char in text[a:b]:
+            depth += (char == "{") - (char == "}")
+            if char == "}" and depth == 0:
+                break
+        else:
+            bad.append(text[a:b].splitlines()[0])
+    return bad
+
+
+def test_every_entry_closes_before_the_next():
+    assert not _unclosed(BIB)
+
+
+def test_the_check_finds_an_entry_left_open():
+    broken = "@misc{a,\n  title = {A}\n\n@misc{b,\n  title = {B}\n}\n"
+    assert _unclosed(broken) == ["@misc{a,"]
+    with pytest.raises(Exception):
+        parse_string(broken + "@misc{c,\n title={C}\n}\n", "bibtex")
