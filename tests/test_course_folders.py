@@ -35,6 +35,7 @@ EXAMPLES = {
     "mha_course/trusted/graded_kit_runtime.py": {"01_shapes"},  # a message, in the docstring
     "mha_course/trusted/README.md": {"01_shapes"},  # commands
     "tests/safegrade_support.py": {"01_shapes", "02_params_compute"},  # the graded one, another one
+    "tests/test_claims_c.py": {"05_decoding"},  # the exercise whose stated claims it checks
     "tests/test_grading_carry.py": {"04_implement_attention"},  # the worked case of carried-forward grading
     "tests/test_grading_commands.py": {"01_shapes"},  # the smallest notebook
     "tests/test_grading_pipeline.py": {"06_spot_the_bug"},
