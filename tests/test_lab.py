@@ -38,6 +38,12 @@ def test_learner_settings_come_first_on_the_config_path():
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(LEARNER_CONFIG), "/elsewhere"]
 
 
+def _answers(path):
+    """Each cell's type, source and nbgrader metadata: what Validate must never change."""
+    cells = nbformat.read(path, as_version=4).cells
+    return [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in cells]
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -80,7 +86,7 @@ def test_validate_shows_one_line_reasons_and_no_instructor_panel(lab):
     from playwright.sync_api import sync_playwright
 
     url, work = lab
-    before = (work / NOTEBOOK).read_text()
+    before = _answers(work / NOTEBOOK)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
@@ -100,4 +106,7 @@ def test_validate_shows_one_line_reasons_and_no_instructor_panel(lab):
     assert "Traceback" not in text and "mha_course" not in text, text
     assert "Nbgrader" not in menus and "Formgrader" not in menus, menus
     assert not any(word in " ".join(panels) for word in ("Assignments", "Create Assignment", "Courses", "Formgrader"))
-    assert (work / NOTEBOOK).read_text() == before  # the release and the answers are as they were
+    # The release and the answers are as they were. (JupyterLab may autosave the open notebook on a
+    # slow machine, rewriting its kernel metadata: that is the editor's, not Validate's, so only the
+    # cells are compared.)
+    assert _answers(work / NOTEBOOK) == before
