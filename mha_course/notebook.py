@@ -187,8 +187,9 @@ def failure(cell):
         return explain(one_line(f"{error[0]}: {error[1]}"))
     stderr = [str(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream"
               and o.get("name") == "stderr"]
-    if stderr:
-        return one_line(f"the cell wrote to stderr, which scores 0: {''.join(stderr).strip()}", 300)
+    lines = [line.strip() for line in "".join(stderr).splitlines() if line.strip()]
+    if stderr:  # its first line: a debug print of every case repeats it
+        return one_line(f"the cell wrote to stderr, which scores 0: {lines[0] if lines else ''}", 300)
     return None
 
 
