@@ -7,6 +7,10 @@
 #                    packed as _build/mha-course-release.tar.gz
 # make test          run every test: unit tests, nbval over the chapters and
 #                    the exercise solutions, the site build and the browser tests
+# make check         the unit tests only (mha_kit and pure Python: no notebook
+#                    run, no grading, no site, no browser), in under a minute;
+#                    tests/suites.py says which test modules they are
+# make lint          ruff over the whole repository (pyproject.toml [tool.ruff])
 # make serve         read the built book on http://127.0.0.1:8000
 #                    (SITE=_build/learner/html make serve: the learner edition)
 # make lab           open the exercises in JupyterLab, in a working copy (work/), as a learner
@@ -27,6 +31,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # pytest-xdist workers; `auto` is one per core.
 WORKERS ?= auto
+# make check runs serially: on two cores, xdist workers (each collecting the suite again) cost
+# more CPU than they save on 30 seconds of tests.
+CHECK_WORKERS ?= 0
 PORT ?= 8000
 SITE ?= _build/html
 
@@ -39,7 +46,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 CHAPTERS := $(wildcard book/*.ipynb)
 SOLUTIONS := $(wildcard solutions/*/*.ipynb solutions/*.ipynb)
 
-.PHONY: all book learner-book release test serve lab clean distclean env
+.PHONY: all book learner-book release test check lint serve lab clean distclean env
 
 all: book
 
@@ -50,7 +57,7 @@ env: $(STAMP)
 $(STAMP): requirements.txt requirements-bench.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt -r requirements-bench.txt
-	$(BIN)/python -m pip install --disable-pip-version-check -q -e .
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e ".[plots,course]"
 	$(BIN)/python -c "import matplotlib.pyplot"
 	touch $@
 
@@ -59,7 +66,8 @@ book: $(STAMP)
 
 # tools/build_site.py runs the same jupyter-book command with MHA_HIDE_SOLUTIONS=1
 # and also keeps its log (_build/learner/build.log), which the site tests read
-# when CI hands them this build (MHA_BUILT_SITE=_build/learner).
+# when handed this build (MHA_BUILT_SITE=_build/learner make test); without it
+# they build their own, from the outputs nbval checks in the same run.
 learner-book: $(STAMP)
 	$(BIN)/python tools/build_site.py --learner _build/learner
 
@@ -77,6 +85,15 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=10 \
 		tests $(CHAPTERS) $(SOLUTIONS) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+# The unit tests: the modules tests/suites.py lists as UNIT (tests/conftest.py also marks their
+# tests `unit`, so `pytest -m unit` picks the same ones); collecting only those files keeps the
+# grading, notebook and browser modules' imports out of it.
+check: $(STAMP)
+	$(BIN)/python -m pytest -n $(CHECK_WORKERS) $$($(BIN)/python tests/suites.py)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 serve:
 	@test -f $(SITE)/index.html || { echo "No built book in $(SITE): run 'make book' (or 'make learner-book') first."; exit 1; }

@@ -151,7 +151,9 @@ def split_qkv(y, num_heads, num_kv_heads, head_dim):
 
 def _device_weights(w_q, w_k, w_v, w_o, shard, d_h):
     """Device ``shard``'s fused QKV columns ``(d, (h_r + 2 h_kv_r) d_h)`` and its ``w_o`` rows."""
-    cols = lambda heads: np.concatenate([np.arange(i * d_h, (i + 1) * d_h) for i in heads])
+    def cols(heads):
+        return np.concatenate([np.arange(i * d_h, (i + 1) * d_h) for i in heads])
+
     w_qkv = fuse_qkv(w_q[:, cols(shard.query_heads)], w_k[:, cols(shard.kv_heads)], w_v[:, cols(shard.kv_heads)])
     return w_qkv, w_o[cols(shard.query_heads)]  # column slices in, row slice of W_O out
 

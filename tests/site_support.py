@@ -188,6 +188,14 @@ SECRET_MARKERS = {
     "### BEGIN HIDDEN TESTS": "### END HIDDEN TESTS",
 }
 MIN_SECRET_LENGTH = 12  # shorter lines ("return x", "pass") say nothing
+# A line that only returns or prints one name says nothing either, however long the name:
+# "return reused" is also a chapter's "return reused, prompts".
+BARE_NAME = re.compile(r"(return|print\()\s*[A-Za-z_]\w*\)?")
+
+
+def is_secret(line):
+    """Whether a stripped solution line gives something away once it appears on the site."""
+    return len(line) >= MIN_SECRET_LENGTH and not BARE_NAME.fullmatch(line)
 
 
 def _normal(text):
@@ -215,7 +223,7 @@ def secret_lines():
                 continue
             if stripped.startswith(end):
                 end = None
-            elif len(stripped) >= MIN_SECRET_LENGTH and _normal(stripped) not in released:
+            elif is_secret(stripped) and _normal(stripped) not in released:
                 secrets.add(_normal(stripped))
     return secrets
 
@@ -252,13 +260,20 @@ BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".woff", ".woff2", "
 
 
 def leaks(folder, secrets):
-    """``{file: [secret lines found in it]}`` for every file under ``folder``."""
+    """``{file: [secret lines found in it]}`` for every file under ``folder``.
+
+    Texts and lines are whitespace-normalised, so a text that holds a line holds each of its words
+    but the first and the last (which may run on into a neighbour) as a word of its own: a line
+    is searched for only in a file that has all of those, which spares most of the searches.
+    """
+    prepared = [(line, frozenset(line.split(" ")[1:-1])) for line in sorted(secrets)]
     found = {}
     for path in sorted(folder.rglob("*")):
         if not path.is_file() or path.suffix.lower() in BINARY_SUFFIXES:
             continue
         texts = readable_texts(path)
-        hits = sorted(line for line in secrets if any(line in text for text in texts))
+        words = set().union(*(text.split(" ") for text in texts))
+        hits = sorted(line for line, inner in prepared if inner <= words and any(line in text for text in texts))
         if hits:
             found[str(path.relative_to(folder))] = hits
     return found

@@ -6,7 +6,7 @@ and say which claim broke, and check the formats other tools read (chain, tags, 
 import re
 
 import pytest
-from booktoc import REPO_ROOT, cells, markdown, toc_docnames
+from booktoc import cells, markdown, toc_docnames
 
 import mha_kit as mk
 

@@ -93,7 +93,7 @@ def test_d_model_not_divisible_without_head_dim(d, h):
         (8.0, r"must be a positive integer, got 8\.0 \(float\)"),  # a float that slipped in from `/`
         ("8", r"must be a positive integer, got '8' \(str\)"),  # a string
         (np.float64(8), r"must be a positive integer, got .*8\.0.* \(float64\)"),  # numpy float
-        (np.bool_(True), r"must be a positive integer, got .*True.* \(bool\)"),  # numpy bool
+        (np.bool_(True), r"must be a positive integer, got .*True.* \(bool_?\)"),  # numpy bool (named bool_ before numpy 2)
     ],
 )
 def test_bad_integer_fields(field, bad, message):

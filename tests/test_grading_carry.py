@@ -201,21 +201,33 @@ def test_inline_a_blank_earlier_answer_is_named():
         run("attention", _call, (3, 3, 4, 4, False, 1))
 
 
-@pytest.mark.parametrize("question, case, words", [
-    ("multi_head_attention", (4, 2, 3, None, False), "this question runs your softmax, causal_mask and attention: fix any"),
-    ("rope_attention", None, "this question runs your rope: if rope fails its own test, fix it first"),
-    ("softmax", ((3, 5), -1, 0), None),  # Q1 builds on nothing: no pointer
+@pytest.mark.parametrize("question, failing, words", [
+    ("multi_head_attention", {"softmax", "attention"}, "your softmax and attention fail their own tests: fix them first"),
+    ("multi_head_attention", {"attention"}, "your attention fails its own test: fix it first"),
+    ("multi_head_attention", set(), None),  # every earlier answer passes: none is blamed
+    ("rope_attention", {"rope"}, "your rope fails its own test: fix it first"),
+    ("softmax", {"softmax"}, None),  # Q1 builds on nothing: no pointer
 ])
-def test_inline_a_wrong_dependent_points_at_the_earlier_answers(question, case, words):
+def test_the_hint_names_only_the_earlier_answers_that_fail(question, failing, words):
     from mha_course.judge.carry import dependency_hint
-    from mha_course.judge.cases import run
 
-    assert (dependency_hint(question) or "").startswith(words or "")
-    if case is None:
-        return
-    with pytest.raises(AssertionError) as failure:
-        run(question, lambda *args: np.zeros((3, 4)) if question != "softmax" else np.zeros((3, 5)), case)
-    assert (words in str(failure.value)) if words else ("this question runs" not in str(failure.value))
+    assert dependency_hint(question, failing) == words
+
+
+def test_inline_a_wrong_dependent_names_its_own_fault_then_a_failing_rope():
+    from mha_course.judge import cases
+
+    wrong = lambda *args: np.zeros((2, 4, 4))  # noqa: E731
+    cases._failed_questions.clear()
+    with pytest.raises(AssertionError) as passing_rope:
+        cases.run("rope_attention", wrong, (2, 4, 4, 0, 0))
+    with pytest.raises(AssertionError):
+        cases.run("rope", lambda *args: np.zeros((3, 4)), (3, 4, 0, [0, 1, 2]))
+    with pytest.raises(AssertionError) as failing_rope:
+        cases.run("rope_attention", wrong, (2, 4, 4, 0, 0))
+    cases._failed_questions.clear()
+    assert "fails its own test" not in str(passing_rope.value)
+    assert str(failing_rope.value) == f"{passing_rope.value}; your rope fails its own test: fix it first"
 
 
 def test_selfgrade_shows_the_note_beside_a_carried_test(capsys):

@@ -13,8 +13,15 @@ def fails_with(match, func, *args, **kwargs):
     assert "\n" not in str(info.value)  # one line
 
 
-def test_expect_int_passes_exact_ints():
-    expect_int(327680, 327680, "bytes")
+# Llama 3 70B's bf16 cache per token (80 layers x 2 x 8 KV heads x 128 x 2 bytes), and a number past
+# 2**53, where a comparison through float could not tell it from its neighbours.
+@pytest.mark.parametrize("expected", [80 * 2 * 8 * 128 * 2, 2**53 + 1])
+def test_expect_int_passes_exactly_the_right_int(expected):
+    """The right int passes, with hints and known wrong values given; one more or one less fails."""
+    assert expect_int(int(str(expected)), expected, "bytes", hints={2: "K and V twice?"},
+                      wrong={expected + 2: "off by two"}) is None
+    fails_with(rf"bytes: expected {expected:,}, got {expected + 1:,}$", expect_int, expected + 1, expected, "bytes")
+    fails_with(rf"bytes: expected {expected:,}, got {expected - 1:,}$", expect_int, expected - 1, expected, "bytes")
 
 
 @pytest.mark.parametrize("got, match", [

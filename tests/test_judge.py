@@ -124,9 +124,9 @@ def test_every_kind_of_failure_has_a_one_line_reason():
 
 def test_the_diagnostic_messages_survive():
     (_, _, message) = first_failure("kv_bytes_read", [(8, 128, 8192, 16)], [encode(33554432 // 2)])
-    assert message.endswith("(2x too small: did you forget K or V?)")
+    assert message.endswith("off by a factor of 2 from K and V: check that each is counted, once")
     (_, _, message) = first_failure("kv_bytes_read", [(1, 3, 5, 3)], [encode(11)])
-    assert message.endswith("round up to a whole byte: a partly used byte is still stored")
+    assert message.endswith("rounded down: a partly used byte or block still counts whole; look at the division")
 
 
 def _graded(source, outputs, grade_id="t", points=1):

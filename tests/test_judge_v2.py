@@ -26,21 +26,21 @@ def _unshifted_state(n, b, d_v, seed, scale):
 
 @pytest.mark.parametrize("question, case, value, words", [
     # 07: exp without the row maximum, small scores (named) and huge ones (overflow)
-    ("block_state", (4, 3, 2, 0, 1.0), _unshifted_state(4, 3, 2, 0, 1.0), "shifted by the row maximum"),
+    ("block_state", (4, 3, 2, 0, 1.0), _unshifted_state(4, 3, 2, 0, 1.0), "before the row maximum was subtracted"),
     ("score_bytes_saved", ("llama-3-8b", 8192, 16), 8192 * 8192 * 2, "that is one head"),
-    ("score_bytes_saved", ({"d_model": 6, "num_heads": 3, "num_layers": 1}, 7, 3), 441 // 8, "round up"),
+    ("score_bytes_saved", ({"d_model": 6, "num_heads": 3, "num_layers": 1}, 7, 3), 441 // 8, "rounded down"),
     ("score_bytes_saved", ("llama-3-8b", 8192, 16), 32 * 8192 * 8192 * 2.0, "as an int, got float"),
     # 08: the rotation backwards; the plain dot product
     ("rope", (3, 4, 0, [0, 1, 2]), mk.rope(np.random.default_rng(0).standard_normal((3, 4)), [0, -1, -2]),
      "the wrong way"),
     ("rope_score", (8, 0, 5, 2), float(np.prod(np.random.default_rng(0).standard_normal((2, 8)), axis=0).sum()),
-     "plain q . k"),
+     "not rotated"),
     # 09: a window one key too wide, a plain causal mask at the top left, an int mask
-    ("sliding_window_mask", (6, 3), _window(6, 3, wide=1), "window keys in all"),
+    ("sliding_window_mask", (6, 3), _window(6, 3, wide=1), "one position off"),
     ("chunk_mask", (3, 4), np.tril(np.ones((3, 7), dtype=bool)), "bottom-right"),
     ("sliding_window_mask", (6, 3), _window(6, 3).astype(int), "as a numpy array of bool"),
     # 10: blocks rounded down or as floats, tokens instead of slots, a full cache, scales left out
-    ("blocks_per_request", ([100, 16, 1], 16), [6, 1, 0], "round up"),
+    ("blocks_per_request", ([100, 16, 1], 16), [6, 1, 0], "rounded down"),
     ("blocks_per_request", ([100, 16, 1], 16), [7.0, 1.0, 1.0], "plain ints"),
     ("paged_bytes_saved", ([100, 16, 1000], 2048, 16, 131072), (3 * 2048 - 1116) * 131072, "whole blocks"),
     ("rolling_cache_bytes", ("mistral-7b", 16384, 4096, 16), 16384 * 32 * 2 * 8 * 128 * 2, "last window tokens"),

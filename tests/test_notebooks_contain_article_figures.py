@@ -3,9 +3,11 @@
 The strings are checked in the stored cell OUTPUTS of book/<chapter>.ipynb, not
 in the markdown: a number only counts once mha_kit has computed and printed it.
 nbval (run by `make test`) then checks that re-running the notebook still prints it.
+A figure counts only as a whole number: "64" is not found in "0.4464", "1,264" or "float64".
 """
 
 import json
+import re
 
 import pytest
 from booktoc import REPO_ROOT
@@ -69,6 +71,40 @@ def output_text(notebook_path):
     return "\n".join(pieces)
 
 
+def figure_pattern(figure):
+    """A regex that finds ``figure`` as a whole token: no letter, digit or underscore touches it, and no
+    decimal point or thousands separator joins it to a neighbouring digit."""
+    return re.compile(r"(?<!\w)(?<!\d[.,])" + re.escape(figure) + r"(?!\w)(?![.,]\d)")
+
+
+def shows(text, figure):
+    """Whether ``text`` shows ``figure`` as a number of its own."""
+    return figure_pattern(figure).search(text) is not None
+
+
+@pytest.mark.parametrize(("text", "figure", "found"), [
+    ("d_h = 64", "64", True),
+    ("head size: 64.", "64", True),  # the end of a sentence
+    ("<td>64</td>", "64", True),  # an HTML table cell
+    ("(64, 128)", "128", True),
+    ("[ 0.9054,  0.4464, -0.537 ]", "64", False),  # a decimal's digits
+    ("holds 67,108,864 of 150,994,944", "64", False),  # the last group of a thousands-separated number
+    ("1,264 bytes", "64", False),
+    ("0,64 and 64.5", "64", False),  # after a decimal comma, before a decimal point
+    ("dtype=float64", "64", False),  # part of a name
+    ("2 x 1,048,576", "1,048,576", True),
+    ("11,048,576", "1,048,576", False),
+    ("1,048,576,000", "1,048,576", False),
+    ("320 KiB", "320 KiB", True),
+    ("1320 KiB", "320 KiB", False),
+    ("93.3%", "93.3%", True),
+    ("193.3%", "93.3%", False),
+    ("(3, 4)", "(3, 4)", True),
+])
+def test_a_figure_is_found_only_as_a_whole_number(text, figure, found):
+    assert shows(text, figure) is found
+
+
 CASES = [
     pytest.param(chapter, figure, id=f"{chapter}-{figure}")
     for chapter, figures in ARTICLE_FIGURES.items()
@@ -82,7 +118,7 @@ def test_chapter_prints_article_figure(chapter, figure):
     path = REPO_ROOT / "book" / f"{chapter}.ipynb"
     if not path.exists():
         pytest.fail(f"{path.relative_to(REPO_ROOT)} does not exist, so it cannot show {figure!r}")
-    assert figure in output_text(path), (
+    assert shows(output_text(path), figure), (
         f"{path.relative_to(REPO_ROOT)}: no cell output shows the article's figure {figure!r}; "
         "print it from an mha_kit computation (e.g. mk.format_int / mk.format_bytes) "
         "and re-execute the notebook"

@@ -54,7 +54,9 @@ def test_paged_attention_equals_contiguous_cache(h_kv, g, n, block_size, cuts, s
 def test_paged_cache_blocks_need_not_be_adjacent():
     pool = mk.BlockPool(num_blocks=6, block_size=2, num_kv_heads=1, head_dim=1)
     a, b = mk.PagedKVCache(pool), mk.PagedKVCache(pool)
-    token = lambda value: (np.full((1, 1, 1), value), np.full((1, 1, 1), value))  # (h_kv, t, d_h)
+    def token(value):
+        return np.full((1, 1, 1), value), np.full((1, 1, 1), value)  # (h_kv, t, d_h)
+
     for t in range(3):  # two sequences growing in turn take interleaved blocks
         a.append(*token(t))
         b.append(*token(10 + t))

@@ -2,11 +2,13 @@
 
 The module builds the whole book once, as `make learner-book` does (tools/build_site.py, the
 learner edition that is published), into a temporary folder; with MHA_BUILT_SITE=<folder> set
-(CI, after `make learner-book`), it reads that build instead of making another. A chapter that
-nbval re-executes and compares in the same run (`make test`) is built from its stored outputs
+(after `make learner-book`), it reads that build instead of making another. A chapter that
+nbval re-executes and compares in the same run (`make test`, CI) is built from its stored outputs
 rather than executed a second time (tools/stored_outputs.py); every other chapter executes.
 Every browser test in the project lives in this one module, so that pytest-xdist's --dist
-loadfile gives them the one build.
+loadfile gives them the one build. Each page is loaded once for what the page tests check
+(page_reports, with PROBES for what more a test reads from it); the calculator's and the
+drills' tests share one visit each.
 
 The browser tests serve that folder on 127.0.0.1, open each chapter in headless Debian
 Chromium with every request to another host aborted, and fail on console errors, script
@@ -258,16 +260,27 @@ FIND_UNRENDERED_MATH = r"""
 
 
 def load(tab, url):
-    tab.page.goto(url, wait_until="load")
+    """Open ``url`` and wait for MathJax; a page the server does not have fails at once, not after
+    every later wait on it has timed out (a failed build would otherwise cost minutes)."""
+    response = tab.page.goto(url, wait_until="load")
+    if response is not None and not response.ok:
+        raise AssertionError(f"HTTP {response.status} for {url}: the build did not make this page")
     tab.page.wait_for_load_state("networkidle")
     return tab.page.evaluate(WAIT_FOR_MATHJAX)
 
 
 AXE_IMPACTS = ("serious", "critical")
+# search.html is checked with a query's results on it, which the search tests then read.
+SEARCH = "search"
+SEARCH_QUERY = "scores"
 
 
 def _axe_pages():
-    return [*SITE_DOCNAMES, "search"]
+    return [*SITE_DOCNAMES, SEARCH]
+
+
+def _page_url(server, docname):
+    return f"{server}/{docname}.html" + (f"?q={SEARCH_QUERY}" if docname == SEARCH else "")
 
 
 @pytest.fixture(scope="module")
@@ -286,17 +299,68 @@ class PageReport:
     problems: list = dataclasses.field(default_factory=list)
     violations: list = dataclasses.field(default_factory=list)
     error: str = ""
+    seen: dict = dataclasses.field(default_factory=dict)  # what the page's probe saw (PROBES)
 
 
-def _report(browser, axe, url):
+def _search_results(page):
+    """Wait for the query's results and their summaries; what the search tests read."""
+    results = page.locator("#search-results li")
+    results.first.wait_for(state="attached")
+    page.wait_for_function("() => document.querySelectorAll('#search-results li p.context').length > 0")
+    page.wait_for_timeout(500)  # the summaries arrive one fetch at a time
+    return {"results": results.count(), "text": page.locator("#search-results").inner_text()}
+
+
+def _animation_steps(page):
+    """Step the first animation forward and back to its first frame; the frames it showed."""
+    animations = page.locator("div.animation")
+    if animations.count() == 0:
+        return {"animations": 0}
+    animation = animations.first
+    image = animation.locator("img").first
+    next_button = animation.locator("button[title='Next frame']")
+    frames = [image.get_attribute("src")]
+    next_button.click()
+    frames.append(image.get_attribute("src"))
+    animation.locator("button[title='First frame']").click()
+    frames.append(image.get_attribute("src"))
+    return {"animations": animations.count(), "next_icons": next_button.locator("svg").count(), "frames": frames}
+
+
+# A test that needs more of a page than its load reads it from the same visit, not a second one:
+# page -> (what to do before axe-core runs, what to do after). The page's problems include both.
+PROBES = {
+    SEARCH: (_search_results, None),
+    ANIMATED_CHAPTER: (None, _animation_steps),
+}
+
+
+def _probe(report, step, page):
+    try:
+        report.seen.update(step(page))
+    except Exception as error:  # the probe's test fails, not the page's other tests
+        report.seen["probe_error"] = f"{type(error).__name__}: {error}"
+
+
+def _report(browser, axe, url, probes=(None, None)):
     tab = PageVisit(browser)
     report = PageReport()
+    before, after = probes
     try:
         report.mathjax = load(tab, url)
-        report.problems = tab.problems + tab.page.evaluate(FIND_UNRENDERED_MATH)  # before axe runs
+        if before:
+            _probe(report, before, tab.page)
+        # The page's problems are those before axe-core runs (its stylesheet fetches are its own),
+        # and those of the probe after it.
+        problems = tab.problems + tab.page.evaluate(FIND_UNRENDERED_MATH)
         results = axe.run(tab.page, options={"resultTypes": ["violations"],
                                              "rules": {"image-alt": {"enabled": False}}})
         report.violations = [v for v in results.response["violations"] if v["impact"] in AXE_IMPACTS]
+        if after:
+            seen_by_axe = len(tab.problems)
+            _probe(report, after, tab.page)
+            problems += tab.problems[seen_by_axe:]
+        report.problems = problems
     except Exception as error:  # a page that fails to load fails its own tests, not the others
         report.error = f"{type(error).__name__}: {error}"
     finally:
@@ -306,10 +370,11 @@ def _report(browser, axe, url):
 
 @pytest.fixture(scope="module")
 def page_reports(server, browser, axe, site):
-    """Every page of the site and search.html, each loaded once for both the rendering test and
-    the accessibility checker (a page load with MathJax costs as much as the check)."""
-    return {docname: _report(browser, axe, f"{server}/{docname}.html") for docname in _axe_pages()
-            if site.page(docname).exists()}
+    """Every page of the site and search.html (with a query's results), each loaded once for the
+    rendering test, the accessibility checker and the page's probe (PROBES): a page load with
+    MathJax costs as much as the check."""
+    return {docname: _report(browser, axe, _page_url(server, docname), PROBES.get(docname, (None, None)))
+            for docname in _axe_pages() if site.page(docname).exists()}
 
 
 @pytest.mark.parametrize("docname", SITE_DOCNAMES)
@@ -323,38 +388,34 @@ def test_chapter_renders_offline(page_reports, site, docname):
     assert not report.problems, f"{docname}.html:\n  " + "\n  ".join(report.problems)
 
 
-def test_search_finds_attention(server, visit):
+def _seen(page_reports, docname):
+    """What the page's probe saw in page_reports' visit (the probe's own error fails here)."""
+    if docname not in page_reports:
+        pytest.fail(f"{docname}.html was not built")
+    report = page_reports[docname]
+    assert not report.error, f"{docname}.html could not be checked: {report.error}"
+    assert "probe_error" not in report.seen, f"{docname}.html: {report.seen['probe_error']}"
+    return report
+
+
+def test_search_finds_pages(page_reports):
     """Sphinx's local search index answers a query without the network."""
-    tab = visit()
-    load(tab, f"{server}/search.html?q=attention")
-    results = tab.page.locator("#search-results li")
-    results.first.wait_for(state="attached")
-    assert results.count() > 0, "searching for 'attention' found no page"
-    assert not tab.problems, "search.html:\n  " + "\n  ".join(tab.problems)
+    report = _seen(page_reports, SEARCH)
+    assert report.seen["results"] > 0, f"searching for {SEARCH_QUERY!r} found no page"
+    assert not report.problems, "search.html:\n  " + "\n  ".join(report.problems)
 
 
-def test_step_through_animation_steps(server, visit, site):
+def test_step_through_animation_steps(page_reports):
     """The step-through animation moves a frame forward and back to the first."""
-    if not site.page(ANIMATED_CHAPTER).exists():
-        pytest.fail(f"{ANIMATED_CHAPTER}.html was not built")
-    tab = visit()
-    load(tab, f"{server}/{ANIMATED_CHAPTER}.html")
-    animations = tab.page.locator("div.animation")
-    assert animations.count() > 0, f"{ANIMATED_CHAPTER}.html has no matplotlib jshtml animation"
-    animation = animations.first
-    image = animation.locator("img").first
-    next_button = animation.locator("button[title='Next frame']")
-    first_button = animation.locator("button[title='First frame']")
-    assert next_button.locator("svg").count() == 1, "the 'Next frame' button shows no icon"
-
-    first_frame = image.get_attribute("src")
+    report = _seen(page_reports, ANIMATED_CHAPTER)
+    seen = report.seen
+    assert seen["animations"] > 0, f"{ANIMATED_CHAPTER}.html has no matplotlib jshtml animation"
+    assert seen["next_icons"] == 1, "the 'Next frame' button shows no icon"
+    first_frame, second_frame, back = seen["frames"]
     assert first_frame, "the animation shows no frame"
-    next_button.click()
-    second_frame = image.get_attribute("src")
     assert second_frame != first_frame, "clicking 'Next frame' did not change the picture"
-    first_button.click()
-    assert image.get_attribute("src") == first_frame, "'First frame' did not bring back frame 1"
-    assert not tab.problems, f"{ANIMATED_CHAPTER}.html:\n  " + "\n  ".join(tab.problems)
+    assert back == first_frame, "'First frame' did not bring back frame 1"
+    assert not report.problems, f"{ANIMATED_CHAPTER}.html:\n  " + "\n  ".join(report.problems)
 
 
 # --- the live calculator -----------------------------------------------------------------------
@@ -373,6 +434,8 @@ COMPUTE_ALL = """
 
 @pytest.fixture(scope="module")
 def calculator_tab(server, browser):
+    """One visit to the calculator for the tests below. Only test_calculator_by_keyboard changes
+    what the page shows; the others call the page's pure functions or read its preset list."""
     tab = PageVisit(browser)
     load(tab, f"{server}/{CALCULATOR}.html")
     tab.page.wait_for_function("() => window.MHA && window.MHA.compute")
@@ -420,10 +483,9 @@ def _results(page):
     return page.eval_on_selector_all(".mha-results dd strong", "nodes => nodes.map(n => n.textContent)")
 
 
-def test_calculator_by_keyboard(server, visit):
+def test_calculator_by_keyboard(calculator_tab):
     """Tab to the preset, pick another with the arrow keys, type a context: the results follow."""
-    tab = visit()
-    load(tab, f"{server}/{CALCULATOR}.html")
+    tab = calculator_tab
     page = tab.page
     preset = page.locator("[data-name=preset]")
     preset.focus()
@@ -478,6 +540,9 @@ CHECK_ALL = "(jobs) => jobs.map(([q, text]) => window.MHA.drills.check(q, text))
 
 @pytest.fixture(scope="module")
 def drill_questions(server, browser):
+    """One visit to the drills page for the tests below: questions made and checked by the page's
+    pure functions, then the keyboard drill (which reloads the page) and the flashcards, whose
+    widgets neither test's steps touch for the other."""
     tab = PageVisit(browser)
     load(tab, f"{server}/{DRILLS}.html")
     tab.page.wait_for_function("() => window.MHA && window.MHA.drills")
@@ -521,10 +586,9 @@ def test_drill_messages_are_the_exercises_messages(drill_questions):
     assert any(e and "did you forget K or V?" in e for e in expected)  # the hints are exercised
 
 
-def test_drills_by_keyboard_with_progress_kept(server, visit):
+def test_drills_by_keyboard_with_progress_kept(drill_questions):
     """Answer with the keyboard, open the working, and find the progress again after a reload."""
-    tab = visit()
-    load(tab, f"{server}/{DRILLS}.html")
+    tab, _, _ = drill_questions
     page = tab.page
     page.select_option("[data-name=topic]", "scores")
     answer = page.locator("#mha-drill-answer")
@@ -545,11 +609,10 @@ def test_drills_by_keyboard_with_progress_kept(server, visit):
     assert not tab.problems, "\n".join(tab.problems)
 
 
-def test_flashcards_from_the_chapters(server, visit, site):
+def test_flashcards_from_the_chapters(drill_questions, site):
     """The follow-up chains are flashcards; with none, the page says so instead of breaking."""
     cards = json.loads((site.html / "_static" / "mha-flashcards.json").read_text(encoding="utf-8"))
-    tab = visit()
-    load(tab, f"{server}/{DRILLS}.html")
+    tab, _, _ = drill_questions
     widget = tab.page.locator("[data-mha-widget=flashcards]")
     if not cards:
         assert "No flashcards yet" in widget.inner_text()
@@ -660,32 +723,24 @@ def test_every_figure_has_alt_text(site):
     )
 
 
-def _search_text(tab, url):
-    page = tab.page
-    page.goto(url, wait_until="load")
-    page.locator("#search-results li").first.wait_for(state="attached")
-    page.wait_for_function("() => document.querySelectorAll('#search-results li p.context').length > 0")
-    page.wait_for_timeout(500)  # the summaries arrive one fetch at a time
-    return page.locator("#search-results").inner_text()
-
-
 TEX = re.compile(r"\\\(|\\\[|\\[a-zA-Z]+\{|[a-z]_\{")
 
 
-def test_search_results_show_readable_math(server, visit):
+def test_search_results_show_readable_math(page_reports):
     """A search hit on a title or a passage with math shows text, not TeX source."""
-    tab = visit()
-    text = _search_text(tab, f"{server}/search.html?q=scores")
+    report = _seen(page_reports, SEARCH)
+    text = report.seen["text"]
     assert "√d_h" in text, text[:2000]
     assert not TEX.findall(text), f"TeX in the search results: {TEX.findall(text)[:10]}\n{text[:2000]}"
-    assert not tab.problems, "\n".join(tab.problems)
+    assert not report.problems, "\n".join(report.problems)
 
 
 def test_search_works_from_disk(browser, site):
     """Opened from disk, search still lists pages with readable summaries, and nothing fails."""
     tab = PageVisit(browser)
     try:
-        text = _search_text(tab, (site.html / "search.html").as_uri() + "?q=scores")
+        tab.page.goto((site.html / "search.html").as_uri() + f"?q={SEARCH_QUERY}", wait_until="load")
+        text = _search_results(tab.page)["text"]
         assert "√d_h" in text and not TEX.findall(text), text[:2000]
         assert not tab.problems, "\n".join(tab.problems)
     finally:

@@ -328,7 +328,18 @@ def test_leak_detector_finds_a_secret_however_it_is_written(tmp_path):
     (tmp_path / "page.html").write_text(f"<pre>{highlighted}</pre>", encoding="utf-8")
     (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [{"source": ["x = 1\n", line + "\n"]}]}), encoding="utf-8")
     (tmp_path / "clean.html").write_text("<p>nothing here</p>", encoding="utf-8")
-    assert site_support.leaks(tmp_path, secrets) == {"nb.ipynb": [line], "page.html": [line]}
+    (tmp_path / "glued.txt").write_text(f"x=1;{line}#end", encoding="utf-8")  # its first and last words run on
+    assert site_support.leaks(tmp_path, secrets) == {"glued.txt": [line], "nb.ipynb": [line], "page.html": [line]}
+
+
+def test_a_line_that_only_returns_a_name_is_no_secret():
+    import site_support
+
+    assert not site_support.is_secret("return reused")
+    assert not site_support.is_secret("print(cache_bytes)")
+    assert site_support.is_secret("return reused[-1] // 16")  # it computes something: a secret
+    assert site_support.is_secret("params = mk.dense_decoder_params(facts)")
+    assert not site_support.is_secret("pass")
 
 
 # --- stored outputs in the test build ----------------------------------------------------------

@@ -132,19 +132,34 @@ def _listed(names):
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def dependency_hint(question):
-    """For a question that calls the learner's earlier answers, the words that point at them; else ``None``.
+@functools.lru_cache(maxsize=None)
+def _answer_questions():
+    """``{answer grade_id: (question ids of its own test cells)}`` over the course, from the releases."""
+    result = {}
+    for assignment in COURSE:
+        path = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"
+        if not path.is_file():
+            continue
+        nb = nbformat.read(path, as_version=4)
+        for answer, indices in test_cells(nb).items():
+            result[answer] = tuple(q for i in indices for q, _ in parse_runs(nb.cells[i].source))
+    return result
 
-    Shown by the inline judge (a test cell run by hand, Validate, ``mha_course.check``), which runs the
-    learner's own earlier answers and does not carry an error forward.
+
+def dependency_hint(question, failing=frozenset()):
+    """For a question that calls earlier answers, words that name those of them that fail; else ``None``.
+
+    ``failing`` holds the question ids whose test failed when last run in this kernel: an earlier
+    answer is named only when one of its own questions is there, so a dependency that passes is never
+    blamed. Shown by the inline judge (a test cell run by hand, Validate, ``mha_course.check``), after
+    the answer's own fault; when graded, an error is carried forward instead (:func:`carry_forward`).
     """
-    used = [_name(a) for a in _dependent_questions().get(question, ())]
+    owned = _answer_questions()
+    used = [_name(a) for a in _dependent_questions().get(question, ()) if set(owned.get(a, ())) & set(failing)]
     if len(used) == 1:
-        return (f"this question runs your {used[0]}: if {used[0]} fails its own test, fix it first (when graded, "
-                f"this question is judged with a correct {used[0]} in its place)")
+        return f"your {used[0]} fails its own test: fix it first"
     if used:
-        return (f"this question runs your {_listed(used)}: fix any of them that fails its own test first (when "
-                "graded, this question is judged with correct ones in their place)")
+        return f"your {_listed(used)} fail their own tests: fix them first"
     return None
 
 

@@ -34,7 +34,8 @@ import os
 import warnings
 from typing import NamedTuple, Optional
 
-from .wire import FORMAT, MAX_TEXT, MAX_WARNINGS, MIME, encode, encode_error, type_name, warning_note
+from .wire import (FORMAT, MAX_TEXT, MAX_WARNINGS, MIME, encode, encode_error, type_name, warning_note,
+                   without_file_name)
 
 
 class Outcome(NamedTuple):
@@ -114,6 +115,7 @@ def run(question, call, *cases):
         print(warning_note(warned))
     first_failure, carry = judge
     failure = first_failure(question, cases, encoded)
+    (_failed_questions.add if failure is not None else _failed_questions.discard)(question)
     if failure is not None:
         index, _, message = failure
         error = outcomes[index].error
@@ -121,11 +123,16 @@ def run(question, call, *cases):
         if error is not None and reason is None:
             raise error  # the learner's own error, with its traceback into their code
         _show_in_one_line()
-        raise AssertionError(_with_dependency_hint(reason or message, carry.dependency_hint(question))) from None
+        raise AssertionError(_with_dependency_hint(reason or message, carry.dependency_hint(question, _failed_questions))) from None
+
+
+#: Inline only: the questions whose last run in this kernel failed (a dependency's verdict, for the hint).
+_failed_questions = set()
 
 
 def _with_dependency_hint(reason, hint):
-    """Inline: ``reason``, and for a question that runs the learner's earlier answers, a pointer to them."""
+    """Inline: ``reason`` (this answer's own fault first), then ``hint``: the earlier answers this question
+    runs that failed their own tests in this kernel (none when they pass)."""
     return f"{reason}; {hint}" if hint and "an earlier answer" not in reason else reason
 
 
@@ -137,7 +144,8 @@ _previous_cell_error = [None]
 def _remember_cell_error(result):
     """IPython ``post_run_cell`` hook: keep the error of each cell, for the test cell run after it."""
     error = result.error_before_exec or result.error_in_exec
-    _previous_cell_error[0] = None if error is None else (type_name(error).rpartition(".")[2], str(error)[:MAX_TEXT])
+    _previous_cell_error[0] = None if error is None else (type_name(error).rpartition(".")[2],
+                                                          without_file_name(str(error))[:MAX_TEXT])
 
 
 def _watch_cells():

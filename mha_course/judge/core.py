@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 
 from ..notebook import add_note, first_error, is_answer, is_test, meta, parse_runs
 from .questions import course_questions
-from .wire import FORMAT, MIME, LearnerError, NotPlain, decode, warning_note, warnings_of
+from .wire import FORMAT, MIME, LearnerError, NotPlain, decode, warning_note, warnings_of, without_file_name
 
 
 def first_failure(question, cases, results, answers=None):
@@ -101,6 +101,12 @@ def _warned(cell):
     return texts
 
 
+def answer_error(answer_cell):
+    """``(ename, evalue)`` of an answer cell's first error, without the kernel's temporary file name; or ``None``."""
+    error = first_error(answer_cell or {})
+    return None if error is None else (error[0], without_file_name(error[1]))
+
+
 def judge_notebook(nb):
     """Judge every graded test cell of an executed notebook in place; return the notebook.
 
@@ -122,8 +128,8 @@ def judge_notebook(nb):
         if _runs(cell["source"]) == []:
             continue  # not in the judge's format: nbgrader scores it as it ran
         verdict = judge_cell(cell, answers)
-        if verdict is not None and verdict[0] == "NameError" and first_error(owner or {}):
-            ename, evalue = first_error(owner)
+        if verdict is not None and verdict[0] == "NameError" and answer_error(owner):
+            ename, evalue = answer_error(owner)
             verdict = ename, f"the answer cell above failed: {evalue}"  # shown as "SyntaxError: the answer ..."
         if verdict is not None and not first_error(cell):
             cell.setdefault("outputs", []).insert(0, _error_output(*verdict))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 
 import numpy as np
 
@@ -178,3 +179,12 @@ def warnings_of(bundle):
     if type(sent) is not list:
         return []
     return [_text(w) for w in sent if type(w) is str][:MAX_WARNINGS]
+
+
+#: The file a syntax error quotes (``(/tmp/ipykernel_812/3141.py, line 2)``): the kernel's temporary file.
+_FILE_AND_LINE = re.compile(r" \((?:[^()]*[/\\])?[^()/\\]+, line (\d+)\)$")
+
+
+def without_file_name(text):
+    """``text`` of an error with the temporary file name it may quote left out: ``(line 2)`` stays."""
+    return _FILE_AND_LINE.sub(r" (line \1)", text)

@@ -16,6 +16,15 @@ WRONG_ANSWERS = [
      "return x.reshape(B, num_heads, n, d // num_heads)", {"split_heads_matches_mha_kit"}),
 ]
 
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "head_dim_float_division": "as an int, got float",
+    "scores_per_head_size": "shape of scores",
+    "split_by_plain_reshape": "a plain reshape to (B, h, n, d_h) mixes tokens into heads",
+}
+
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
 #: code). Graded with the graded kit, each earns nothing for the test cells it feeds.

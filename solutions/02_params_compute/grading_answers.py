@@ -21,6 +21,16 @@ WRONG_ANSWERS = [
      '{"projection_params", "attention_macs", "score_count"}', {"changes_with_h_set"}),
 ]
 
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "gqa_counted_as_mha": "h_vs_h_kv",
+    "macs_scores_only": "count the scores and the value mix",
+    "macs_counted_as_flops": "count multiply-adds, not FLOPs",
+    "every_count_changes": "does not change with h: check your set",
+}
+
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
 #: code). Graded with the graded kit, each earns nothing for the test cells it feeds.

@@ -15,22 +15,25 @@ import mha_kit as mk
 from mha_course.judge.expect import expect_int
 from mha_course.judge.cases import config
 from mha_course.judge.questions import spec_name as _name, question
+from mha_course.judge import diagnoses
 
 
-@question("projection_params", lambda spec: f"parameters of one {_name(spec)} layer")
+@question("projection_params", lambda spec: f"parameters of one layer of {_name(spec)}")
 def _projection_params(got, spec):
     cfg = config(spec)
     as_mha = mk.projection_params(cfg.with_kv_heads(None))
-    wrong = {as_mha: "GQA counted as MHA: W_K and W_V have h_kv heads, not h"} if cfg.num_kv_heads != cfg.num_heads else {}
-    expect_int(got, mk.projection_params(cfg), f"parameters of one {_name(spec)} layer", wrong=wrong,
+    what, expected = f"parameters of one layer of {_name(spec)}", mk.projection_params(cfg)
+    diagnoses.check(got, expected, what, {"with_h": [as_mha]}, "h_vs_h_kv")
+    expect_int(got, expected, what,
                hints={Fraction(1, 2): "did you count only W_Q and W_K (or forget two of the four matrices)?"})
 
 
 @question("attention_macs", lambda spec, n, s: f"attention multiply-adds of {_name(spec)}, n={n}, s={s}")
 def _attention_macs(got, spec, n, s):
-    expect_int(got, mk.attention_macs(config(spec), s, num_queries=n), f"attention multiply-adds of {_name(spec)}, n={n}, s={s}",
-               hints={Fraction(1, 2): "did you count the scores but not the value mix (or the reverse)?",
-                      2: "count multiply-adds, not FLOPs (one multiply-add = 2 FLOPs)"})
+    what, expected = f"attention multiply-adds of {_name(spec)}, n={n}, s={s}", mk.attention_macs(config(spec), s, num_queries=n)
+    diagnoses.known(got, expected, what, [(expected // 2, "half of it: count the scores and the value mix"),
+                                          (2 * expected, "count multiply-adds, not FLOPs (one multiply-add = 2 FLOPs)")])
+    expect_int(got, expected, what)
 
 
 @question("score_count", lambda spec, n: f"scores of {_name(spec)}, n={n}")

@@ -15,13 +15,25 @@ WRONG_ANSWERS = [
      "cfg.kv_lora_rank", {"mla_cache_deepseek_v2"}),
     ("max_context_as_float", "max_context_answer", "memory_bytes * 8 // bits_per_token",
      "memory_bytes * 8 / bits_per_token", {"max_context_llama3_8b_16gib"}),
-    # an int of a float division: right for every visible size, wrong past 2**53 bytes (hidden)
+    # an int of a float division: right for 16 GiB, wrong for the visible memory past 2**53 bytes
     ("max_context_int_of_float", "max_context_answer", "memory_bytes * 8 // bits_per_token",
      "int(memory_bytes * 8 / bits_per_token)", {"max_context_llama3_8b_16gib"}),
-    # rounds down: right for whole bytes (the visible case), wrong for 3- and 6-bit numbers (hidden)
+    # rounds down: right for whole bytes, wrong for the visible 3-bit numbers
     ("bytes_rounded_down", "kv_bytes_read_answer", "return -(-elements * bits // 8)", "return elements * bits // 8",
      {"kv_bytes_read_llama3_70b_8k"}),
 ]
+
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "bits_not_bytes": "bits_vs_bytes",
+    "gqa_counted_as_mha": "h_vs_h_kv",
+    "mla_without_rotary_key": "the shared rotary key (qk_rope_head_dim) is cached too",
+    "max_context_as_float": "as an int, got float",
+    "max_context_int_of_float": "a float division loses whole tokens",
+    "bytes_rounded_down": "rounding",
+}
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit

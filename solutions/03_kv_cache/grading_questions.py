@@ -15,6 +15,7 @@ import mha_kit as mk
 from mha_course.judge.expect import expect_int
 from mha_course.judge.cases import config
 from mha_course.judge.questions import spec_name as _name, BITS_HINT as _BITS, question
+from mha_course.judge import diagnoses
 
 
 @question("kv_bytes_read", lambda h_kv, d_h, s, bits: f"bytes read per token (h_kv={h_kv}, d_h={d_h}, s={s}, {bits}-bit)")
@@ -23,8 +24,11 @@ def _kv_bytes_read(got, h_kv, d_h, s, bits):
     expected = mk.kv_bytes_read(cfg, s, bits)
     floor = 2 * h_kv * d_h * s * bits // 8
     wrong = {floor: "round up to a whole byte: a partly used byte is still stored"} if floor != expected else {}
-    expect_int(got, expected, f"bytes read per token by one layer (h_kv={h_kv}, d_h={d_h}, s={s}, {bits}-bit)",
-               wrong=wrong, hints={**_BITS, Fraction(1, 2): "did you forget K or V?", 2: "did you count K and V twice?"})
+    what = f"bytes read per token by one layer (h_kv={h_kv}, d_h={d_h}, s={s}, {bits}-bit)"
+    context = {"in_bits": [2 * h_kv * d_h * s * bits], "floor": list(wrong),
+               "k_or_v": [-(-h_kv * d_h * s * bits // 8), 2 * expected]}
+    diagnoses.check(got, expected, what, context, "bits_vs_bytes", "rounding", "k_and_v")
+    expect_int(got, expected, what, wrong=wrong, hints=_BITS)
 
 
 @question("cache_bytes_per_token", lambda spec, bits: f"cache bytes per token of {_name(spec)} ({bits}-bit)")
@@ -34,11 +38,12 @@ def _cache_bytes_per_token(got, spec, bits):
     wrong = {as_mha: "GQA counted as MHA: only the h_kv key-value heads are cached"} if cfg.num_kv_heads != cfg.num_heads else {}
     floor = cfg.num_layers * mk.kv_elements_per_token(cfg) * bits // 8
     expected = mk.kv_cache_bytes_per_token(cfg, bits)
-    if floor != expected:
-        wrong[floor] = "round up to a whole byte: a partly used byte is still stored"
-    expect_int(got, expected, f"cache bytes per token of {_name(spec)} ({bits}-bit)", wrong=wrong,
-               hints={**_BITS, Fraction(1, 2): "did you forget K or V?",
-                      Fraction(1, cfg.num_layers): "that is one layer: multiply by num_layers"})
+    what = f"cache bytes per token of {_name(spec)} ({bits}-bit)"
+    in_bits = cfg.num_layers * mk.kv_elements_per_token(cfg) * bits
+    context = {"in_bits": [in_bits], "floor": [floor] if floor != expected else [], "with_h": list(wrong),
+               "k_or_v": [-(-(in_bits // 2) // 8), 2 * expected]}
+    diagnoses.check(got, expected, what, context, "h_vs_h_kv", "bits_vs_bytes", "rounding", "k_and_v")
+    expect_int(got, expected, what, hints={**_BITS, Fraction(1, cfg.num_layers): "that is one layer: multiply by num_layers"})
 
 
 @question("mla_cache_bytes_per_token", lambda spec, bits: f"MLA cache bytes per token of {_name(spec)} ({bits}-bit)")
@@ -61,6 +66,10 @@ def _kv_cache_bytes(got, spec, s, B, bits):
 
 @question("max_context", lambda spec, memory, bits, B: f"longest {_name(spec)} context in {memory:,} bytes ({bits}-bit, B={B})")
 def _max_context(got, spec, memory, bits, B):
-    expect_int(got, mk.max_context_tokens(config(spec), memory, bits, B),
-               f"longest {_name(spec)} context in {mk.format_bytes(memory)} ({bits}-bit, B={B})",
-               hints={8: "bits, not bytes", Fraction(1, 8): "bytes, not bits"})
+    cfg = config(spec)
+    expected = mk.max_context_tokens(cfg, memory, bits, B)
+    what = f"longest {_name(spec)} context in {mk.format_bytes(memory)} ({bits}-bit, B={B})"
+    bits_per_token = B * cfg.num_layers * mk.kv_elements_per_token(cfg) * bits
+    diagnoses.known(got, expected, what, [(int(memory * 8 / bits_per_token),
+                                           "a float division loses whole tokens this large: divide with integers")])
+    expect_int(got, expected, what, hints={8: "bits, not bytes", Fraction(1, 8): "bytes, not bits"})

@@ -14,6 +14,7 @@ import mha_kit as mk
 
 from mha_course.judge.expect import expect_close, expect_equal
 from mha_course.judge.questions import rng_arrays as _rng_arrays, question
+from mha_course.judge import diagnoses
 
 
 @question("softmax", lambda shape, axis, seed: f"softmax of a {shape} array along axis {axis}")
@@ -31,7 +32,9 @@ def scores_array(rows):
 @question("softmax_extreme", lambda rows: f"softmax of {rows}")
 def _softmax_extreme(got, rows):
     x = scores_array(rows)
-    expect_close(got, mk.softmax(x), f"softmax of {np.array2string(x, separator=', ')}")
+    what = f"softmax of {' '.join(np.array2string(x, separator=', ').split())}"  # the rows on one line
+    diagnoses.check(got, mk.softmax(x), what, {}, "no_max_shift")
+    expect_close(got, mk.softmax(x), what)
 
 
 @question("causal_mask", lambda n: f"causal_mask({n})")
@@ -40,13 +43,10 @@ def _causal_mask(got, n):
 
 
 def _attention_mistakes(q, k, v, mask=None):
-    """Outputs of the classic mistakes, so the message can name the one made."""
-    raw = q @ k.T
-    masked = (lambda s: s) if mask is None else (lambda s: np.where(mask, s, -np.inf))
-    out = {"looks like the 1/sqrt(d_h) scale is missing": mk.softmax(masked(raw)) @ v,
-           "scaled by 1/d_h instead of 1/sqrt(d_h)": mk.softmax(masked(raw / q.shape[-1])) @ v}
+    """Outputs of the mistakes only this question makes (a scale left out or wrong: the catalogue's words)."""
+    out = {}
     if mask is not None:
-        after = mk.softmax(raw / np.sqrt(q.shape[-1])) * mask
+        after = mk.softmax(q @ k.T / np.sqrt(q.shape[-1])) * mask
         out["the mask was applied after softmax: set scores to -inf before it"] = after @ v
     return out
 
@@ -55,8 +55,11 @@ def _attention_mistakes(q, k, v, mask=None):
 def _attention(got, n, s, d_h, d_v, causal, seed):
     q, k, v = _rng_arrays(seed, (n, d_h), (s, d_h), (s, d_v))
     mask = mk.causal_mask(n, s) if causal else None
-    expect_close(got, mk.scaled_dot_product_attention(q, k, v, mask)[0],
-                 f"attention output (n={n}, s={s}, d_h={d_h}, causal={causal})", wrong=_attention_mistakes(q, k, v, mask))
+    what, expected = f"attention output (n={n}, s={s}, d_h={d_h}, causal={causal})", mk.scaled_dot_product_attention(q, k, v, mask)[0]
+    masked = q @ k.T if mask is None else np.where(mask, q @ k.T, -np.inf)
+    context = {"unscaled": [mk.softmax(masked) @ v], "rescaled": [mk.softmax(masked / d_h) @ v]}
+    diagnoses.check(got, expected, what, context, "scale_missing", "scale_wrong")
+    expect_close(got, expected, what, wrong=_attention_mistakes(q, k, v, mask))
 
 
 def mha_inputs(d, h, n, seed):

@@ -15,6 +15,15 @@ WRONG_ANSWERS = [
      "flops_per_key = 2 * num_heads", {"flops_per_byte_gqa"}),
 ]
 
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "forgot_scale": "scale_missing",
+    "macs_scores_only": "scores and value mix cost the same",
+    "intensity_in_macs": "one multiply-add is 2 FLOPs",
+}
+
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
 #: code). Graded with the graded kit, each earns nothing for the test cells it feeds.

@@ -17,7 +17,7 @@ WRONG_ANSWERS = [
      {"bug_mask_after_softmax"}),
     ("scale_removed", "fixed_attention_answer", "q @ k.T / np.sqrt(q.shape[-1])", "q @ k.T",
      {"bug_wrong_scale"}),
-    # passes the visible h=4, h_kv=2 case (g == h_kv there); the hidden h=8, h_kv=2 case fails
+    # passes the h=4, h_kv=2 case (g == h_kv there); the visible h=6, h_kv=3 case fails
     ("kv_head_i_div_h_kv", "fixed_grouped_attention_answer", "j = i // g", "j = i // h_kv",
      {"bug_wrong_kv_head"}),
     ("cache_bytes_as_float", "fixed_cache_bytes_answer", "* bits // 8", "* bits / 8",
@@ -27,6 +27,19 @@ WRONG_ANSWERS = [
     ("q3_names_a_distractor_in_lower_case", "q3_mistake_answer", 'return "H"', 'return "a"', {"q3_mistake_named"}),
     ("q5_names_a_word_not_a_letter", "q5_mistake_answer", 'return "B"', 'return "only K"', {"q5_mistake_named"}),
 ]
+
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "mask_still_after_softmax": "the mask is still applied after softmax",
+    "scale_removed": "scale_missing",
+    "kv_head_i_div_h_kv": "not i // h_kv",
+    "cache_bytes_as_float": "as an int, got float",
+    "q1_names_the_mask_direction": "is not the one this function makes",
+    "q3_names_a_distractor_in_lower_case": "is not the one this function makes",
+    "q5_names_a_word_not_a_letter": "answer one letter from A to H",
+}
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit

@@ -14,6 +14,7 @@ import mha_kit as mk
 
 from mha_course.judge.expect import expect_close, expect_int
 from mha_course.judge.cases import config
+from mha_course.judge import diagnoses
 from mha_course.judge.questions import (
     spec_name as _name,
     rng_arrays as _rng_arrays,
@@ -49,15 +50,20 @@ def _fixed_causal(got, n, d_h, seed):
 @question("fixed_attention", lambda n, s, d_h, seed: f"attention (n={n}, s={s}, d_h={d_h})")
 def _fixed_attention(got, n, s, d_h, seed):
     q, k, v = _rng_arrays(seed, (n, d_h), (s, d_h), (s, d_h))
-    expect_close(got, mk.scaled_dot_product_attention(q, k, v)[0], f"attention (n={n}, s={s}, d_h={d_h})",
-                 wrong={"still divided by d_h: the scale is 1/sqrt(d_h)": buggy_attention(q, k, v),
-                        "no scale at all: divide the scores by sqrt(d_h)": mk.softmax(q @ k.T) @ v})
+    what, expected = f"attention (n={n}, s={s}, d_h={d_h})", mk.scaled_dot_product_attention(q, k, v)[0]
+    diagnoses.check(got, expected, what, {"unscaled": [mk.softmax(q @ k.T) @ v], "rescaled": [buggy_attention(q, k, v)]},
+                    "scale_missing", "scale_wrong")
+    expect_close(got, expected, what)
 
 
 @question("fixed_grouped_attention", lambda h, h_kv, n, seed: f"grouped attention (h={h}, h_kv={h_kv})")
 def _fixed_grouped(got, h, h_kv, n, seed):
     q, k, v = _rng_arrays(seed, (h, n, 4), (h_kv, n, 4), (h_kv, n, 4))
     wrong = {"query head i must read key-value head i // g, not i % h_kv": buggy_grouped_attention(q, k, v)}
+    by_h_kv = (np.stack([mk.softmax(q[i] @ k[i // h_kv].T / np.sqrt(q.shape[-1])) @ v[i // h_kv] for i in range(h)])
+               if h <= h_kv * h_kv else None)
+    if by_h_kv is not None and h // h_kv != h_kv:  # i // h_kv stays below h_kv: a wrong head, no IndexError
+        wrong["query head i must read key-value head i // g, not i // h_kv"] = by_h_kv
     expect_close(got, mk.grouped_attention(q, k, v)[0], f"grouped attention (h={h}, h_kv={h_kv})",
                  wrong=wrong if h // h_kv not in (1, h) else {})
 
@@ -71,8 +77,11 @@ def _fixed_merge(got, h, n, d_h):
 
 @question("fixed_cache_bytes", lambda spec, s, B, bits: f"cache bytes of {_name(spec)} (s={s}, B={B}, {bits}-bit)")
 def _fixed_cache(got, spec, s, B, bits):
-    expect_int(got, mk.kv_cache_bytes(config(spec), s, B, bits), f"cache bytes of {_name(spec)} (s={s}, B={B}, {bits}-bit)",
-               hints={Fraction(1, 2): "still only K (or only V): the cache holds both", **_BITS})
+    cfg = config(spec)
+    what, expected = f"cache bytes of {_name(spec)} (s={s}, B={B}, {bits}-bit)", mk.kv_cache_bytes(cfg, s, B, bits)
+    diagnoses.check(got, expected, what, {"k_or_v": [mk.kv_cache_bytes(cfg, s, B, bits) // 2],
+                                          "h": cfg.num_heads, "h_kv": cfg.num_kv_heads}, "bits_vs_bytes", "k_and_v", "h_vs_h_kv")
+    expect_int(got, expected, what, hints={Fraction(1, 2): "still only K (or only V): the cache holds both", **_BITS})
 
 
 #: The mistake each buggy function of 06 makes: a letter of the list in the notebook's introduction.

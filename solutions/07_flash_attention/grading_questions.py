@@ -14,6 +14,7 @@ import mha_kit as mk
 
 from mha_course.judge.expect import expect_close, expect_int
 from mha_course.judge.cases import config
+from mha_course.judge import diagnoses
 from mha_course.judge.questions import (
     spec_name as _name,
     BITS_HINT as _BITS,
@@ -47,8 +48,11 @@ def _block_state(got, n, b, d_v, seed, scale):
     scores, v = block_inputs(n, b, d_v, seed, scale)
     with np.errstate(over="ignore", invalid="ignore"):
         unshifted = (scores.max(axis=1), np.exp(scores).sum(axis=1), np.exp(scores) @ v)
-    _expect_state(got, _state_of(scores, v), f"the state of one block (n={n}, b={b}, scores x{scale})",
-                  wrong={"l and acc must use exp(score - m), shifted by the row maximum": unshifted})
+    what = f"the state of one block (n={n}, b={b}, scores x{scale})"
+    expected = tuple(_state_of(scores, v))
+    _expect_tuple(got, 3, what)
+    diagnoses.check(got, expected, what, {"unshifted": [unshifted]}, "no_max_shift")
+    _expect_state(got, expected, what)
 
 
 def state_inputs(n, d_v, seed, empty_row):
@@ -93,17 +97,22 @@ def _blockwise(got, n, s, d_h, block, seed):
     q, k, v = qkv_inputs(n, s, d_h, seed)
     what = f"blockwise attention (n={n}, s={s}, d_h={d_h}, block_size={block})"
     whole = s - s % block
-    wrong = {"looks like the 1/sqrt(d_h) scale is missing": mk.softmax(q @ k.T) @ v}
-    if 0 < whole < s:
-        wrong["the last, shorter block of keys was left out"] = mk.scaled_dot_product_attention(q, k[:whole], v[:whole])[0]
-    expect_close(got, mk.flash_attention(q, k, v, block_size=block), what, wrong=wrong)
+    expected = mk.flash_attention(q, k, v, block_size=block)
+    context = {"unscaled": [mk.softmax(q @ k.T) @ v],
+               "rescaled": [mk.softmax(q @ k.T / d_h) @ v, mk.softmax(q @ k.T * np.sqrt(d_h)) @ v],
+               "whole_blocks": [mk.scaled_dot_product_attention(q, k[:whole], v[:whole])[0]] if 0 < whole < s else []}
+    diagnoses.check(got, expected, what, context, "scale_missing", "scale_wrong", "ragged_last_block")
+    expect_close(got, expected, what)
 
 
 @question("score_bytes_saved", lambda spec, n, bits: f"score-matrix bytes of {_name(spec)} (n={n}, {bits}-bit)")
 def _score_bytes(got, spec, n, bits):
     cfg = config(spec)
     expected = mk.score_matrix_bytes(cfg, n, bits)
-    floor = cfg.num_heads * n * n * bits // 8
-    wrong = {floor: _ROUND_UP} if floor != expected else {}
-    expect_int(got, expected, f"bytes of the score matrix of one {_name(spec)} layer (n={n}, {bits}-bit)", wrong=wrong,
+    what = f"bytes of the score matrix of one layer of {_name(spec)} (n={n}, {bits}-bit)"
+    in_bits = cfg.num_heads * n * n * bits
+    floor = in_bits // 8
+    diagnoses.check(got, expected, what, {"in_bits": [in_bits], "floor": [floor] if floor != expected else []},
+                    "bits_vs_bytes", "rounding")
+    expect_int(got, expected, what, wrong={floor: _ROUND_UP} if floor != expected else {},
                hints={**_BITS, Fraction(1, cfg.num_heads): "that is one head: every head has its own n x n scores"})

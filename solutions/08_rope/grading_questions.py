@@ -12,6 +12,7 @@ import mha_kit as mk
 
 from mha_course.judge.expect import expect_close, expect_float
 from mha_course.judge.questions import question
+from mha_course.judge import diagnoses
 
 
 def rope_inputs(n, r, seed):
@@ -44,8 +45,11 @@ def _slow_rope(x, positions):
 @question("rope", lambda n, r, seed, positions: f"rope of a ({n}, {r}) array at positions {positions}")
 def _rope(got, n, r, seed, positions):
     x = rope_inputs(n, r, seed)
-    expect_close(got, mk.rope(x, positions), f"rope of a ({n}, {r}) array at positions {positions}",
-                 wrong=_rope_mistakes(x, positions))
+    what = f"rope of a ({n}, {r}) array at positions {positions}"
+    expected = mk.rope(x, positions)
+    from_zero = [mk.rope(x, np.arange(n))] if list(positions) != list(range(n)) else []
+    diagnoses.check(got, expected, what, {"from_zero": from_zero}, "positions_ignored")
+    expect_close(got, expected, what, wrong=_rope_mistakes(x, positions))
 
 
 def pair_inputs(r, seed):
@@ -58,11 +62,12 @@ def pair_inputs(r, seed):
 def _rope_score(got, r, seed, m, p):
     q, k = pair_inputs(r, seed)
     expected = float(mk.rope_scores(q, k, [m], [p])[0, 0])
+    what = f"score of q at position {m} and k at {p} (r={r})"
     if type(got) is float and not np.isclose(got, expected) and np.isclose(got, float(mk.rope_scores(q, k, [p], [m])[0, 0])):
         raise AssertionError(f"score at positions ({m}, {p}) is the one for ({p}, {m}): rotate q by m and k by p")
-    if type(got) is float and not np.isclose(got, expected) and np.isclose(got, float(q @ k)):
-        raise AssertionError(f"score at positions ({m}, {p}) is the plain q . k: rotate both vectors first")
-    expect_float(got, expected, f"score of a query at position {m} and a key at position {p} (r={r})", rtol=1e-7)
+    q_rot, k_rot = mk.rope(q[None], [m])[0], mk.rope(k[None], [p])[0]
+    diagnoses.check(got, expected, what, {"unrotated": [float(q_rot @ k), float(q @ k_rot), float(q @ k)]}, "not_rotated")
+    expect_float(got, expected, what, rtol=1e-7)
 
 
 @question("scores_at_distance", lambda r, seed, distance, starts: f"scores at distance {distance} from starts {starts}")
@@ -72,9 +77,12 @@ def _scores_at_distance(got, r, seed, distance, starts):
     expected = mk.rope_scores(q, k, starts + distance, starts).diagonal()  # query at t + distance, key at t
     if np.ptp(expected) > 1e-8 * (1 + np.abs(expected).max()):  # the property itself: one value for every start
         raise AssertionError("course bug: RoPE scores at one distance differ")  # pragma: no cover
-    wrong = {"the query goes at start + distance and the key at start (not the reverse)":
-             mk.rope_scores(q, k, starts, starts + distance).diagonal()}
-    expect_close(got, expected, f"scores at distance {distance} for starts {starts.tolist()}", wrong=wrong)
+    what = f"scores at distance {distance} for starts {starts.tolist()}"
+    diagnoses.known(got, expected, what, [
+        (mk.rope_scores(q, k, starts, starts + distance).diagonal(),
+         "the query goes at start + distance and the key at start (not the reverse)"),
+        (mk.rope_scores(q, k, starts, starts).diagonal(), "query and key at one position: the query goes at start + distance")])
+    expect_close(got, expected, what)
 
 
 def rotary_inputs(h, n, d_h, seed):
@@ -88,10 +96,19 @@ def _rope_attention(got, h, n, d_h, seed, start):
     q, k, v = rotary_inputs(h, n, d_h, seed)
     positions = np.arange(start, start + n)
     mask = mk.causal_mask(n)
+    what = f"RoPE attention (h={h}, n={n}, d_h={d_h}, from position {start})"
+    if type(got) is tuple:
+        raise AssertionError(f"{what}: got a tuple: mk.scaled_dot_product_attention returns (out, weights)")
+    q_rot, k_rot = mk.rope(q, positions), mk.rope(k, positions)
+
+    def attend(queries, keys):  # causal attention with the 1/sqrt(d_h) the function applies
+        return mk.scaled_dot_product_attention(queries, keys, v, mask)[0]
+
+    expected = mk.rotary_attention(q, k, v, positions, mask=mask)[0]
+    context = {"unrotated": [attend(q_rot, k), attend(q, k_rot)], "unscaled": [attend(q_rot * np.sqrt(d_h), k_rot)],
+               "rescaled": [attend(q_rot / np.sqrt(d_h), k_rot), attend(q_rot * d_h, k_rot)]}
+    diagnoses.check(got, expected, what, context, "not_rotated", "scale_missing", "scale_wrong")
     wrong = {"the values were rotated too: RoPE rotates queries and keys only":
-             mk.scaled_dot_product_attention(mk.rope(q, positions), mk.rope(k, positions), mk.rope(v, positions), mask)[0],
-             "the keys must be rotated too, by their own positions":
-             mk.scaled_dot_product_attention(mk.rope(q, positions), k, v, mask)[0],
+             mk.scaled_dot_product_attention(q_rot, k_rot, mk.rope(v, positions), mask)[0],
              "no causal mask: token i may see tokens 0..i only": mk.rotary_attention(q, k, v, positions)[0]}
-    expect_close(got, mk.rotary_attention(q, k, v, positions, mask=mask)[0],
-                 f"causal RoPE attention (h={h}, n={n}, d_h={d_h}, positions {start}..{start + n - 1})", wrong=wrong)
+    expect_close(got, expected, what, wrong=wrong)

@@ -18,6 +18,16 @@ WRONG_ANSWERS = [
      {"chunk_mask_over_cache"}),
 ]
 
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "cross_with_causal_mask": "cross-attention has no causal mask",
+    "window_one_too_wide": "mask_off_by_one",
+    "padding_without_causal": "combine the padding mask with the causal mask",
+    "chunk_aligned_top_left": "the diagonal ends in the bottom-right corner",
+}
+
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
 #: code). Graded with the graded kit, each earns nothing for the test cells it feeds.

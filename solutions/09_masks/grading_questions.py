@@ -12,6 +12,7 @@ import mha_kit as mk
 
 from mha_course.judge.expect import expect_close, expect_equal
 from mha_course.judge.questions import question
+from mha_course.judge import diagnoses
 
 
 def cross_inputs(n, s, d, d_ctx, h, seed):
@@ -26,14 +27,14 @@ def cross_inputs(n, s, d, d_ctx, h, seed):
 @question("cross_attention", lambda n, s, d, d_ctx, h, seed: f"cross-attention (n={n}, s={s}, d={d}, d_context={d_ctx}, h={h})")
 def _cross(got, n, s, d, d_ctx, h, seed):
     x, context, w_q, w_k, w_v, w_o = cross_inputs(n, s, d, d_ctx, h, seed)
-    masked = {}
     masks = [np.tril(np.ones((n, s), dtype=bool))] + ([mk.causal_mask(n, s)] if s >= n else [])
-    for mask in masks:
-        if mask.any(axis=1).all():
-            masked["cross-attention has no causal mask: every query sees every context token"] = \
-                mk.multi_head_attention(x, w_q, w_k, w_v, w_o, h, context=context, mask=mask)[0]
-    expect_close(got, mk.multi_head_attention(x, w_q, w_k, w_v, w_o, h, context=context)[0],
-                 f"cross-attention output (n={n}, s={s}, d={d}, d_context={d_ctx}, h={h})", wrong=masked)
+    masked = [(mk.multi_head_attention(x, w_q, w_k, w_v, w_o, h, context=context, mask=mask)[0],
+               "cross-attention has no causal mask: every query sees every context token")
+              for mask in masks if mask.any(axis=1).all()]
+    what = f"cross-attention output (n={n}, s={s}, d={d}, d_context={d_ctx}, h={h})"
+    expected = mk.multi_head_attention(x, w_q, w_k, w_v, w_o, h, context=context)[0]
+    diagnoses.known(got, expected, what, masked)
+    expect_close(got, expected, what)
 
 
 def _expect_mask(got, expected, what, wrong):
@@ -51,9 +52,12 @@ def _expect_mask(got, expected, what, wrong):
 @question("sliding_window_mask", lambda n, w: f"sliding_window_mask({n}, window={w})")
 def _window(got, n, w):
     i, j = np.arange(n)[:, None], np.arange(n)[None, :]
-    _expect_mask(got, mk.sliding_window_mask(n, w), f"sliding-window mask (n={n}, window={w})", wrong={
-        "each query sees itself and the window - 1 keys before it, window keys in all": (j <= i) & (j >= i - w),
-        "the window is causal too: no key after the query": np.abs(i - j) < w})
+    what = f"sliding-window mask (n={n}, window={w})"
+    expected = mk.sliding_window_mask(n, w)
+    if isinstance(got, np.ndarray) and got.dtype == bool:
+        diagnoses.check(got, expected, what, {"off_by_one": [(j <= i) & (j >= i - w), (j <= i) & (j > i - w + 1)]},
+                        "mask_off_by_one")
+    _expect_mask(got, expected, what, wrong={"the window is causal too: no key after the query": np.abs(i - j) < w})
 
 
 @question("padded_causal_mask", lambda lengths, n: f"padded causal mask (lengths={lengths}, n={n})")

@@ -12,20 +12,51 @@ WRONG_ANSWERS = [
     ("blocks_as_floats", "blocks_answer", "-(-n // block_size)", "np.ceil(n / block_size)", {"blocks_per_request_16"}),
     ("paged_counts_used_tokens", "paged_saved_answer", "paged = block_size * sum(-(-n // block_size) for n in lengths)",
      "paged = sum(lengths)", {"paged_saved_small_batch"}),
+    ("paged_counts_blocks", "paged_saved_answer", "paged = block_size * sum(", "paged = sum(", {"paged_saved_small_batch"}),
     # keeps every token: right only before the window fills (hidden), wrong on the visible case
     ("rolling_keeps_everything", "rolling_answer", "held = min(num_tokens, window)", "held = num_tokens",
      {"rolling_cache_mistral_7b"}),
-    # always a full window: right on the visible case, wrong for a sequence shorter than it (hidden)
+    # always a full window: right for Mistral's long sequence, wrong for the visible short one
     ("rolling_always_full", "rolling_answer", "held = min(num_tokens, window)", "held = window",
+     {"rolling_cache_mistral_7b"}),
+    ("rolling_rounded_down", "rolling_answer", "return -(-elements * bits // 8)", "return elements * bits // 8",
+     {"rolling_cache_mistral_7b"}),
+    ("rolling_keys_only", "rolling_answer", "mk.kv_elements_per_token(cfg)", "cfg.num_kv_heads * cfg.head_dim",
+     {"rolling_cache_mistral_7b"}),
+    ("rolling_query_heads", "rolling_answer", "mk.kv_elements_per_token(cfg)", "2 * cfg.num_heads * cfg.head_dim",
      {"rolling_cache_mistral_7b"}),
     ("int8_without_scales", "int8_cache_answer", "return elements + -(-scales * scale_bits // 8)",
      "return elements", {"int8_cache_llama3_8b"}),
     ("int8_scales_per_query_head", "int8_cache_answer", "scales = cfg.num_layers * 2 * cfg.num_kv_heads",
      "scales = cfg.num_layers * 2 * cfg.num_heads", {"int8_cache_llama3_8b"}),
-    # int of a float division: whole bytes on every visible and most hidden cases, not for 12 bits of scales
+    # int of a float division: whole bytes for fp32 scales, not for the visible 10 bits of scales
     ("int8_scales_rounded_down", "int8_cache_answer", "-(-scales * scale_bits // 8)", "int(scales * scale_bits / 8)",
      {"int8_cache_llama3_8b"}),
+    ("int8_scales_in_bits", "int8_cache_answer", "-(-scales * scale_bits // 8)", "scales * scale_bits",
+     {"int8_cache_llama3_8b"}),
+    ("int8_scales_keys_only", "int8_cache_answer", "scales = cfg.num_layers * 2 * cfg.num_kv_heads",
+     "scales = cfg.num_layers * cfg.num_kv_heads", {"int8_cache_llama3_8b"}),
 ]
+
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "blocks_rounded_down": "rounding",
+    "blocks_as_floats": "expected plain ints",
+    "paged_counts_used_tokens": "paging still holds whole blocks",
+    "paged_counts_blocks": "blocks_vs_slots",
+    "rolling_keeps_everything": "keeps only the last window tokens",
+    "rolling_always_full": "only t tokens are held",
+    "rolling_rounded_down": "rounding",
+    "rolling_keys_only": "k_and_v",
+    "rolling_query_heads": "h_vs_h_kv",
+    "int8_without_scales": "the scales are stored too",
+    "int8_scales_per_query_head": "h_vs_h_kv",
+    "int8_scales_rounded_down": "rounding",
+    "int8_scales_in_bits": "bits_vs_bytes",
+    "int8_scales_keys_only": "k_and_v",
+}
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit

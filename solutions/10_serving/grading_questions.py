@@ -15,9 +15,10 @@ import mha_kit as mk
 from mha_course.judge.expect import expect_int
 from mha_course.judge.cases import config
 from mha_course.judge.questions import spec_name as _name, BITS_HINT as _BITS, ROUND_UP as _ROUND_UP, question
+from mha_course.judge import diagnoses
 
 
-def _expect_int_list(got, expected, what, wrong):
+def _expect_int_list(got, expected, what, context, *names):
     if type(got) is not list:
         raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}")
     if len(got) != len(expected):
@@ -25,8 +26,7 @@ def _expect_int_list(got, expected, what, wrong):
     for item in got:
         if type(item) is not int:
             raise AssertionError(f"{what}: expected plain ints, got {type(item).__name__} ({item!r}): use // or int(...)")
-    if got != expected and got == wrong[0]:
-        raise AssertionError(f"{what}: expected {expected}, got {got}: {wrong[1]}")
+    diagnoses.check(got, expected, what, context, *names)
     if got != expected:
         raise AssertionError(f"{what}: expected {expected}, got {got}")
 
@@ -35,18 +35,21 @@ def _expect_int_list(got, expected, what, wrong):
 def _blocks(got, lengths, size):
     expected = [mk.cache_slots([n], n, size).paged // size for n in lengths]
     _expect_int_list(got, expected, f"blocks per request (lengths={lengths}, block_size={size})",
-                     ([n // size for n in lengths], "a partly filled last block is still a whole block: round up"))
+                     {"floor": [[n // size for n in lengths]]}, "rounding")
 
 
 @question("paged_bytes_saved", lambda lengths, max_len, size, per_token:
           f"bytes saved by paging (lengths={lengths}, max_len={max_len}, block_size={size})")
 def _paged_saved(got, lengths, max_len, size, per_token):
     slots = mk.cache_slots(lengths, max_len, size)
-    expect_int(got, (slots.reserved - slots.paged) * per_token,
-               f"bytes saved by paging (lengths={lengths}, max_len={max_len}, block_size={size}, {per_token} B/token)",
-               wrong={(slots.reserved - slots.used) * per_token:
-                      "paging still holds whole blocks: the unused slots of each last block are not saved",
-                      slots.reserved - slots.paged: "that counts token slots: multiply by the bytes per token"})
+    expected = (slots.reserved - slots.paged) * per_token
+    what = f"bytes saved by paging ({lengths}, max_len={max_len}, blocks of {size}, {per_token} B/token)"
+    diagnoses.known(got, expected, what, [
+        ((slots.reserved - slots.used) * per_token, "paging still holds whole blocks: the last one's unused slots are not saved"),
+        (slots.reserved - slots.paged, "that counts token slots: multiply by the bytes per token")])
+    diagnoses.check(got, expected, what, {"in_blocks": [(slots.reserved - slots.paged // size) * per_token]},
+                    "blocks_vs_slots")
+    expect_int(got, expected, what)
 
 
 @question("rolling_cache_bytes", lambda spec, t, window, bits: f"rolling cache of {_name(spec)} (t={t}, window={window}, {bits}-bit)")
@@ -54,15 +57,21 @@ def _rolling(got, spec, t, window, bits):
     cfg = config(spec)
     held = min(t, window)
     expected = mk.kv_cache_bytes(cfg, held, 1, bits)
-    wrong = {mk.kv_cache_bytes(cfg, t, 1, bits): "a rolling cache keeps only the last window tokens"} if t > window else {}
+    own = {mk.kv_cache_bytes(cfg, t, 1, bits): "a rolling cache keeps only the last window tokens"} if t > window else {}
     if t < window:
-        wrong[mk.kv_cache_bytes(cfg, window, 1, bits)] = "before window tokens have been seen, only t tokens are held"
-    floor = cfg.num_layers * mk.kv_elements_per_token(cfg) * held * bits // 8
+        own[mk.kv_cache_bytes(cfg, window, 1, bits)] = "before window tokens have been seen, only t tokens are held"
+    wrong = {}
+    in_bits = cfg.num_layers * mk.kv_elements_per_token(cfg) * held * bits
+    floor = in_bits // 8
     if floor != expected:
         wrong[floor] = _ROUND_UP
-    expect_int(got, expected, f"bytes held by a rolling cache of {_name(spec)} (t={t}, window={window}, {bits}-bit)",
-               wrong=wrong, hints={**_BITS, Fraction(1, 2): "did you forget K or V?",
-                                   Fraction(1, cfg.num_layers): "that is one layer: multiply by num_layers"})
+    what = f"bytes held by a rolling cache of {_name(spec)} (t={t}, window={window}, {bits}-bit)"
+    diagnoses.known(got, expected, what, own.items())
+    context = {"in_bits": [in_bits], "floor": [floor] if floor != expected else [], "k_or_v": [-(-(in_bits // 2) // 8)],
+               "h": cfg.num_heads, "h_kv": cfg.num_kv_heads}
+    diagnoses.check(got, expected, what, context, "bits_vs_bytes", "rounding", "k_and_v", "h_vs_h_kv")
+    expect_int(got, expected, what, wrong=wrong,
+               hints={**_BITS, Fraction(1, cfg.num_layers): "that is one layer: multiply by num_layers"})
 
 
 @question("int8_cache_bytes", lambda spec, t, scale_bits: f"8-bit cache of {_name(spec)} (t={t}, {scale_bits}-bit scales)")
@@ -71,12 +80,14 @@ def _int8(got, spec, t, scale_bits):
     elements = cfg.num_layers * mk.kv_elements_per_token(cfg) * t
     scales = cfg.num_layers * 2 * cfg.num_kv_heads  # one per key-value head, for K and for V, per layer
     expected = mk.quantized_cache_bytes(elements, scales, scale_bits)
-    wrong = {elements: "the scales are stored too: one per key-value head, for K and V, in every layer",
-             mk.quantized_cache_bytes(elements, scales * t, scale_bits): "one scale per head, not one per head and token",
-             mk.quantized_cache_bytes(elements, cfg.num_layers * cfg.num_kv_heads, scale_bits):
-                 "keys and values have their own scales: 2 per key-value head and layer"}
-    if cfg.num_heads != cfg.num_kv_heads:
-        wrong[mk.quantized_cache_bytes(elements, cfg.num_layers * 2 * cfg.num_heads, scale_bits)] = \
-            "scales belong to the key-value heads (h_kv), not the query heads"
-    expect_int(got, expected, f"bytes of an 8-bit cache of {_name(spec)} (t={t}, {scale_bits}-bit scales)",
-               wrong=wrong, hints={2: "8-bit: one byte per number, not two"})
+    own = {elements: "the scales are stored too: one per key-value head, for K and V, in every layer",
+           mk.quantized_cache_bytes(elements, scales * t, scale_bits): "one scale per head, not one per head and token"}
+    what = f"bytes of an 8-bit cache of {_name(spec)} (t={t}, {scale_bits}-bit scales)"
+    diagnoses.known(got, expected, what, own.items())
+    floor = elements + scales * scale_bits // 8
+    context = {"in_bits": [elements + scales * scale_bits], "floor": [floor] if floor != expected else [],
+               "k_or_v": [mk.quantized_cache_bytes(elements, cfg.num_layers * cfg.num_kv_heads, scale_bits)],
+               "with_h": [mk.quantized_cache_bytes(elements, cfg.num_layers * 2 * cfg.num_heads, scale_bits)]
+               if cfg.num_heads != cfg.num_kv_heads else []}
+    diagnoses.check(got, expected, what, context, "bits_vs_bytes", "rounding", "k_and_v", "h_vs_h_kv")
+    expect_int(got, expected, what, hints={2: "8-bit: one byte per number, not two"})

@@ -122,3 +122,19 @@ HONEST_WARNS = [
     a = np.float64(alpha)
     return float(np.where(a == 1, k + 1, (1 - a ** (k + 1)) / (1 - a)))'''}, None),
 ]
+
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "tokens_divide_by_zero_at_alpha_one": "ZeroDivisionError",
+    "tokens_one_position_short": "one position short",
+    "reuse_without_last_token": "the last prompt token is always computed again",
+    "reuse_counts_partial_block": "reuse comes in whole blocks",
+    "reuse_blocks_not_leading": "a block matches only after the same prefix",
+    "fp8_two_bytes_per_number": "FP8 stores one byte per number",
+    "fp8_query_heads": "h_vs_h_kv",
+    "ttft_one_flop_per_weight": "a multiply-add is 2 FLOPs",
+    "ttft_adds_the_two_times": "the longer of the two times, not their sum",
+    "handoff_gbit_read_as_gbyte": "a link rated in Gb/s moves gigabits",
+}

@@ -15,6 +15,7 @@ from mha_course.judge.expect import expect_float, expect_int
 from mha_course.judge.cases import config
 from mha_course.judge.questions import question
 from mha_course.judge.questions import spec_name as _name
+from mha_course.judge import diagnoses
 
 
 def _expect_seconds(got, expected, what, slips, rtol):
@@ -120,10 +121,11 @@ def _fp8_batch(got, model, gpu, num_gpus, context_len):
     per_sequence = mk.kv_cache_bytes(cfg, context_len, dtype="fp8_e4m3")
     if type(got) is not tuple or len(got) != 2:
         raise AssertionError(f"expected (bytes_per_sequence, sequences) as a tuple of 2 ints, got {type(got).__name__}")
-    hints = {2: "FP8 stores one byte per number", Fraction(1, 2): "did you forget K or V?",
-             Fraction(1, cfg.num_layers): "one layer's worth: count every layer"}
-    hints.setdefault(cfg.num_heads // cfg.num_kv_heads, "count the key-value heads (h_kv), not h")
-    expect_int(got[0], per_sequence, f"FP8 bytes per sequence of {model} ({context_len:,} tokens)", hints=hints)
+    hints = {2: "FP8 stores one byte per number", Fraction(1, cfg.num_layers): "one layer's worth: count every layer"}
+    what = f"FP8 bytes per sequence of {model} ({context_len:,} tokens)"
+    diagnoses.check(got[0], per_sequence, what, {"h": cfg.num_heads, "h_kv": cfg.num_kv_heads, "k_or_v": [per_sequence // 2]},
+                    "h_vs_h_kv", "k_and_v")
+    expect_int(got[0], per_sequence, what, hints=hints)
     fits = free // per_sequence
     expect_int(got[1], fits, f"sequences of {model} that fit in {free:,} bytes",
                wrong={fits + 1: "a sequence needs its whole cache: round down"})

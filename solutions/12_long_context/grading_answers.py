@@ -111,3 +111,18 @@ HONEST_WARNS = [
     ("honest_soft_cap_that_warns", {"soft_cap_answer": '''def soft_cap(scores, cap):
     return cap * (1 - 2 / (np.exp(2 * scores / cap) + 1))  # tanh(y) = 1 - 2 / (e^2y + 1)'''}, None),
 ]
+
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "llama3_divides_every_pair": "every pair was divided by the factor",
+    "llama3_blend_reversed": "the blend is reversed",
+    "llama3_without_two_pi": "a wavelength is the tokens one full turn (2 pi) takes",
+    "sinks_evicted": "they are never evicted",
+    "sinks_and_window_overlap": "nothing is evicted before the cache is full",
+    "merge_averages_outputs": "the splits are weighted equally",
+    "merge_without_max_shift": "no_max_shift",
+    "soft_cap_hard_clip": "that is a hard clip",
+    "soft_cap_tanh_then_scale": "the slope at 0 is 1",
+}

@@ -1,0 +1,99 @@
+"""Which test modules `make check` runs, and which only `make test` runs.
+
+UNIT: mha_kit and pure-Python tests (no notebook executed, no nbgrader grading, no kernel, no
+site build, no browser); `make check` runs them (`pytest -m unit`: tests/conftest.py marks them)
+in under a minute on two cores. FULL: everything else, which only `make test` adds.
+
+Every tests/test_*.py is in exactly one of the two (tests/test_suites.py fails otherwise), so a new
+module is placed on purpose, never silently left out of `make check`.
+"""
+
+UNIT = frozenset({
+    "test_article_numbers.py",
+    "test_attention.py",
+    "test_benchmark_decode.py",
+    "test_cache.py",
+    "test_chapter_chains.py",
+    "test_chapter_map.py",
+    "test_chapters_read_records.py",
+    "test_chapters_rope_sinks.py",
+    "test_chapters_serving_heads.py",
+    "test_claims_a.py",
+    "test_claims_b.py",
+    "test_claims_c.py",
+    "test_config.py",
+    "test_counting.py",
+    "test_disaggregation.py",
+    "test_flash.py",
+    "test_grading_expect.py",
+    "test_hardware.py",
+    "test_heads.py",
+    "test_hybrid.py",
+    "test_kernels.py",
+    "test_latent.py",
+    "test_layers.py",
+    "test_linear_attention.py",
+    "test_masks.py",
+    "test_notebooks_contain_article_figures.py",
+    "test_numerics.py",
+    "test_pipeline.py",
+    "test_offline_site.py",
+    "test_packaging.py",
+    "test_plots.py",
+    "test_plots_context.py",
+    "test_plots_cost.py",
+    "test_plots_decode.py",
+    "test_plots_positions.py",
+    "test_plots_serving.py",
+    "test_positions.py",
+    "test_prefix_cache.py",
+    "test_presets.py",
+    "test_quantization.py",
+    "test_references.py",
+    "test_rope_scaling.py",
+    "test_scheduling.py",
+    "test_serving.py",
+    "test_sinks.py",
+    "test_speculative.py",
+    "test_stored_outputs_portable.py",
+    "test_suites.py",
+    "test_units.py",
+})
+
+FULL = frozenset({
+    "test_benchmark.py",  # runs the decode benchmark script
+    "test_course_folders.py",
+    "test_exercises_book.py",
+    "test_exercises_format.py",
+    "test_exercises_release.py",
+    "test_feedback_catalogue.py",  # runs every designed slip through the visible tests: half a minute
+    "test_fused_decode.py",  # numba compiles the fused kernel: half a minute
+    "test_grading_carry.py",
+    "test_grading_commands.py",
+    "test_grading_hostile.py",
+    "test_grading_pipeline.py",
+    "test_grading_scores_a.py",
+    "test_grading_scores_b.py",
+    "test_grading_scores_c.py",
+    "test_grading_scores_d.py",
+    "test_grading_timeout.py",
+    "test_judge.py",
+    "test_judge_v2.py",
+    "test_lab.py",
+    "test_graded_kit.py",
+    "test_safegrade.py",
+    "test_safegrade_budget.py",
+    "test_safegrade_discover.py",
+    "test_safegrade_limits_only.py",
+    "test_safegrade_nbgrader.py",
+    "test_safegrade_pool.py",
+    "test_safegrade_resume.py",
+    "test_safegrade_rebuild.py",
+    "test_safegrade_shards.py",
+    "test_site.py",  # the site build and the browser
+    "test_site_tools.py",  # Sphinx builds of small sites
+})
+
+
+if __name__ == "__main__":  # `make check` runs these files: python tests/suites.py
+    print(" ".join(f"tests/{name}" for name in sorted(UNIT)))
