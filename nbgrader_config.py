@@ -39,16 +39,17 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.Execute.timeout = 60
 
 # Autograde: the submission is first rebuilt on the release's cells (edited, deleted or forged
-# test cells earn nothing and are flagged), then run in a sandboxed kernel that sees the learner
-# edition of mha_kit. The judge (mha_course.judge): test cells only send the learner's results;
-# JudgeCells, right after Execute, compares them with mha_kit's reference outside the kernel and
-# turns a failing case into an error output, which SaveAutoGrades scores as any failing cell.
+# test cells earn nothing and are flagged), then run in a sandboxed kernel that sees the graded
+# kit of mha_kit (the helpers the assignment allows). The judge (mha_course.judge): test cells only
+# send the learner's results; JudgeCells, right after Execute, compares them with mha_kit's reference
+# outside the kernel and turns a failing case into an error output, which SaveAutoGrades scores as
+# any failing cell; a warning the learner's code raised is a note of its test, never a failure.
 # CarryForward (error carried forward): a question that builds on an earlier answer that failed its
 # own tests, and failed with it, is run once more with the solution's answer in its place (same
 # sandbox, same judge); only that question's failed test cells can take the new verdict.
 # RecordFlags marks a submission that needs a person "flagged" / "needs manual grade", with why.
 c.Autograde.sanitize_preprocessors = [
-    "mha_course.trusted.structure.RebuildOnRelease",
+    "mha_course.trusted.rebuild.RebuildOnRelease",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -57,14 +58,14 @@ c.Autograde.sanitize_preprocessors = [
 ]
 c.Autograde.autograde_preprocessors = [
     "mha_course.trusted.execute.SandboxedExecute",
-    "mha_course.judge.JudgeCells",
-    "mha_course.judge.CarryForward",
+    "mha_course.judge.preprocessor.JudgeCells",
+    "mha_course.judge.preprocessor.CarryForward",
     "nbgrader.preprocessors.IgnorePattern",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
-    "mha_course.trusted.records.RecordFlags",
+    "mha_course.trusted.flags.RecordFlags",
 ]
 
 # Feedback shows scores and the learner's own code, never the hidden tests: ClearHiddenTests

@@ -15,21 +15,24 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 import warnings
 from pathlib import Path
 
+from nbgrader.validator import Validator
+from traitlets.config import Config
+
 from .course import prepare_environment
-from .report import explain, first_line, last_error_line
-from .selfgrade import assignment_of
+from .notebook import answers, assignment_of, explain, first_line, load
+from .trusted.graded_kit import refused
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def validate(notebook, timeout=60):
     """nbgrader's ``Validator.validate`` result for ``notebook`` (a dict; empty when all pass)."""
     prepare_environment()
-    from nbgrader.validator import Validator
-    from traitlets.config import Config
-
     config = Config()
     config.Execute.timeout = timeout
     return Validator(config=config).validate(str(Path(notebook).resolve()))
@@ -45,27 +48,26 @@ def reference_calls(notebook, assignment):
     """``[(answer grade_id, rule)]``: answer cells that use an ``mha_kit`` reference switched off in grading.
 
     Validate runs the notebook with the full ``mha_kit``, so a call to ``mk.split_heads`` passes
-    there and fails when graded (the grading kernel has the assignment's learner edition, see
-    :mod:`mha_course.learner_edition`); this reads the answers with ``ast`` to say so now.
+    there and fails when graded (the grading kernel has the assignment's graded kit, see
+    :mod:`mha_course.trusted.graded_kit`); this reads the answers with ``ast`` to say so now.
     """
-    import nbformat
-
-    from .learner_edition import refused
-
-    rules, hits = refused(assignment), []
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("solution"):
-            continue
+    (nb, _), rules, hits = load(notebook), refused(assignment), []
+    for grade_id, source in answers(nb).items() if nb is not None else ():
         try:
-            tree = ast.parse(cell.source)
+            tree = ast.parse(source)
         except SyntaxError:
             continue  # Validate reports it
         names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and _root(n) in ("mk", "mha_kit")}
         names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("mha_kit")
                   for a in n.names}
-        hits += [(meta.get("grade_id"), rules[name]) for name in sorted(names & set(rules))]
+        hits += [(grade_id, rules[name]) for name in sorted(names & set(rules))]
     return hits
+
+
+def last_error_line(text):
+    """``"AssertionError: ..."`` from a traceback, colours removed."""
+    lines = [line for line in _ANSI.sub("", text).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
 
 
 def main(argv=None):

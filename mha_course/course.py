@@ -1,6 +1,8 @@
-"""Run nbgrader on a course directory through its Python API, in one process.
+"""The course: its manifest of assignments, and nbgrader run on a course folder through its Python API.
 
-The command line starts a new Python (and upgrades the gradebook) for every step; the API does the
+:data:`COURSE` lists the assignments and what each allows; every other part of the course reads it
+(and the assignments' folders under ``solutions/``). The rest runs nbgrader in this process: the
+command line starts a new Python (and upgrades the gradebook) for every step; the API does the
 steps one after another in the same process, which keeps the self-grader and the tests fast.
 
 >>> api = course_api("/path/to/course")                      # doctest: +SKIP
@@ -9,6 +11,7 @@ True
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
@@ -27,7 +30,7 @@ class Assignment:
     """One assignment of the course manifest :data:`COURSE`.
 
     ``helpers``: the ``mk.`` names its questions may use beyond :data:`BASE_HELPERS` (the grading
-    kernel's learner edition exposes exactly these); ``answers``: ``{mk name: question}`` for the
+    kernel's graded kit exposes exactly these); ``answers``: ``{mk name: question}`` for the
     references that answer a question (calling one fails that question, saying why);
     ``builds_on``: ``{answer grade_id: (answer grade_ids)}`` when a question calls the learner's
     own answers to earlier questions; when one of those fails its own tests, the question is graded
@@ -135,8 +138,6 @@ def assignment_module(assignment, stem):
     that is not in :data:`COURSE` or a file that is not a grading file, and ``FileNotFoundError``
     naming the missing file.
     """
-    import importlib.util
-
     if assignment not in COURSE:
         raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(ASSIGNMENTS)}")
     if f"{stem}.py" not in GRADING_FILES:
@@ -210,6 +211,27 @@ def course_api(root, **overrides):
 
     config = course_config(root, **overrides)
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def converter_of(configurable):
+    """The nbgrader converter (``Autograde``, ``GenerateAssignment``...) running ``configurable``, a
+    preprocessor: its nearest parent that has a ``coursedir``; ``None`` when it runs on its own."""
+    from nbgrader.coursedir import CourseDirectory
+
+    parent = configurable
+    while parent is not None:
+        if isinstance(getattr(parent, "coursedir", None), CourseDirectory):
+            return parent
+        parent = getattr(parent, "parent", None)
+    return None
+
+
+def coursedir_of(configurable):
+    """The ``CourseDirectory`` of the nbgrader converter running ``configurable`` (else one read from its config)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    converter = converter_of(configurable)
+    return converter.coursedir if converter is not None else CourseDirectory(config=configurable.config)
 
 
 def run_step(result, what):

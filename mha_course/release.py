@@ -1,8 +1,9 @@
 """Regenerate the release: ``python -m mha_course.release [--into DIR] [ASSIGNMENT ...]``.
 
-Runs ``nbgrader generate_assignment`` for every assignment in a throw-away course made from
-``solutions/``, and copies the result to ``exercises/`` (or to ``DIR/exercises``). The gradebook
-of that course is thrown away with it, so the repository gets no ``gradebook.db``.
+Generates every assignment's release in a throw-away course made from ``solutions/``
+(:func:`mha_course.pipeline.template`: ``nbgrader generate_assignment``) and copies it to
+``exercises/`` (or to ``DIR/exercises``). The gradebook of that course is thrown away with it, so
+the repository gets no ``gradebook.db``.
 
 Book: chapter "Instructor's guide".
 """
@@ -14,7 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .course import ASSIGNMENTS, REPO_ROOT, course_api, run_step
+from .course import ASSIGNMENTS, REPO_ROOT
+from .pipeline import template
 
 
 def release(assignments=ASSIGNMENTS, into=REPO_ROOT):
@@ -22,12 +24,9 @@ def release(assignments=ASSIGNMENTS, into=REPO_ROOT):
     target = Path(into) / "exercises"
     with tempfile.TemporaryDirectory(prefix="mha_release_") as tmp:
         for name in assignments:
-            shutil.copytree(REPO_ROOT / "solutions" / name, Path(tmp) / "solutions" / name)
-        api = course_api(tmp)
-        for name in assignments:
-            run_step(api.generate_assignment(name, force=True), f"generate_assignment {name}")
+            course = template(name, Path(tmp) / name)
             shutil.rmtree(target / name, ignore_errors=True)
-            shutil.copytree(Path(tmp) / "exercises" / name, target / name)
+            shutil.copytree(course.release.parent, target / name)
     return target
 
 

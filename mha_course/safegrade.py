@@ -26,9 +26,6 @@ merge by copying files.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
-import hashlib
-import json
 import os
 import re
 import shutil
@@ -37,262 +34,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .course import ASSIGNMENTS, REPO_ROOT, course_api, run_step
-from .trusted import sandbox, structure
-from .trusted.records import CourseWriter, one_line, write_reports
-from .trusted.worker import error_result, grade_one, init_worker
-
-#: File names of an LMS download (Canvas's): ``<student>_[LATE_]<lms id>_<submission id>_<file>[-<n>].ipynb``.
-LMS_PATTERN = r"(?P<student>[A-Za-z0-9]+)_(?P<late>LATE_)?(?P<lms_id>\d+)_(?P<submission>\d+)_(?P<file>.+?)(?:-(?P<copy>\d+))?\.ipynb"
-#: A zip is not unpacked past this many bytes in all, nor past this many members.
-MAX_ZIP_BYTES, MAX_ZIP_MEMBERS = 1024**3, 10_000
-
-
-class IntakeError(ValueError):
-    """The submissions cannot be graded as given (nothing written yet)."""
-
-
-def discover(source, assignment, scratch, lms_pattern=LMS_PATTERN):
-    """``({student: (path, notes, extra)}, skipped)`` from a submitted/-style folder, a flat or LMS folder, a zip.
-
-    ``notes`` are ``[severity, text]`` flags for the report; ``extra`` holds what a result keeps
-    (``raw_name``, ``lms_id``). ``skipped`` lists, by raw name, the entries that are nobody's
-    submission (hidden entries, other files). A path that leads out of ``source`` (a symbolic link)
-    is not followed: ``path`` is then ``""`` and the submission is graded as the blank release,
-    flagged. Student ids are safe for file names and never take another's: a name changed to make
-    it safe gets a suffix of its own.
-    """
-    archive = Path(source) if Path(source).suffix == ".zip" else None
-    source = _unzip(archive, assignment, scratch) if archive else Path(source)
-    found, skipped, raw = {}, [], {}
-    for entry in sorted(source.iterdir()):
-        if entry.name.startswith(".") or not (entry.is_dir() or entry.suffix == ".ipynb"):
-            skipped.append(entry.name)
-            continue
-        name, path, notes, extra = _entry(entry, assignment, lms_pattern)
-        if not _inside(Path(path), source):
-            path, notes = "", [["review", f"{Path(path).name!r} is a symbolic link out of the submissions: not followed"]]
-        student, base = _student(name), _safe(name)
-        if student in found and extra.get("lms_id") and found[student][2].get("lms_id") == extra["lms_id"]:
-            keep = max(found[student][0], path, key=lambda p: _copy_number(p, lms_pattern))
-            notes.append(["info", f"several files from the LMS: graded {Path(keep).name!r}"])
-            found[student] = (keep, found[student][1] + notes, extra)
-            continue
-        raw.setdefault(base, []).append(entry.name)
-        shown = f"{archive.name}:{Path(path).relative_to(source)}" if archive and path else path
-        found[student] = (path, notes, {**extra, "raw_name": entry.name, "source": shown})
-    return _collisions(found, raw), skipped
-
-
-def _collisions(found, raw):
-    """Every submission whose safe name another one shares is named in the notes of both."""
-    for names in raw.values():
-        if len(names) > 1:
-            text = f"names that are the same once made safe: {', '.join(repr(n) for n in names)}"
-            for other in [s for s, (_, _, extra) in found.items() if extra.get("raw_name") in names]:
-                found[other][1].append(["info", text])
-    return found
-
-
-def _copy_number(path, lms_pattern):
-    match = re.fullmatch(lms_pattern, Path(path).name)
-    return int(match["copy"]) if match and match.groupdict().get("copy") else 0
-
-
-def _entry(entry, assignment, lms_pattern):
-    """``(name, path, notes, extra)`` of one student's folder or notebook."""
-    if not entry.is_dir():
-        match = re.fullmatch(lms_pattern, entry.name)
-        if match:
-            extra = {"lms_id": match.groupdict().get("lms_id") or ""}
-            notes = [["info", "handed in late (LMS)"]] if match.groupdict().get("late") else []
-            return match["student"], str(entry), notes, extra
-        return entry.stem.removesuffix(f"_{assignment}"), str(entry), [], {}
-    folder = entry / assignment if (entry / assignment).is_dir() else entry
-    files, wanted = sorted(folder.glob("*.ipynb")), folder / f"{assignment}.ipynb"
-    if wanted in files:
-        return entry.name, str(wanted), [], {}
-    if files:
-        return entry.name, str(files[0]), [["info", f"file named {files[0].name!r}, not {assignment}.ipynb"]], {}
-    others = ", ".join(repr(p.name) for p in sorted(folder.iterdir())[:5])
-    return entry.name, "", [["review", f"no notebook in {folder.name!r}/" + (f" (found: {others})" if others else "")]], {}
-
-
-def _inside(path, root):
-    """True when ``path`` (links resolved) stays inside ``root``; ``""`` (no file) is inside."""
-    return str(path) in ("", ".") or path.resolve().is_relative_to(root.resolve())
-
-
-def _unzip(archive_path, assignment, scratch):
-    """Extract a zip of submissions; return its root.
-
-    No absolute paths, no ``..``, at most :data:`MAX_ZIP_MEMBERS` members; each member is read
-    as a stream and cut at :data:`~mha_course.trusted.structure.MAX_BYTES` (the sizes a zip
-    declares are not trusted), and the whole stops at :data:`MAX_ZIP_BYTES`.
-    """
-    target, total = Path(scratch) / "unzipped", 0
-    with zipfile.ZipFile(archive_path) as archive:
-        members = archive.infolist()
-        if len(members) > MAX_ZIP_MEMBERS:
-            raise IntakeError(f"{archive_path.name} holds {len(members)} files; at most {MAX_ZIP_MEMBERS}")
-        for member in members:
-            name = member.filename
-            if name.startswith("/") or ".." in Path(name).parts or member.is_dir():
-                continue
-            written = _extract(archive, member, target / name)
-            total += written
-            if total > MAX_ZIP_BYTES:
-                raise IntakeError(f"{archive_path.name} unpacks to more than {MAX_ZIP_BYTES // 2**20} MiB: refused")
-    target.mkdir(parents=True, exist_ok=True)
-    roots = [p for p in target.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    single = len(roots) == 1 and not (roots[0] / assignment).is_dir() and not list(target.glob("*.ipynb"))
-    return roots[0] if single else target
-
-
-def _extract(archive, member, path):
-    """Copy one member to ``path`` up to ``MAX_BYTES`` (past it: ``<path>.too-large`` instead); bytes written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written, limit = 0, structure.MAX_BYTES
-    with archive.open(member) as src, open(path, "wb") as dst:
-        while chunk := src.read(1 << 20):
-            written += len(chunk)
-            if written > limit:
-                break
-            dst.write(chunk)
-    if written > limit:
-        path.unlink()
-        Path(f"{path}.too-large").write_text(f"more than {limit} bytes\n")
-    return min(written, limit)
-
-
-def _safe(name):
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64].lstrip(".") or "unnamed"
-
-
-def _student(name):
-    """A student id safe for file names; a name changed to make it so gets a suffix of its own."""
-    safe = _safe(name)
-    if safe == name:
-        return safe
-    return f"{safe[:55]}-{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
-
-
-def prepare_template(assignment, folder):
-    """A throw-away course with the source and the generated release of ``assignment``."""
-    root = Path(folder) / "template"
-    shutil.copytree(REPO_ROOT / "solutions" / assignment, root / "solutions" / assignment)
-    api = course_api(root, **{"CourseDirectory.release_directory": "release"})
-    run_step(api.generate_assignment(assignment, force=True), f"generate_assignment {assignment}")
-    return root
-
-
-def tasks(found, assignment, out, work, template, mode, timeout, shard=None, budget=0):
-    """The submissions still to grade (no result yet, or the file changed), as worker tasks."""
-    todo = []
-    for index, (student, (path, notes, *extra)) in enumerate(sorted(found.items())):
-        if shard and index % shard[1] != shard[0] - 1:
-            continue
-        result = out / "results" / f"{student}.json"
-        if _still_valid(result, path):
-            continue
-        result.unlink(missing_ok=True)  # stale (changed file, grader error) or unreadable: graded again
-        todo.append({"student": student, "alias": f"s{index}", "assignment": assignment, "path": path,
-                     "notes": notes, "result": str(result), "work": str(work), "template": str(template),
-                     "mode": mode, "timeout": timeout, "budget": budget, **(extra[0] if extra else {})})
-    return todo
-
-
-def _still_valid(result, path):
-    """True when ``result`` exists, reads, was not a grader error, and is of the file as it is now."""
-    try:
-        previous = json.loads(result.read_text())
-    except (OSError, ValueError):
-        return False
-    return previous.get("status") != "error" and previous.get("sha256") == structure.sha256_of(path)
-
-
-def run_pool(todo, workers, progress=True, grade=grade_one, on_result=None):
-    """Grade ``todo`` with ``workers`` processes; a worker that dies is replaced and the rest go on.
-
-    ``grade(task)`` (default :func:`~mha_course.trusted.worker.grade_one`) writes ``task["result"]``
-    and returns the result. A task whose grading raises gets an error result. The tasks running
-    when a worker died are graded again one at a time, alone in a pool: the one that kills that
-    worker too gets an error result, the others their grades. ``on_result(result)`` runs here, in
-    the main process, as each result arrives.
-    """
-    done, total, suspects, stalls = 0, len(todo), set(), 0
-
-    def arrived(result):
-        nonlocal done
-        done += 1
-        if on_result:
-            on_result(result)
-        if progress:
-            _bar(done, total, f"{result['student']}: {result['status']}")
-    while todo:
-        alone = next((t for t in todo if t["result"] in suspects), None)
-        batch = [alone] if alone else todo
-        for task in batch:
-            _started(task).unlink(missing_ok=True)
-        size, initargs = 1 if alone else workers, (os.getpid(),)
-        with cf.ProcessPoolExecutor(size, initializer=init_worker, initargs=initargs) as pool:
-            futures = {pool.submit(_attempt, grade, task): task for task in batch}
-            try:
-                for future in cf.as_completed(futures):
-                    arrived(_outcome(future, futures[future]))
-                    todo = [t for t in todo if t is not futures[future]]
-            except cf.process.BrokenProcessPool:
-                todo, attributed = _after_break(todo, batch, suspects, alone is not None, arrived)
-                stalls = 0 if attributed else stalls + 1
-                if stalls == 3:  # workers die before they take any submission: not the submissions' doing
-                    raise RuntimeError("the grading workers died 3 times before grading anything; results so far "
-                                       "are kept, rerun the same command to go on")
-    if progress and total:
-        print(file=sys.stderr)
-
-
-def _started(task):
-    return Path(task["result"]).with_suffix(".started")
-
-
-def _attempt(grade, task):
-    """In a worker: mark ``task`` as started (so a dying worker is traced to it), then grade it."""
-    _started(task).touch()
-    result = grade(task)
-    _started(task).unlink(missing_ok=True)
-    return result
-
-
-def _outcome(future, task):
-    try:
-        return future.result()
-    except cf.process.BrokenProcessPool:
-        raise
-    except Exception as error:  # the grading itself failed: the report says so, the batch goes on
-        return error_result(task, f"grader error: {type(error).__name__}: {error}"[:800])
-
-
-def _after_break(todo, batch, suspects, alone, arrived):
-    """``(tasks left, whether the death was traced to a task)`` after a worker died; a task that
-    killed a worker of its own gets an error result."""
-    left, attributed = [], alone
-    for task in todo:
-        if Path(task["result"]).is_file():
-            continue  # finished as the pool broke: on disk, recorded at the end
-        if alone and task in batch:  # alone in its pool: nobody else to blame
-            arrived(error_result(task, "the grading process died on this submission, twice (once alone)"))
-            _started(task).unlink(missing_ok=True)
-            continue
-        if task in batch and _started(task).exists():
-            suspects.add(task["result"])
-            attributed = True
-        left.append(task)
-    return left, attributed
-
-
-def _bar(done, total, text, width=30):
-    filled = width * done // max(total, 1)
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {text[:40]:<40}", end="", file=sys.stderr, flush=True)
+from .course import ASSIGNMENTS, REPO_ROOT, course_config
+from .intake import LMS_PATTERN, IntakeError, discover
+from .notebook import one_line
+from .pipeline import template
+from .pool import run_pool, tasks
+from .records import CourseWriter, write_reports
+from .trusted import sandbox
 
 
 def _parser():
@@ -351,8 +99,6 @@ def _checked(parser, args):
 
 def course_config_timeout():
     """The course's time limit per cell: ``Execute.timeout`` in ``nbgrader_config.py``."""
-    from .course import course_config
-
     return course_config(REPO_ROOT).Execute.timeout
 
 
@@ -429,8 +175,8 @@ def _grade_batch(args, intake, out, shard, on_result):
               "! network. Install bubblewrap (apt-get install bubblewrap) to isolate them.\n" + "!" * 78,
               file=sys.stderr)
     try:
-        template = prepare_template(args.assignment, work)
-        todo = tasks(found, args.assignment, out, work, template, mode, args.timeout, shard, args.budget)
+        course = template(args.assignment, Path(work) / "template")
+        todo = tasks(found, args.assignment, out, work, course, mode, args.timeout, shard, args.budget)
         print(f"{len(found)} submissions, {len(found) - len(todo)} already graded, {len(todo)} to grade "
               f"with {args.workers} workers (isolation: {mode})", file=sys.stderr)
         run_pool(todo, args.workers, progress=not args.no_progress, on_result=on_result)

@@ -1,22 +1,23 @@
-"""Shared machinery of the grading tests: build submissions, grade them in one subprocess.
+"""Shared machinery of the grading tests: build submissions, grade them through the one pipeline.
 
 A *submission* starts from the released notebook (what a learner downloads) with every answer
 cell filled from the solutions, then changes some answers: ``None`` keeps the release's stub
 (an unanswered question); a ``(old, new)`` pair edits the solution's text (a plausible mistake).
+Grading goes through :mod:`mha_course.pipeline` in the test's own process, as the self-grader and
+safegrade's workers do; the course's conftest makes each release once per test run
+(:data:`mha_course.pipeline.CACHE_ENV`).
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 
+from mha_course import notebook
+from mha_course.course import ASSIGNMENTS, assignment_module
+from mha_course.pipeline import grade, template
+
 ROOT = Path(__file__).resolve().parent.parent
-#: The course's assignments, from the course manifest.
-from mha_course.course import ASSIGNMENTS  # noqa: E402
 
 
 def read(kind, assignment):
@@ -24,32 +25,19 @@ def read(kind, assignment):
     return nbformat.read(ROOT / kind / assignment / f"{assignment}.ipynb", as_version=4)
 
 
-def _nbgrader(cell):
-    return cell.metadata.get("nbgrader", {})
-
-
 def answer_ids(assignment):
     """grade_ids of the answer (solution) cells, in order."""
-    return [_nbgrader(c)["grade_id"] for c in read("solutions", assignment).cells if _nbgrader(c).get("solution")]
+    return list(notebook.answers(read("solutions", assignment)))
 
 
 def points_of_tests(assignment):
     """``{test grade_id: points}`` in notebook order."""
-    cells = read("solutions", assignment).cells
-    return {_nbgrader(c)["grade_id"]: float(_nbgrader(c)["points"]) for c in cells if _nbgrader(c).get("grade")}
+    return notebook.points(read("solutions", assignment))
 
 
 def tests_of_answer(assignment):
     """``{answer grade_id: [test grade_ids]}``: the test cells after an answer, up to the next answer."""
-    owner, result = None, {}
-    for cell in read("solutions", assignment).cells:
-        meta = _nbgrader(cell)
-        if meta.get("solution"):
-            owner = meta["grade_id"]
-            result[owner] = []
-        elif meta.get("grade"):
-            result[owner].append(meta["grade_id"])
-    return result
+    return notebook.tests_of(read("solutions", assignment))
 
 
 def submission(assignment, changes):
@@ -58,52 +46,46 @@ def submission(assignment, changes):
     ``changes`` maps an answer's grade_id to ``None`` (leave the stub) or ``(old, new)`` (replace
     the text ``old`` of the solution by ``new``; ``old`` must occur in it).
     """
-    solutions = {_nbgrader(c)["grade_id"]: c.source for c in read("solutions", assignment).cells
-                 if _nbgrader(c).get("solution")}
+    solutions = notebook.answers(read("solutions", assignment))
     nb = read("exercises", assignment)
     for cell in nb.cells:
-        grade_id = _nbgrader(cell).get("grade_id")
-        if grade_id not in solutions:
-            continue
-        change = changes.get(grade_id, ())
-        if change is None:
-            continue  # keep the stub
+        grade_id = notebook.grade_id(cell)
+        if grade_id not in solutions or changes.get(grade_id, ()) is None:
+            continue  # not an answer, or the stub kept
         cell.source = solutions[grade_id]
-        if change:
-            old, new = change
+        if changes.get(grade_id):
+            old, new = changes[grade_id]
             if old not in cell.source:
                 raise ValueError(f"{old!r} does not occur in the solution of {grade_id}")
             cell.source = cell.source.replace(old, new)
     return nb
 
 
-def grade_all(specs, workdir, overrides=(), with_errors=False, keep=False):
-    """Grade ``{assignment: {student: notebook}}`` with ``python -m mha_course.grading`` in one subprocess.
+def grade_all(specs, workdir, overrides=None):
+    """Grade ``{assignment: {student: notebook}}``; return ``{assignment: {student: Result}}``.
 
-    Returns ``{assignment: {student: {test grade_id: score}}}``, and with ``with_errors`` also
-    ``{assignment: {student: {test grade_id: "Ename: evalue"}}}`` of the failing cells. With ``keep``
-    the course stays in ``workdir / "course"`` (the autograded notebooks under ``autograded/``).
+    Each assignment is graded in its own course, ``workdir / assignment`` (see :func:`autograded`).
     """
-    workdir = Path(workdir)
-    spec = {}
+    results = {}
     for assignment, students in specs.items():
-        spec[assignment] = {}
+        paths = {}
         for student, nb in students.items():
-            path = workdir / "in" / student / f"{assignment}.ipynb"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, path)
-            spec[assignment][student] = str(path)
-    (workdir / "spec.json").write_text(json.dumps(spec))
-    env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mha_course.grading", str(workdir / "spec.json"), str(workdir / "out.json"),
-                           *([f"--root={workdir / 'course'}"] if keep else []), *overrides],
-                          capture_output=True, text=True, cwd=workdir, env=env, timeout=900)
-    if proc.returncode:
-        raise RuntimeError(f"grading failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    out = json.loads((workdir / "out.json").read_text())
-    scores = {a: {s: {gid: score for gid, (score, _) in grades.items()} for s, grades in students.items()}
-              for a, students in out.items()}
-    return (scores, json.loads((workdir / "out.errors.json").read_text())) if with_errors else scores
+            paths[student] = Path(workdir) / "in" / student / f"{assignment}.ipynb"
+            paths[student].parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, paths[student])
+        results[assignment] = grade(template(assignment, Path(workdir) / assignment), paths, overrides)
+    return results
+
+
+def autograded(workdir, assignment, student):
+    """The autograded notebook :func:`grade_all` left for ``student``."""
+    return nbformat.read(Path(workdir) / assignment / "autograded" / student / assignment / f"{assignment}.ipynb",
+                         as_version=4)
+
+
+def scores(result):
+    """``{test grade_id: points}`` of a :class:`~mha_course.pipeline.Result`."""
+    return {gid: score for gid, (score, _) in result.scores.items()}
 
 
 def lost_without(assignment, answer):
@@ -124,13 +106,11 @@ def designed(assignment):
     It defines ``WRONG_ANSWERS``, a list of plausible wrong answers ``(name, answer grade_id, old
     text, new text, test cells that must score zero)`` (every other test cell keeps full marks);
     ``REFERENCE_CALLS``, ``{answer grade_id: source}`` of answers that only call the ``mha_kit``
-    reference the question asks the learner to write (graded with the learner edition, each earns
+    reference the question asks the learner to write (graded with the graded kit, each earns
     nothing for the test cells it feeds); ``NO_REFERENCE``, ``{answer grade_id: why}`` of the
     answers no ``mha_kit`` function answers; optionally ``HOSTILE`` and ``HONEST``
     (``test_grading_hostile``).
     """
-    from mha_course.course import assignment_module
-
     return assignment_module(assignment, "grading_answers")
 
 
@@ -160,6 +140,8 @@ def build_specs(assignments):
             students[f"no_{answer}"] = submission(assignment, {answer: None})
         for name, answer, old, new, _ in WRONG_ANSWERS[assignment]:
             students[f"wrong_{name}"] = submission(assignment, {answer: (old, new)})
+        for i, group in enumerate(reference_call_groups(assignment)):
+            students[f"reference_call_{i}"] = reference_call(assignment, group)
         specs[assignment] = students
     return specs
 
@@ -169,79 +151,73 @@ def score_tests(assignments):
 
     The course is split over four modules (``test_grading_scores_a`` to ``_d``, each a quarter of
     the manifest: :func:`quarter`) so that pytest-xdist's ``--dist loadfile`` grades them on
-    several workers at once; each module grades all its submissions in one subprocess (a
-    module-scoped fixture), paying nbgrader's start-up once.
-    """
-    import pytest
-
-    removals = [(a, answer) for a in assignments for answer in answer_ids(a)]
-    wrong = [(a, w[0]) for a in assignments for w in WRONG_ANSWERS[a]]
-
-    @pytest.fixture(scope="module")
-    def scores(tmp_path_factory):
-        return grade_all(build_specs(assignments), tmp_path_factory.mktemp("grading"))
-
-    @pytest.mark.parametrize("assignment", assignments)
-    def test_solution_scores_full_marks(scores, assignment):
-        assert scores[assignment]["solution"] == expected_scores(assignment, lost=())
-
-    @pytest.mark.parametrize("assignment", assignments)
-    def test_untouched_release_scores_zero(scores, assignment):
-        assert scores[assignment]["release"] == expected_scores(assignment, lost=points_of_tests(assignment))
-
-    @pytest.mark.parametrize("assignment, answer", removals)
-    def test_removing_one_answer_loses_only_its_points(scores, assignment, answer):
-        assert tests_of_answer(assignment)[answer], f"answer {answer} has no test cell"
-        lost = lost_without(assignment, answer)
-        assert scores[assignment][f"no_{answer}"] == expected_scores(assignment, lost)
-
-    @pytest.mark.parametrize("assignment, name", wrong)
-    def test_wrong_answer_scores_as_designed(scores, assignment, name):
-        (lost,) = [w[4] for w in WRONG_ANSWERS[assignment] if w[0] == name]
-        assert scores[assignment][f"wrong_{name}"] == expected_scores(assignment, lost)
-
-    @pytest.mark.parametrize("assignment", assignments)
-    def test_at_least_three_wrong_answers(assignment):
-        assert len(WRONG_ANSWERS[assignment]) >= 3
-
-    return {name: obj for name, obj in locals().items() if name == "scores" or name.startswith("test_")}
-
-
-def score_and_reference_tests(assignments):
-    """``score_tests(assignments)`` plus the reference-call tests, graded in one batch.
-
-    The ``scores`` fixture returned replaces score_tests' own, so that one nbgrader subprocess grades
-    the designed submissions and the reference calls together.
+    several workers at once; each module grades all its submissions once (a module-scoped fixture):
+    the designed ones and the reference calls.
     """
     import re
 
     import pytest
 
     from mha_course.course import BASE_HELPERS, COURSE
+    from mha_course.selfgrade import print_report
 
-    tests = score_tests(assignments)
+    removals = [(a, answer) for a in assignments for answer in answer_ids(a)]
+    wrong = [(a, w[0]) for a in assignments for w in WRONG_ANSWERS[a]]
 
     @pytest.fixture(scope="module")
     def graded(tmp_path_factory):
-        specs = build_specs(assignments)
-        for assignment in assignments:
-            for i, group in enumerate(reference_call_groups(assignment)):
-                specs[assignment][f"reference_call_{i}"] = reference_call(assignment, group)
-        return grade_all(specs, tmp_path_factory.mktemp("grading"), with_errors=True)
+        return grade_all(build_specs(assignments), tmp_path_factory.mktemp("grading"))
 
-    @pytest.fixture(scope="module")
-    def scores(graded):
-        return graded[0]
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_solution_scores_full_marks(graded, assignment):
+        assert scores(graded[assignment]["solution"]) == expected_scores(assignment, lost=())
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_untouched_release_scores_zero(graded, assignment):
+        assert scores(graded[assignment]["release"]) == expected_scores(assignment, lost=points_of_tests(assignment))
+
+    @pytest.mark.parametrize("assignment, answer", removals)
+    def test_removing_one_answer_loses_only_its_points(graded, assignment, answer):
+        assert tests_of_answer(assignment)[answer], f"answer {answer} has no test cell"
+        lost = lost_without(assignment, answer)
+        assert scores(graded[assignment][f"no_{answer}"]) == expected_scores(assignment, lost)
+
+    @pytest.mark.parametrize("assignment, name", wrong)
+    def test_wrong_answer_scores_as_designed(graded, assignment, name):
+        (lost,) = [w[4] for w in WRONG_ANSWERS[assignment] if w[0] == name]
+        assert scores(graded[assignment][f"wrong_{name}"]) == expected_scores(assignment, lost)
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_an_honest_submission_is_never_flagged(graded, assignment):
+        """Blank, wrong, partial or calling a switched-off reference: a score, status ok, no flag."""
+        for student, result in graded[assignment].items():
+            assert (result.status, result.flags) == ("ok", ()), student
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_the_self_graders_report_shows_every_points_and_reason(graded, assignment, capsys):
+        """selfgrade prints the pipeline's Result: each test cell's points, each loss with its reason."""
+        name, _, _, _, lost = WRONG_ANSWERS[assignment][0]
+        result = graded[assignment][f"wrong_{name}"]
+        assert print_report(result) == (result.total, result.max_total)
+        report = capsys.readouterr().out
+        for test, points in expected_scores(assignment, lost).items():
+            line = f"    {test}: {points:g} / {points_of_tests(assignment)[test]:g}"
+            note = f"  ({result.notes[test]})" if test in result.notes else ""  # a full score's note
+            assert line + (f"  <- {result.reasons[test]}" if test in lost else note) in report.splitlines(), report
+        assert f"Total: {result.total:g} / {result.max_total:g}" in report
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_at_least_three_wrong_answers(assignment):
+        assert len(WRONG_ANSWERS[assignment]) >= 3
 
     @pytest.mark.parametrize("assignment", assignments)
     def test_an_answer_that_calls_the_reference_earns_nothing(graded, assignment):
-        scores, errors = graded
         for i, group in enumerate(reference_call_groups(assignment)):
-            student = f"reference_call_{i}"
+            result = graded[assignment][f"reference_call_{i}"]
             lost = {t for answer in group for t in lost_without(assignment, answer)}
-            assert scores[assignment][student] == expected_scores(assignment, lost), group
+            assert scores(result) == expected_scores(assignment, lost), group
             for test in lost:
-                assert f"is not available in {assignment}" in errors[assignment][student][test], (group, test)
+                assert f"is not available in {assignment}" in result.reasons[test], (group, test)
 
     @pytest.mark.parametrize("assignment", assignments)
     def test_every_answer_has_a_reference_call(assignment):
@@ -252,15 +228,13 @@ def score_and_reference_tests(assignments):
 
     @pytest.mark.parametrize("assignment", assignments)
     def test_every_answer_is_written_from_scratch(assignment):
-        """The solutions (full marks with the learner edition) call no mha_kit function beyond the allowed helpers."""
+        """The solutions (full marks with the graded kit) call no mha_kit function beyond the allowed helpers."""
         allowed = set(BASE_HELPERS) | set(COURSE[assignment].helpers)
-        for cell in read("solutions", assignment).cells:
-            if cell.metadata.get("nbgrader", {}).get("solution"):
-                used = set(re.findall(r"\bmk\.(\w+)", cell.source))
-                assert used <= allowed, (cell.metadata["nbgrader"]["grade_id"], used - allowed)
+        for grade_id, source in notebook.answers(read("solutions", assignment)).items():
+            used = set(re.findall(r"\bmk\.(\w+)", source))
+            assert used <= allowed, (grade_id, used - allowed)
 
-    return {**tests, **{name: obj for name, obj in locals().items() if name in ("graded", "scores")
-                        or name.startswith("test_")}}
+    return {name: obj for name, obj in locals().items() if name == "graded" or name.startswith("test_")}
 
 
 def reference_call(assignment, answers=None):
@@ -268,9 +242,8 @@ def reference_call(assignment, answers=None):
     answers = REFERENCE_CALLS[assignment] if answers is None else answers
     nb = submission(assignment, {})
     for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell.source = REFERENCE_CALLS[assignment][grade_id]
+        if notebook.grade_id(cell) in answers:
+            cell.source = REFERENCE_CALLS[assignment][notebook.grade_id(cell)]
     return nb
 
 

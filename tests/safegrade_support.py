@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from grading_support import ROOT, expected_scores, read, submission
+from grading_support import ROOT, WRONG_ANSWERS, expected_scores, lost_without, points_of_tests, read, submission
 
 A = "01_shapes"
 
@@ -44,6 +44,18 @@ def honest():
     return {"honest_full": submission(A, {}), "honest_blank": read("exercises", A),
             "honest_no_split": submission(A, {"split_heads_answer": None}),
             "honest_float_head": submission(A, {"head_dim_answer": ("d_model // num_heads", "d_model / num_heads")})}
+
+
+def honest_lost():
+    """``{student: test cells that score zero}`` of :func:`honest`, as designed."""
+    (float_head,) = [w[4] for w in WRONG_ANSWERS[A] if w[2:4] == ("d_model // num_heads", "d_model / num_heads")]
+    return {"honest_full": set(), "honest_blank": set(points_of_tests(A)),
+            "honest_no_split": lost_without(A, "split_heads_answer"), "honest_float_head": set(float_head)}
+
+
+def bom_crlf(nb):
+    """``nb``'s file as an editor on Windows may save it: a UTF-8 byte-order mark, CRLF line ends."""
+    return b"\xef\xbb\xbf" + nbformat.writes(nb).replace("\n", "\r\n").encode()
 
 
 def honest_variants():
@@ -101,6 +113,18 @@ import matplotlib.pyplot as plt
 fig, ax = plt.subplots()
 ax.plot([1, 2, 3])
 plt.show()
+"""
+
+# a right head_dim that prints to stderr while a test calls it
+STDERR_PRINT = """
+
+import sys
+_right = head_dim
+
+
+def head_dim(d, h):
+    print('my own debug line', file=sys.stderr)
+    return _right(d, h)
 """
 
 ALWAYS_EQUAL = "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
@@ -186,6 +210,8 @@ def hostile(port=None, outside=None):
                                 "    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n    born += 1\n"
                                 "head_dim = lambda d, h: d // h if born < 1000 else -1\n"),
         "huge_output": _with("head_dim_answer", "print('x' * 5_000_000)\n"),
+        # a test cell that writes to stderr scores 0 (nbgrader's rule): the report says why
+        "stderr_print": _with("head_dim_answer", "", STDERR_PRINT),
         "fill_disk": _with("head_dim_answer", "", FILL_DISK),
         "read_solutions": _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * len(open("
                                                       f"{str(ROOT / 'solutions' / A / (A + '.ipynb'))!r}).read())\n"),
@@ -236,4 +262,5 @@ def scores(result):
     return {gid: score for gid, (score, _) in result["scores"].items()}
 
 
-__all__ = ["A", "honest", "honest_variants", "hostile", "write", "safegrade", "results", "scores", "expected_scores"]
+__all__ = ["A", "honest", "honest_lost", "honest_variants", "hostile", "bom_crlf", "write", "safegrade", "results",
+           "scores", "expected_scores"]

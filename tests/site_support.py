@@ -10,7 +10,7 @@ from pathlib import Path
 
 import mha_kit as mk
 from booktoc import REPO_ROOT
-from mha_course.expect import expect_float, expect_int, expect_shape
+from mha_course.judge.expect import expect_float, expect_int, expect_shape
 
 # --- the calculator ----------------------------------------------------------------------------
 
@@ -132,7 +132,7 @@ def classic_mistakes(question):
 
 
 def exercise_message(question, got, hints_table):
-    """The message mha_course.expect gives for ``got``, with the exercises' hints (None: right)."""
+    """The message mha_course.judge.expect gives for ``got``, with the exercises' hints (None: right)."""
     p, kind = question["params"], question["kind"]
     cfg = drill_config(p["cfg"])
     values = {"L": cfg.num_layers, "B": p.get("batch", 1), "g": getattr(cfg, "group_size", 1)}

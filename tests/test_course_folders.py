@@ -2,7 +2,7 @@
 
 An assignment's folder holds its nbgrader source notebook and the course's grading files
 (:data:`mha_course.course.GRADING_FILES`): the judge's questions and the designed answers the tests
-grade. Everything else (the judge, the learner edition, the release, the tests, the book's table)
+grade. Everything else (the judge, the graded kit, the release, the tests, the book's table)
 reads the manifest :data:`mha_course.course.COURSE` and the folders. These tests fail when a folder
 and the manifest disagree, when a folder's files do not match its notebook, when the grading files
 reach the release, or when a file elsewhere lists assignments by name.
@@ -17,8 +17,8 @@ import pytest
 
 import grading_support as gs
 from mha_course.course import ASSIGNMENTS, COURSE, GRADING_FILES, assignment_module
-from mha_course.judge.core import parse_runs
-from mha_course.judge.questions import QUESTIONS
+from mha_course.judge.questions import course_questions
+from mha_course.notebook import parse_runs
 
 ROOT = gs.ROOT
 
@@ -29,18 +29,24 @@ EXAMPLES = {
     "mha_course/check.py": {"03_kv_cache"},  # --help
     "mha_course/selfgrade.py": {"01_shapes", "03_kv_cache"},  # --help and a copy's name
     "mha_course/safegrade.py": {"01_shapes"},  # --help
-    "mha_course/grading.py": {"01_shapes"},  # the spec's format
-    "mha_course/edition_runtime.py": {"01_shapes"},  # a message, in the docstring
-    "mha_course/learner_edition.py": {"01_shapes", "04_implement_attention"},  # a message, a command
+    "mha_course/notebook.py": {"01_shapes"},  # a copy's name
+    "mha_course/pipeline.py": {"01_shapes"},  # the example in the docstring
+    "mha_course/trusted/graded_kit.py": {"01_shapes", "04_implement_attention"},  # a message, a command
+    "mha_course/trusted/graded_kit_runtime.py": {"01_shapes"},  # a message, in the docstring
     "mha_course/trusted/README.md": {"01_shapes"},  # commands
     "tests/safegrade_support.py": {"01_shapes", "02_params_compute"},  # the graded one, another one
+    "tests/test_claims_c.py": {"05_decoding"},  # the exercise whose stated claims it checks
+    "pyproject.toml": {"02_params_compute", "03_kv_cache", "07_flash_attention", "10_serving"},  # ruff's per-file rules
+    "tests/test_feedback_catalogue.py": {"02_params_compute", "03_kv_cache", "05_decoding", "06_spot_the_bug",
+                                         "07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026",
+                                         "12_long_context"},  # the assignments the catalogue covers
     "tests/test_grading_carry.py": {"04_implement_attention"},  # the worked case of carried-forward grading
     "tests/test_grading_commands.py": {"01_shapes"},  # the smallest notebook
     "tests/test_grading_pipeline.py": {"06_spot_the_bug"},
     "tests/test_grading_timeout.py": {"01_shapes"},
     "tests/test_judge.py": {"01_shapes"},
     "tests/test_lab.py": {"01_shapes"},
-    "tests/test_learner_edition.py": {"02_params_compute"},
+    "tests/test_graded_kit.py": {"02_params_compute"},
     "tests/test_safegrade_discover.py": {"01_shapes", "02_params_compute"},
     "tests/test_safegrade_rebuild.py": {"01_shapes"},
     "book/exercises.ipynb": {"01_shapes"},  # the checker and the self-grader at work
@@ -124,7 +130,8 @@ def test_a_folders_questions_are_the_ones_its_notebook_asks(assignment):
     """grading_questions.py registers exactly the question ids the notebook's test cells run."""
     asked = {q for c in gs.read("solutions", assignment).cells if c.metadata.get("nbgrader", {}).get("grade")
              for q, _ in parse_runs(c.source)}
-    defined = {q for q, spec in QUESTIONS.items() if spec.check.__module__ == f"_course_{assignment}_grading_questions"}
+    defined = {q for q, spec in course_questions().items()
+               if spec.check.__module__ == f"_course_{assignment}_grading_questions"}
     assert defined == asked
 
 

@@ -6,10 +6,9 @@ import re
 import pytest
 
 import grading_support as gs
-from mha_course.judge.core import parse_runs
+from mha_course.notebook import parse_runs, questions
 
 ASSIGNMENTS = sorted(p.name for p in (gs.ROOT / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
-HEADING = re.compile(r"^## Q(\d+) \[([EMH])\] · (\d+) points?: \S", re.M)
 # Question ids whose answer does not depend on a shape (a set of names, a letter from a list):
 # nothing to vary in hidden tests. Each assignment names its own (CHOICE_QUESTIONS in its
 # solutions/<assignment>/grading_answers.py).
@@ -62,19 +61,14 @@ def test_test_cells_are_in_the_judges_format(assignment):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_questions_state_difficulty_points_and_hint(assignment):
     nb = gs.read("solutions", assignment)
-    headings = [(c, HEADING.search(c.source)) for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## Q")]
-    assert headings and all(m for _, m in headings)
-    assert all("<summary>Hint</summary>" in c.source for c, _ in headings)
-    stated = [int(m.group(3)) for _, m in headings]
-    graded, points = [], gs.points_of_tests(assignment)  # the points of the test cells under each heading
-    for cell in nb.cells:
-        if cell.cell_type == "markdown" and cell.source.startswith("## Q"):
-            graded.append(0)
-        elif cell.metadata.get("nbgrader", {}).get("grade") and graded:
-            graded[-1] += points[cell.metadata["nbgrader"]["grade_id"]]
-    assert stated == graded  # the points a heading promises are the points its tests give
-    intro = nb.cells[0].source
-    assert f"({sum(stated)} in all)" in intro
+    headings = [c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## Q")]
+    asked = questions(nb)  # the headings in the format "## Qk [E] · p points: ..."
+    assert headings and len(asked) == len(headings)
+    assert all("<summary>Hint</summary>" in c.source for c in headings)
+    points = gs.points_of_tests(assignment)
+    assert [q.points for q in asked] == [sum(points[t] for t in q.tests) for q in asked]  # promised = given
+    assert sum(len(q.tests) for q in asked) == len(points)  # every test cell is under a question
+    assert f"({sum(q.points for q in asked)} in all)" in nb.cells[0].source
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

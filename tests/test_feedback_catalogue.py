@@ -16,6 +16,7 @@ import grading_support as gs
 from mha_course.course import COURSE
 from mha_course.judge import cases
 from mha_course.judge.carry import _used_by
+from mha_course.judge.core import answer_error
 from mha_course.judge.diagnoses import CATALOGUE, check, diagnose, matches
 
 #: The assignments whose questions call the catalogue, and whose designed slips list their diagnosis.
@@ -181,8 +182,6 @@ def test_matches_compares_exact_types():
 @pytest.mark.parametrize("evalue", ["'(' was never closed (/tmp/ipykernel_812/3141592653.py, line 2)",
                                     "'(' was never closed (3141592653.py, line 2)"])
 def test_a_syntax_error_does_not_show_the_kernels_temporary_file(evalue):
-    from mha_course.judge.core import _answer_error
-
     cell = {"outputs": [{"output_type": "error", "ename": "SyntaxError", "evalue": evalue}]}
-    assert _answer_error(cell) == ("SyntaxError", "'(' was never closed (line 2)")
+    assert answer_error(cell) == ("SyntaxError", "'(' was never closed (line 2)")
     assert cases.without_file_name("name (in f) is wrong") == "name (in f) is wrong"  # other parentheses stay

@@ -15,6 +15,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 import grading_support as gs
 from mha_course.judge.carry import carry_forward, note, plan, substituted_copy
+from mha_course.notebook import notes_of
 
 A4 = "04_implement_attention"
 BUILDS_ON = {"b": ("a",), "c": ("a", "b")}  # c builds on a and b, b on a
@@ -75,7 +76,8 @@ def test_only_the_dependents_failed_cells_that_pass_in_the_copy_take_its_verdict
     assert carried == [5, 8]  # b1 and c1; b2 still fails; a1 never comes from the copy
     assert nb.cells[2].outputs[0].evalue == "wrong" and nb.cells[6].outputs[0].evalue == "wrong"
     for index in carried:
-        assert nb.cells[index].outputs == [new_output("stream", name="stdout", text=note({"a"}))]  # nothing else
+        assert nb.cells[index].outputs == [new_output("stream", name="stdout", text=note({"a"}) + "\n")]  # nothing else
+        assert notes_of(nb.cells[index]) == [note({"a"})]
 
 
 def test_a_cell_whose_source_differs_in_the_copy_is_not_carried():
@@ -89,7 +91,7 @@ def test_a_cell_whose_source_differs_in_the_copy_is_not_carried():
 def test_the_note_names_the_replaced_answers_in_one_line():
     assert note({"softmax_answer"}).startswith("Graded with a correct softmax in place of yours")
     assert "a correct block_state and merge_states in place" in note({"merge_states_answer", "block_state_answer"})
-    assert note({"rope_answer"}).count("\n") == 1
+    assert "\n" not in note({"rope_answer"})
 
 
 # --- graded: the hostile submissions -------------------------------------------------------------------
@@ -153,11 +155,8 @@ def _submission(changes):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("carry")
-    specs = {A4: {name: _submission(changes) for name, changes, *_ in CASES}}
-    scores, errors = gs.grade_all(specs, workdir, with_errors=True, keep=True)
-    notebooks = {name: nbformat.read(workdir / "course" / "autograded" / name / A4 / f"{A4}.ipynb", as_version=4)
-                 for name, *_ in CASES}
-    return scores, errors, notebooks
+    results = gs.grade_all({A4: {name: _submission(changes) for name, changes, *_ in CASES}}, workdir)[A4]
+    return results, {name: gs.autograded(workdir, A4, name) for name, *_ in CASES}
 
 
 def _outputs(cell):
@@ -167,19 +166,21 @@ def _outputs(cell):
 @pytest.mark.parametrize("name, lost, carried, reason", [(n, lost, c, r) for n, _, lost, c, r in CASES],
                          ids=[c[0] for c in CASES])
 def test_a_dependent_loses_its_own_points_and_no_more(graded, name, lost, carried, reason):
-    scores, errors, notebooks = graded
-    assert scores[A4][name] == gs.expected_scores(A4, lost)
-    assert set(errors[A4][name]) == lost
-    assert all("NotImplementedError" in errors[A4][name][t] for t in SOFTMAX_TESTS)  # the earlier answer's own failure
+    results, notebooks = graded
+    result = results[name]
+    assert gs.scores(result) == gs.expected_scores(A4, lost)
+    assert set(result.reasons) == lost
+    assert all("NotImplementedError" in result.reasons[t] for t in SOFTMAX_TESTS)  # the earlier answer's own failure
     if reason:
-        assert any(reason in errors[A4][name][t] for t in lost), errors[A4][name]
+        assert any(reason in result.reasons[t] for t in lost), result.reasons
     cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in notebooks[name].cells}
     for test in carried:
-        assert _outputs(cells[test]) == [note({"softmax_answer"})], test
+        assert _outputs(cells[test]) == [note({"softmax_answer"}) + "\n"], test
+        assert result.notes[test] == note({"softmax_answer"}), test
 
 
 def test_nothing_printed_in_the_copy_reaches_the_graded_notebook(graded):
-    *_, notebooks = graded
+    _, notebooks = graded
     text = nbformat.writes(notebooks["multi_head_detects_the_copy"])
     assert "IN THE COPY" not in text
     assert "np.max(x, axis=axis" not in text  # the solution's softmax
@@ -230,11 +231,14 @@ def test_inline_a_wrong_dependent_names_its_own_fault_then_a_failing_rope():
 
 
 def test_selfgrade_shows_the_note_beside_a_carried_test(capsys):
+    from mha_course.pipeline import Result
     from mha_course.selfgrade import print_report
 
-    questions = [("Q1 (softmax)", ["s1"]), ("Q3 (attention)", ["a1", "a2"])]
-    scores = {"s1": (0.0, 1.0), "a1": (1.0, 1.0), "a2": (0.0, 2.0)}
-    line = note({"softmax_answer"}).strip()
-    print_report(questions, scores, {"s1": "NotImplementedError", "a2": "AssertionError: wrong"}, {}, {"a1": line})
-    out = capsys.readouterr().out
-    assert f"a1: 1 / 1  ({line})" in out and "a2: 0 / 2  <- AssertionError: wrong" in out
+    line = note({"softmax_answer"})
+    result = Result(A4, {"s1": (0.0, 1.0), "a1": (1.0, 1.0), "a2": (0.0, 2.0)},
+                    {"s1": "NotImplementedError", "a2": "AssertionError: wrong"}, {"a1": line},
+                    questions=(("Q1 (softmax)", ("s1",)), ("Q3 (attention)", ("a1", "a2"))))
+    assert print_report(result) == (1.0, 4.0)
+    out = capsys.readouterr().out.splitlines()
+    assert f"    a1: 1 / 1  ({line})" in out and "    a2: 0 / 2  <- AssertionError: wrong" in out
+    assert "Q3 (attention): 1 / 3" in out and "Total: 1 / 4" in out

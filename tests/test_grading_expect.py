@@ -4,7 +4,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mha_course.expect import expect_close, expect_equal, expect_float, expect_int, expect_shape
+from mha_course.judge.expect import expect_close, expect_equal, expect_float, expect_int, expect_shape
 
 
 def fails_with(match, func, *args, **kwargs):

@@ -1,6 +1,6 @@
 """Autograde a quarter of the manifest's assignments (every fourth, from the 4th) in a temporary
 course: full marks, zero, lost answers, wrong answers, and answers that only call the reference they
-must write (graded with the learner edition)."""
+must write (graded with the graded kit)."""
 import grading_support as gs
 
-globals().update(gs.score_and_reference_tests(gs.quarter(3)))
+globals().update(gs.score_tests(gs.quarter(3)))

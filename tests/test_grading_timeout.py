@@ -12,10 +12,11 @@ def test_endless_cell_is_stopped_and_grading_goes_on(tmp_path):
     (cell,) = [c for c in endless.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "head_dim_answer"]
     cell.source = "while True:  # a learner's endless loop\n    pass\n" + cell.source
     specs = {ASSIGNMENT: {"endless": endless, "after": gs.submission(ASSIGNMENT, {})}}
-    scores = gs.grade_all(specs, tmp_path, overrides=["Execute.timeout=5"])[ASSIGNMENT]
+    results = gs.grade_all(specs, tmp_path, overrides={"Execute.timeout": 5})[ASSIGNMENT]
     # the interrupted cell never defined head_dim: only its question is lost
-    assert scores["endless"] == gs.expected_scores(ASSIGNMENT, lost={"head_dim_transformer_base"})
-    assert scores["after"] == gs.expected_scores(ASSIGNMENT, lost=())
+    assert gs.scores(results["endless"]) == gs.expected_scores(ASSIGNMENT, lost={"head_dim_transformer_base"})
+    assert any("timed out in head_dim_answer (limit 5 s per cell" in text for _, text in results["endless"].flags)
+    assert gs.scores(results["after"]) == gs.expected_scores(ASSIGNMENT, lost=())
 
 
 def test_course_config_sets_the_safeguards():

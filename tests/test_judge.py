@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from mha_course.judge.cases import MIME, call_all, encode
-from mha_course.judge.core import LearnerError, NotPlain, decode, first_failure, judge_notebook, parse_runs
-from mha_course.judge.questions import QUESTIONS
+from mha_course.judge.cases import call_all
+from mha_course.judge.core import first_failure, judge_notebook
+from mha_course.judge.questions import course_questions
+from mha_course.judge.wire import MIME, NotPlain, decode, encode
+from mha_course.notebook import notes_of, parse_runs
 
 #: The static check of the "no copies" question (its assignment's grading_questions.py).
-no_copies = QUESTIONS["grouped_attention_no_copies"].static
+no_copies = course_questions()["grouped_attention_no_copies"].static
 
 
 class AlwaysEqual:
@@ -68,9 +70,19 @@ def test_an_error_of_the_learner_is_kept_per_case():
             raise IndexError("index 2 is out of bounds")
         return x
 
-    (ok, _), (bad, error) = call_all(call, (1, 2))
+    (ok, _, _), (bad, error, _) = call_all(call, (1, 2))
     assert decode(ok) == 1 and isinstance(error, IndexError)
     assert vars(decode(bad)) == {"ename": "IndexError", "evalue": "index 2 is out of bounds"}
+
+
+def test_a_warning_of_the_learners_code_is_caught_per_case_and_never_printed(capfd):
+    def log_mask(mask):
+        return np.log(np.array(mask))  # log(False) = -inf: numpy warns "divide by zero"
+
+    (warned, _, texts), (quiet, _, none) = call_all(log_mask, ([True, False], [True]))
+    assert texts == ["RuntimeWarning: divide by zero encountered in log"] and none == []
+    assert np.array_equal(decode(warned), [0.0, -np.inf]) and np.array_equal(decode(quiet), [0.0])
+    assert capfd.readouterr().err == ""  # nothing on stderr, where nbgrader would zero the test cell
 
 
 @pytest.mark.parametrize("data", [None, [], {"kind": "int", "value": 5}, {"kind": "int", "value": "5.0"},
@@ -135,7 +147,7 @@ def test_judge_notebook_fails_a_wrong_cell_first_and_leaves_a_right_one():
                              _bundle("head_dim", 65)])
     missing = _graded(source, [])
     forged = _graded(source, [_bundle("score_count", 64)])
-    nb = judge_notebook(new_notebook(cells=[right, wrong, missing, forged]), "01_shapes")
+    nb = judge_notebook(new_notebook(cells=[right, wrong, missing, forged]))
     assert [o.output_type for o in nb.cells[0].outputs] == ["display_data"]
     first = nb.cells[1].outputs[0]
     assert (first.output_type, first.ename) == ("error", "AssertionError")
@@ -144,6 +156,15 @@ def test_judge_notebook_fails_a_wrong_cell_first_and_leaves_a_right_one():
     assert "execute_result" not in [o.output_type for o in nb.cells[1].outputs]
     assert "sent results for 0 of its 1 check(s)" in nb.cells[2].outputs[0].evalue
     assert "do not belong to this test" in nb.cells[3].outputs[0].evalue
+
+
+def test_a_warning_sent_with_the_results_is_a_note_never_a_failure():
+    cell = _graded('run("head_dim", head_dim, (512, 8))', [_bundle("head_dim", 64)])
+    cell.outputs[0].data[MIME]["warnings"] = ["RuntimeWarning: divide by zero encountered in log"]
+    (judged,) = judge_notebook(new_notebook(cells=[cell])).cells
+    assert [o.output_type for o in judged.outputs] == ["display_data", "stream"]  # no error: full points
+    (note,) = notes_of(judged)
+    assert "RuntimeWarning: divide by zero encountered in log" in note and judged.outputs[1].text == note + "\n"
 
 
 def test_a_name_error_points_at_the_failed_answer_cell():
@@ -179,7 +200,7 @@ def test_every_question_id_of_the_notebooks_is_known():
 
     used = {q for a in gs.ASSIGNMENTS for c in gs.read("solutions", a).cells
             if c.metadata.get("nbgrader", {}).get("grade") for q, _ in parse_runs(c.source)}
-    assert used == set(QUESTIONS)
+    assert used == set(course_questions())
 
 
 def test_in_the_learners_own_kernel_a_failure_is_one_line():

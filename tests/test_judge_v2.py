@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import mha_kit as mk
-from mha_course.judge.cases import encode
 from mha_course.judge.core import first_failure
+from mha_course.judge.wire import encode
 
 
 def _reason(question, case, value):

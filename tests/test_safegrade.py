@@ -6,9 +6,8 @@ import socket
 
 import pytest
 
-from grading_support import grade_all
-from safegrade_support import (A, expected_scores, honest, honest_variants, hostile, results, safegrade, scores,
-                               write)
+from safegrade_support import (A, bom_crlf, expected_scores, honest, honest_lost, honest_variants, hostile, results,
+                               safegrade, scores, write)
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -21,25 +20,54 @@ NO_HEAD_DIM = {"head_dim_transformer_base"}
 def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("safegrade")
     listener = socket.create_server(("127.0.0.1", 0))  # the grader's own loopback
-    students = {**honest(), **honest_variants(), **hostile(listener.getsockname()[1], tmp / "outside.txt")}
+    students = {**honest(), **honest_variants(), **hostile(listener.getsockname()[1], tmp / "outside.txt"),
+                "bom_crlf": bom_crlf(honest()["honest_full"]), "alice_smith": honest()["honest_full"]}
     folder = write(students, tmp / "submitted")
+    (folder / "mallory").mkdir()  # her folder is a link to a classmate's
+    (folder / "mallory" / A).symlink_to(f"../alice_smith/{A}", target_is_directory=True)
     with listener:
         safegrade(folder, tmp / "out", tmp / "course", "--timeout", "8")  # slack for a loaded CI machine
     return results(tmp / "out"), tmp
 
 
-def test_honest_grades_equal_nbgrader_autograde(graded, tmp_path):
-    plain = grade_all({A: honest()}, tmp_path)[A]
-    for student, alone in plain.items():
-        assert scores(graded[0][student]) == alone, student
+def test_honest_grades_are_as_designed(graded):
+    for student, lost in honest_lost().items():
+        assert scores(graded[0][student]) == expected_scores(A, lost), student
         assert graded[0][student]["status"] == "ok", graded[0][student]["flags"]
+
+
+def test_a_notebook_saved_with_a_byte_order_mark_and_crlf_is_the_learners(graded):
+    """An editor saved it with a UTF-8 byte-order mark and Windows line ends: the learner's own notebook."""
+    result = graded[0]["bom_crlf"]
+    assert scores(result) == expected_scores(A, set()), result["flags"]
+    assert (result["status"], result["flags"]) == ("ok", []), result["flags"]
+
+
+def test_a_folder_that_links_to_a_classmates_is_not_graded_as_its_own(graded):
+    """mallory/<assignment> -> ../alice_smith/<assignment>: alice's notebook is graded once, for alice."""
+    mallory, owner = graded[0]["mallory"], graded[0]["alice_smith"]
+    assert scores(mallory) == expected_scores(A, ALL_TESTS) and mallory["status"] == "review"
+    assert any(level == "review" and "mallory" in text and "alice_smith" in text for level, text in mallory["flags"])
+    assert scores(owner) == expected_scores(A, set()) and owner["file"].endswith(f"alice_smith/{A}/{A}.ipynb")
+    assert owner["status"] == "flagged" and any("mallory" in text for _, text in owner["flags"])  # to know only
+    report = (graded[1] / "out" / "reports" / "mallory.txt").read_text()
+    assert "review both mallory and alice_smith" in report
+
+
+def test_a_cell_that_wrote_to_stderr_has_its_reason_in_the_report(graded):
+    result = graded[0]["stderr_print"]
+    assert scores(result) == expected_scores(A, NO_HEAD_DIM)
+    assert result["reasons"]["head_dim_transformer_base"] == (
+        "the cell wrote to stderr, which scores 0: my own debug line")
+    report = (graded[1] / "out" / "reports" / "stderr_print.txt").read_text()
+    assert "head_dim_transformer_base: 0 / 1  <- the cell wrote to stderr, which scores 0: my own debug line" in report
 
 
 @pytest.mark.parametrize("student", sorted(honest_variants()) + ["patch_isclose"])
 def test_right_answers_written_any_way_score_full_and_ok(graded, student):
     """Helpers, prints, type hints, a figure, extra cells; a patched numpy buys and costs nothing."""
     result = graded[0][student]
-    assert scores(result) == expected_scores(A, set()), result["errors"]
+    assert scores(result) == expected_scores(A, set()), result["reasons"]
     assert (result["status"], result["flags"]) == ("ok", []), result["flags"]
 
 
@@ -78,14 +106,14 @@ def test_sandbox_limits_processes(graded):
     result = graded[0]["many_processes"]
     if result["isolation"] != "bwrap":
         pytest.skip("no bubblewrap here: no process limit of the kernel's own")
-    assert scores(result) == expected_scores(A, set()), result["errors"]  # the 1000 forks were stopped
+    assert scores(result) == expected_scores(A, set()), result["reasons"]  # the 1000 forks were stopped
 
 
 def test_sandbox_limits_what_is_written(graded):
     result = graded[0]["fill_disk"]
     if result["isolation"] != "bwrap":
         pytest.skip("no bubblewrap here: the kernel writes where the grader can")
-    assert scores(result) == expected_scores(A, set()), result["errors"]  # read-only folder, small /tmp
+    assert scores(result) == expected_scores(A, set()), result["reasons"]  # read-only folder, small /tmp
 
 
 def test_sandbox_limits_the_memory_of_all_processes_together(graded):
@@ -94,7 +122,7 @@ def test_sandbox_limits_the_memory_of_all_processes_together(graded):
     result = graded[0]["memory_forks"]
     if result["isolation"] != "bwrap" or not os.access("/sys/fs/cgroup/memory", os.W_OK):
         pytest.skip("no memory cgroup for the kernels here: only the per-process address-space limit")
-    assert scores(result) == expected_scores(A, set()), result["errors"]  # one fork was killed
+    assert scores(result) == expected_scores(A, set()), result["reasons"]  # one fork was killed
 
 
 def test_sandbox_hides_the_solutions(graded):
@@ -106,7 +134,7 @@ def test_sandbox_hides_the_solutions(graded):
 def test_the_kernels_folder_holds_none_of_the_courses_grading_files(graded):
     """nbgrader copies an assignment's other files beside the notebook: never grading_*.py (sandbox or not)."""
     result = graded[0]["list_grading_files"]
-    assert scores(result) == expected_scores(A, set()), result["errors"]
+    assert scores(result) == expected_scores(A, set()), result["reasons"]
 
 
 @pytest.mark.parametrize("student", ["network", "write_outside"])
@@ -114,7 +142,7 @@ def test_sandbox_has_no_network_and_writes_only_its_scratch(graded, student):
     result = graded[0][student]
     if result["isolation"] != "bwrap":
         pytest.skip("no bubblewrap here: the kernel can reach the network and the disk")
-    assert scores(result) == expected_scores(A, NO_HEAD_DIM), result["errors"]
+    assert scores(result) == expected_scores(A, NO_HEAD_DIM), result["reasons"]
     assert not (graded[1] / "outside.txt").exists()
 
 

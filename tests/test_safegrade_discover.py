@@ -6,8 +6,11 @@ import zipfile
 
 import pytest
 
-from mha_course.safegrade import discover, main
-from mha_course.trusted.structure import MAX_BYTES, load
+import nbformat
+
+from mha_course.intake import discover
+from mha_course.notebook import MAX_BYTES, load
+from mha_course.safegrade import main
 
 A = "01_shapes"
 
@@ -81,6 +84,36 @@ def test_a_link_out_of_the_submissions_is_not_followed(tmp_path):
     assert load("") == (None, "no file")
 
 
+@pytest.mark.parametrize("link", [f"mallory/{A}", f"mallory/{A}/{A}.ipynb"])  # her folder, or her file
+def test_a_link_to_a_classmates_submission_is_graded_once_for_its_owner(tmp_path, link):
+    alice = _touch(tmp_path / "alice_smith" / A / f"{A}.ipynb")
+    target = alice.parent if link.count("/") == 1 else alice
+    (tmp_path / link).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / link).symlink_to(target, target_is_directory=target.is_dir())
+    found, _ = discover(tmp_path, A, tmp_path / "scratch")
+    assert found["alice_smith"][0] == str(alice)
+    path, notes, _ = found["mallory"]
+    assert path == "" and notes[-1][0] == "review", notes  # not graded as hers: the blank release, for a person
+    assert "mallory" in notes[-1][1] and "alice_smith" in notes[-1][1]
+    assert [severity for severity, text in found["alice_smith"][1] if "mallory" in text] == ["info"]
+
+
+def test_links_inside_the_submissions_are_resolved_to_the_real_file(tmp_path):
+    real = _touch(tmp_path / ".drafts" / "bob_work.ipynb")  # hidden: nobody's submission, bob's link the only way in
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / f"{A}.ipynb").symlink_to(real)
+    found, _ = discover(tmp_path, A, tmp_path / "scratch")
+    assert found["bob"][0] == str(real) and found["bob"][1] == []
+
+
+def test_a_notebook_with_a_byte_order_mark_and_crlf_line_ends_is_read(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\ny = 2")])
+    path = tmp_path / f"{A}.ipynb"
+    path.write_bytes(b"\xef\xbb\xbf" + nbformat.writes(nb).replace("\n", "\r\n").encode())
+    loaded, problem = load(path)
+    assert problem is None and loaded.cells[0].source == "x = 1\ny = 2"
+
+
 def test_an_oversized_file_is_not_read(tmp_path):
     big = tmp_path / "big.ipynb"
     with open(big, "wb") as f:
@@ -118,8 +151,9 @@ def test_missing_submissions_folder_is_refused(tmp_path, capsys):
 
 
 def test_a_rerun_grades_again_what_changed_failed_or_cannot_be_read(tmp_path):
-    from mha_course.safegrade import tasks
-    from mha_course.trusted.structure import sha256_of
+    from mha_course.intake import sha256_of
+    from mha_course.pipeline import Template
+    from mha_course.pool import tasks
 
     names = ["same", "changed", "errored", "corrupt", "new"]
     found = {name: (str(_touch(tmp_path / "sub" / f"{name}.ipynb", name)), [], {}) for name in names}
@@ -129,7 +163,7 @@ def test_a_rerun_grades_again_what_changed_failed_or_cannot_be_read(tmp_path):
         status = "error" if name == "errored" else "ok"
         text = "{not json" if name == "corrupt" else json.dumps({"sha256": sha, "status": status})
         (tmp_path / "out" / "results" / f"{name}.json").write_text(text)
-    todo = tasks(found, A, tmp_path / "out", tmp_path, tmp_path, "bwrap", 30)
+    todo = tasks(found, A, tmp_path / "out", tmp_path, Template(tmp_path, A), "bwrap", 30)
     assert sorted(t["student"] for t in todo) == ["changed", "corrupt", "errored", "new"]
     # a stale result is gone at once: a batch killed before grading it again cannot keep the old grade
     assert sorted(p.stem for p in (tmp_path / "out" / "results").glob("*.json")) == ["same"]
@@ -172,12 +206,12 @@ def test_help_says_the_course_is_the_current_folder(tmp_path, capsys, monkeypatc
 
 
 def test_a_zip_that_unpacks_to_more_than_its_cap_is_refused(tmp_path, monkeypatch):
-    import mha_course.safegrade as safegrade
+    import mha_course.intake as intake
 
-    monkeypatch.setattr(safegrade, "MAX_ZIP_BYTES", 3 * 1024**2)  # the same rule as 1 GiB, faster
+    monkeypatch.setattr(intake, "MAX_ZIP_BYTES", 3 * 1024**2)  # the same rule as 1 GiB, faster
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
         for k in range(4):
             z.writestr(f"s{k}/{A}/{A}.ipynb", b"\0" * 1024**2)  # 1 MiB each, a few KiB packed
-    with pytest.raises(safegrade.IntakeError, match="bomb.zip unpacks to more than 3 MiB: refused"):
+    with pytest.raises(intake.IntakeError, match="bomb.zip unpacks to more than 3 MiB: refused"):
         discover(archive, A, tmp_path / "scratch")

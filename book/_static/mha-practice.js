@@ -4,7 +4,7 @@
  * keeps a Leitner schedule of what was answered right and wrong, and the export and import of it.
  *
  * Every formula here is a copy of one in mha_kit (counting.py, units.py) and the messages copy
- * mha_course/expect.py; tests/test_site.py runs this file in Chromium and compares it with them.
+ * mha_course/judge/expect.py; tests/test_site.py runs this file in Chromium and compares it with them.
  * Counts are exact: BigInt throughout, and a quotient is rounded once, as Python's int / int is.
  * The presets, number formats and units come from window.MHA_DATA, written from mha_kit at build
  * time; the flashcards from window.MHA_FLASHCARDS.
@@ -230,7 +230,7 @@
     };
   }
 
-  // --- mha_course.expect: the exercises' messages ---------------------------------------------
+  // --- mha_course.judge.expect: the exercises' messages ---------------------------------------------
 
   function gcd(a, b) {
     a = a < 0n ? -a : a;

@@ -1,30 +1,15 @@
 """The judge: a test cell sends the learner's results as plain data, the grading process judges them.
 
-* :mod:`mha_course.judge.cases` - kernel side: ``run(question, call, *cases)`` and the encoding
-  (imports nothing that holds a reference answer; the grading kernel's learner edition has it).
-* :mod:`mha_course.judge.core` - grading side: :func:`judge_notebook`, the decoding, the parse of
-  the trusted cases.
+* :mod:`mha_course.judge.cases` - kernel side: ``run(question, call, *cases)``; warnings of the
+  learner's code are caught there, never printed (imports nothing that holds a reference answer:
+  it goes into the grading kernel's graded kit as it is, with :mod:`~mha_course.judge.wire`).
+* :mod:`mha_course.judge.wire` - how the results travel: the encoding and its decoding.
+* :mod:`mha_course.judge.core` - grading side: :func:`~mha_course.judge.core.judge_notebook`.
 * :mod:`mha_course.judge.questions` - the registry of the questions, which each assignment's
-  ``solutions/<assignment>/grading_questions.py`` fills (the reference and the diagnostic messages).
-* :class:`JudgeCells` - the nbgrader preprocessor (``nbgrader_config.py``), after ``Execute``.
-* :mod:`mha_course.judge.carry` and :class:`CarryForward` - error carried forward, after ``JudgeCells``:
-  a question that builds on a failed earlier answer is graded again with the solution's answer there.
-
-``JudgeCells`` and ``judge_notebook`` load on first use, so that a kernel importing
-``mha_course.judge.cases`` pays for neither nbgrader nor the references.
+  ``solutions/<assignment>/grading_questions.py`` fills (the reference and the diagnostic
+  messages, with the helpers of :mod:`mha_course.judge.expect`).
+* :mod:`mha_course.judge.carry` - error carried forward: a question that builds on a failed
+  earlier answer is graded again with the solution's answer there.
+* :mod:`mha_course.judge.preprocessor` - ``JudgeCells`` and ``CarryForward``, the nbgrader
+  preprocessors of ``nbgrader_config.py``, right after the executor.
 """
-from __future__ import annotations
-
-__all__ = ["CarryForward", "JudgeCells", "judge_notebook"]
-
-
-def __getattr__(name):
-    if name in ("JudgeCells", "CarryForward"):
-        from . import preprocessor
-
-        return getattr(preprocessor, name)
-    if name == "judge_notebook":
-        from .core import judge_notebook
-
-        return judge_notebook
-    raise AttributeError(f"module 'mha_course.judge' has no attribute {name!r}")

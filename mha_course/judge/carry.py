@@ -2,8 +2,9 @@
 
 A question that calls the learner's own earlier answers (``builds_on`` in the course manifest,
 :data:`mha_course.course.COURSE`) fails with them: a wrong ``softmax`` also fails multi-head
-attention written on top of it. :class:`CarryForward`, the step after :class:`~mha_course.judge.JudgeCells`
-in ``nbgrader_config.py``, grades such a question again, the way a teacher carries an error forward:
+attention written on top of it. :class:`~mha_course.judge.preprocessor.CarryForward`, the step
+after the judge in ``nbgrader_config.py``, grades such a question again, the way a teacher
+carries an error forward:
 
 1. :func:`plan` reads the judged notebook: a *dependent* answer D qualifies when one of its test
    cells failed, an answer it builds on failed one of its own test cells (wrong, blank, raising,
@@ -15,10 +16,10 @@ in ``nbgrader_config.py``, grades such a question again, the way a teacher carri
 2. :func:`substituted_copy`: a copy of the notebook in which the substituted answer cells carry the
    solution's source, read here, by the grading process, from ``solutions/`` (never written where
    the primary kernel can reach it).
-3. The copy runs in the same sandboxed executor (learner edition, limits) and is judged by the same
+3. The copy runs in the same sandboxed executor (graded kit, limits) and is judged by the same
    judge: one extra run per notebook at most, none when nothing qualifies.
 4. :func:`carry_forward`: a test cell of a qualifying D that failed in the primary run and passes in
-   the copy gets its points; its output becomes one line that says which earlier answers were
+   the copy gets its points; its output becomes one note that says which earlier answers were
    replaced. Nothing else is taken from the copy: no other cell's grade, no output (what the
    learner's code printed there could quote the solution).
 
@@ -32,36 +33,19 @@ import functools
 import json
 from types import SimpleNamespace
 
-
-def _meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def failed(cell):
-    """Whether a test cell scores zero: an error output, or a write to stderr (as nbgrader's ``determine_grade``)."""
-    return any(out.get("output_type") == "error" or out.get("output_type") == "stream" and out.get("name") == "stderr"
-               for out in cell.get("outputs", []))
-
-
-def test_cells(nb):
-    """``{answer grade_id: [indices of its test cells]}``: the graded cells after an answer, up to the next one."""
-    owner, result = None, {}
-    for index, cell in enumerate(nb.cells):
-        meta = _meta(cell)
-        if meta.get("solution"):
-            owner = meta.get("grade_id")
-            result.setdefault(owner, [])
-        elif meta.get("grade") and cell.get("cell_type") == "code" and owner is not None:
-            result[owner].append(index)
-    return result
+from ..course import COURSE, REPO_ROOT
+from ..notebook import add_note, failure, grade_id, is_answer, meta, parse_runs, test_cells
 
 
 def unanswered(nb):
     """grade_ids of the answer cells still as released (nbgrader's checksum of the stub unchanged)."""
-    from nbgrader.utils import compute_checksum
+    from nbgrader.utils import compute_checksum  # grading side only: the browser's kernel has no nbgrader
 
-    return {_meta(c).get("grade_id") for c in nb.cells
-            if _meta(c).get("solution") and _meta(c).get("checksum") == compute_checksum(c)}
+    return {grade_id(c) for c in nb.cells if is_answer(c) and meta(c).get("checksum") == compute_checksum(c)}
+
+
+def _failed(cell):
+    return failure(cell) is not None
 
 
 def plan(nb, builds_on, blank=frozenset()):
@@ -69,20 +53,12 @@ def plan(nb, builds_on, blank=frozenset()):
     nothing qualifies. ``builds_on`` is the assignment's ``{answer: (answers it calls)}``; a dependent
     in ``blank`` (unanswered) fails in any copy, so it is not graded again (and its answer may be substituted)."""
     tests = test_cells(nb)
-    failing = {answer for answer, cells in tests.items() if any(failed(nb.cells[i]) for i in cells)}
+    failing = {answer for answer, cells in tests.items() if any(_failed(nb.cells[i]) for i in cells)}
     qualifying = {d for d, used in builds_on.items() if d in failing and d not in blank and failing & set(used)}
     substituted = {a for d in qualifying for a in builds_on[d] if a in failing} - qualifying
     if not substituted:
         return set(), {}
-    return substituted, {d: [i for i in tests[d] if failed(nb.cells[i])] for d in sorted(qualifying)}
-
-
-def solution_sources(path):
-    """``{answer grade_id: source}`` of the solution cells of the source notebook at ``path``."""
-    import nbformat  # here, not at the top: the inline judge in the browser has no nbformat
-
-    nb = nbformat.read(path, as_version=4)
-    return {_meta(c)["grade_id"]: c.source for c in nb.cells if _meta(c).get("solution") and _meta(c).get("grade_id")}
+    return substituted, {d: [i for i in tests[d] if _failed(nb.cells[i])] for d in sorted(qualifying)}
 
 
 def substituted_copy(nb, substituted, solutions):
@@ -92,9 +68,8 @@ def substituted_copy(nb, substituted, solutions):
         if cell.get("cell_type") != "code":
             continue
         cell.outputs, cell.execution_count = [], None
-        grade_id = _meta(cell).get("grade_id")
-        if _meta(cell).get("solution") and grade_id in substituted:
-            cell.source = solutions[grade_id]
+        if is_answer(cell) and grade_id(cell) in substituted:
+            cell.source = solutions[grade_id(cell)]
     return twin
 
 
@@ -102,15 +77,11 @@ def _name(answer):
     return answer.removesuffix("_answer")
 
 
-#: How the line of a carried-forward test cell starts (:func:`note`).
-NOTE_START = "Graded with a correct "
-
-
 def note(substituted):
-    """The one line a carried-forward test cell shows instead of its failure."""
+    """The one-line note of a carried-forward test cell, in place of its failure."""
     names = _listed(sorted(_name(a) for a in substituted))
     which = "which" if len(substituted) == 1 else "each of which"
-    return f"{NOTE_START}{names} in place of yours, {which} failed its own test (error carried forward).\n"
+    return f"Graded with a correct {names} in place of yours, {which} failed its own test (error carried forward)."
 
 
 def _used_by(answer, builds_on):
@@ -126,15 +97,14 @@ def _used_by(answer, builds_on):
 
 def carry_forward(nb, twin, substituted, regrade, builds_on):
     """Give the failed test cells in ``regrade`` that pass in ``twin`` their points; return their indices."""
-    from nbformat.v4 import new_output
-
     carried = []
     for dependent, indices in regrade.items():
         used = substituted & _used_by(dependent, builds_on) or substituted
         for index in indices:
-            if twin.cells[index].get("source") != nb.cells[index].get("source") or failed(twin.cells[index]):
+            if twin.cells[index].get("source") != nb.cells[index].get("source") or _failed(twin.cells[index]):
                 continue
-            nb.cells[index].outputs = [new_output("stream", name="stdout", text=note(used))]
+            nb.cells[index].outputs = []
+            add_note(nb.cells[index], note(used))
             carried.append(index)
     return carried
 
@@ -153,16 +123,12 @@ def _dependent_questions():
 
     Read from the released notebooks, which the learner has: the inline judge never opens a solution.
     """
-    from mha_course.course import COURSE, REPO_ROOT
-
-    from .core import parse_runs
-
     result = {}
     for assignment, spec in COURSE.items():
         path = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"  # the release: test cells, no answers
         if not spec.builds_on or not path.is_file():
             continue
-        nb = _released(path)
+        nb = _released(path)  # no nbformat: this runs in the browser edition's kernel too
         for dependent, indices in test_cells(nb).items():
             for index in indices if dependent in spec.builds_on else ():
                 for question, _ in parse_runs(nb.cells[index]["source"]):
@@ -178,10 +144,6 @@ def _listed(names):
 @functools.lru_cache(maxsize=None)
 def _answer_questions():
     """``{answer grade_id: (question ids of its own test cells)}`` over the course, from the releases."""
-    from mha_course.course import COURSE, REPO_ROOT
-
-    from .core import parse_runs
-
     result = {}
     for assignment in COURSE:
         path = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"

@@ -2,127 +2,22 @@
 
 For each graded test cell :func:`judge_notebook` takes the cases from the cell's source (the
 instructor's, restored by nbgrader's ``OverwriteCells`` before the notebook ran), the results the
-kernel sent (outputs of mime type :data:`~mha_course.judge.cases.MIME`, one per ``run`` call, in
+kernel sent (outputs of mime type :data:`~mha_course.judge.wire.MIME`, one per ``run`` call, in
 order), and compares every result with the reference computed here by ``mha_kit``
 (:mod:`mha_course.judge.questions`). A failing case becomes an ``error`` output at the top of
 the test cell, so nbgrader's ``SaveAutoGrades`` scores it as any failing cell. Missing, extra or
-mismatched results fail; a result that is not plain data fails with its type named.
+mismatched results fail; a result that is not plain data fails with its type named. Warnings the
+learner's code raised become a note of the cell (:func:`mha_course.notebook.add_note`), never a
+failure.
 
 Nothing here runs code from the notebook: the cases are read with ``ast.literal_eval``, the
 results are decoded from JSON.
 """
 from __future__ import annotations
 
-import ast
-import base64
-import math
-
-import numpy as np
-
-from .cases import ARRAY_KINDS, FORMAT, MAX_DEPTH, MIME
-from .cases import without_file_name
-
-#: Largest array the judge decodes (bytes); bigger answers fail their case.
-MAX_ARRAY_BYTES = 64 * 2**20
-
-
-class NotPlain:
-    """A result the kernel could not send as plain data (``type`` names what it was)."""
-
-    def __init__(self, what):
-        self.what = what
-
-
-class LearnerError:
-    """An exception the learner's code raised for one case."""
-
-    def __init__(self, ename, evalue):
-        self.ename, self.evalue = ename, evalue
-
-
-def _text(value, default="?"):
-    return value[:500] if type(value) is str else default
-
-
-def _array(data):
-    try:
-        dtype = np.dtype(data["dtype"])
-        shape = tuple(data["shape"])
-        raw = base64.b64decode(data["data"], validate=True)
-    except (KeyError, TypeError, ValueError):
-        return NotPlain("a malformed array")
-    if dtype.kind not in ARRAY_KINDS or any(type(n) is not int or n < 0 for n in shape):
-        return NotPlain(f"an array of dtype {dtype.str}")
-    if len(raw) > MAX_ARRAY_BYTES or len(raw) != math.prod(shape) * dtype.itemsize:
-        return NotPlain("an array whose data does not match its shape")
-    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-
-
-def decode(data, depth=0):
-    """The Python value of one encoded result, or a :class:`NotPlain` / :class:`LearnerError`."""
-    if not isinstance(data, dict) or depth > MAX_DEPTH + 1:
-        return NotPlain("malformed data")
-    kind = data.get("kind")
-    if kind == "error":
-        return LearnerError(_text(data.get("ename"), "Exception"), _text(data.get("evalue"), ""))
-    if kind == "other":
-        return NotPlain(_text(data.get("type")))
-    if kind == "const" and (data.get("value") is None or type(data.get("value")) is bool):
-        return data["value"]
-    if kind in ("int", "float") and type(data.get("value")) is str and len(data["value"]) < 5000:
-        try:
-            return int(data["value"]) if kind == "int" else float(data["value"])
-        except ValueError:
-            return NotPlain("a malformed number")
-    if kind == "str" and type(data.get("value")) is str:
-        return data["value"]
-    if kind == "ndarray":
-        return _array(data)
-    if kind == "numpy" and isinstance(data.get("value"), dict):
-        value = _array(data["value"])
-        return value if isinstance(value, NotPlain) or value.shape != () else value[()]
-    if kind in ("tuple", "list", "set", "frozenset", "dict") and type(data.get("items")) is list:
-        return _container(kind, data["items"], depth)
-    return NotPlain("malformed data")
-
-
-def _container(kind, items, depth):
-    if kind == "dict":
-        pairs = [(decode(k, depth + 1), decode(v, depth + 1)) for k, v in
-                 (item if type(item) is list and len(item) == 2 else (None, None) for item in items)]
-        values = [x for pair in pairs for x in pair]
-    else:
-        values = [decode(item, depth + 1) for item in items]
-    bad = [v for v in values if isinstance(v, (NotPlain, LearnerError))]
-    if bad:
-        return bad[0] if isinstance(bad[0], NotPlain) else NotPlain("an error object")
-    try:
-        return dict(pairs) if kind == "dict" else {"tuple": tuple, "list": list, "set": set,
-                                                   "frozenset": frozenset}[kind](values)
-    except TypeError:  # unhashable keys or set items
-        return NotPlain(f"a {kind} of unhashable items")
-
-
-def parse_runs(source):
-    """``[(question, [case, ...])]`` of the top-level ``run(...)`` calls of a test cell's source.
-
-    Only literal cases are allowed (``ast.literal_eval``); anything else is a course bug and
-    raises ``ValueError``.
-    """
-    runs = []
-    for stmt in ast.parse(source).body:
-        call = stmt.value if isinstance(stmt, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "run"):
-            continue
-        if len(call.args) < 3 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-            raise ValueError(f"run(...) needs a question id, a callable and literal cases: {ast.unparse(call)}")
-        try:
-            question = ast.literal_eval(call.args[0])
-            cases = [ast.literal_eval(arg) for arg in call.args[2:]]
-        except ValueError:
-            raise ValueError(f"run(...) takes literal cases only: {ast.unparse(call)}") from None
-        runs.append((question, cases))
-    return runs
+from ..notebook import add_note, first_error, is_answer, is_test, meta, parse_runs
+from .questions import course_questions
+from .wire import FORMAT, MIME, LearnerError, NotPlain, decode, warning_note, warnings_of, without_file_name
 
 
 def first_failure(question, cases, results, answers=None):
@@ -131,9 +26,7 @@ def first_failure(question, cases, results, answers=None):
     ``results`` are the encoded results the kernel sent; ``answers`` maps the notebook's answer
     grade_ids to their source, for checks that read the answer's code (``None``: skip them).
     """
-    from .questions import QUESTIONS
-
-    spec = QUESTIONS[question]
+    spec = course_questions()[question]
     if type(results) is not list or len(results) != len(cases):
         count = len(results) if type(results) is list else "no"
         return 0, "AssertionError", f"the test sent {count} result(s) for {len(cases)} case(s): rerun the whole notebook"
@@ -162,10 +55,6 @@ def _judge_case(spec, case, got):
     return None
 
 
-def _meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
 def results_of(cell):
     """The results bundles of a cell's outputs, in order (the payload dicts)."""
     return [out["data"][MIME] for out in cell.get("outputs", [])
@@ -173,7 +62,7 @@ def results_of(cell):
 
 
 def _runs(source):
-    """:func:`parse_runs`, or ``None`` when the source cannot be read (a forged cell, not the course's)."""
+    """:func:`~mha_course.notebook.parse_runs`, or ``None`` when the source cannot be read (a forged cell)."""
     try:
         return parse_runs(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -182,10 +71,8 @@ def _runs(source):
 
 def judge_cell(cell, answers):
     """``None`` or ``(ename, message)``: the verdict on one graded test cell's results."""
-    from .questions import QUESTIONS
-
     runs = _runs(cell["source"])
-    if runs is None or any(question not in QUESTIONS for question, _ in runs):
+    if runs is None or any(question not in course_questions() for question, _ in runs):
         return "AssertionError", "this test cell is not one of the course's: restore it from the release"
     bundles = results_of(cell)
     if len(bundles) != len(runs):
@@ -201,35 +88,38 @@ def judge_cell(cell, answers):
 
 
 def _error_output(ename, message):
-    from nbformat import NotebookNode
+    from nbformat import NotebookNode  # here: the browser edition's kernel side has no nbformat
 
     return NotebookNode(output_type="error", ename=ename, evalue=message,
                         traceback=[f"{ename}: {message}", "(judged by the grader, outside the notebook's kernel)"])
 
 
-def _answer_error(answer_cell):
-    """The first error output of an answer cell, as ``(ename, evalue)``, or ``None``."""
-    for out in (answer_cell or {}).get("outputs", []):
-        if out.get("output_type") == "error":
-            return _text(out.get("ename"), "Exception"), without_file_name(_text(out.get("evalue"), ""))
-    return None
+def _warned(cell):
+    texts = []
+    for bundle in results_of(cell):
+        texts += [text for text in warnings_of(bundle) if text not in texts]
+    return texts
 
 
-def judge_notebook(nb, assignment=None):
+def answer_error(answer_cell):
+    """``(ename, evalue)`` of an answer cell's first error, without the kernel's temporary file name; or ``None``."""
+    error = first_error(answer_cell or {})
+    return None if error is None else (error[0], without_file_name(error[1]))
+
+
+def judge_notebook(nb):
     """Judge every graded test cell of an executed notebook in place; return the notebook.
 
     A failing test cell gets an ``error`` output first among its outputs (unless the kernel already
     reported an error there: it scores zero either way). Outputs that nbgrader would read as partial
     credit (``execute_result``) become plain ``display_data``: only the judge decides a score.
-    ``assignment`` is the assignment's name (kept for messages; the cells say everything else).
     """
-    answers, answer_cells, owner = {}, {}, None
+    answers, owner = {}, None
     for cell in nb.cells:
-        meta = _meta(cell)
-        if meta.get("solution"):
-            answers[meta.get("grade_id")] = cell.get("source", "")
+        if is_answer(cell):
+            answers[meta(cell).get("grade_id")] = cell.get("source", "")
             owner = cell
-        if cell.get("cell_type") != "code" or not meta.get("grade") or meta.get("solution"):
+        if not is_test(cell):
             continue
         for out in cell.get("outputs", []):
             if out.get("output_type") == "execute_result":
@@ -238,11 +128,11 @@ def judge_notebook(nb, assignment=None):
         if _runs(cell["source"]) == []:
             continue  # not in the judge's format: nbgrader scores it as it ran
         verdict = judge_cell(cell, answers)
-        if verdict is None:
-            continue
-        if verdict[0] == "NameError" and _answer_error(owner):
-            ename, evalue = _answer_error(owner)
+        if verdict is not None and verdict[0] == "NameError" and answer_error(owner):
+            ename, evalue = answer_error(owner)
             verdict = ename, f"the answer cell above failed: {evalue}"  # shown as "SyntaxError: the answer ..."
-        if not any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
+        if verdict is not None and not first_error(cell):
             cell.setdefault("outputs", []).insert(0, _error_output(*verdict))
+        if _warned(cell):
+            add_note(cell, warning_note(_warned(cell)))
     return nb

@@ -1,15 +1,21 @@
-"""``JudgeCells``: the judge as an nbgrader preprocessor, run right after ``Execute`` in autograde.
+"""The judge as nbgrader preprocessors, run right after the executor in autograde.
 
-``nbgrader_config.py`` puts it into ``c.Autograde.autograde_preprocessors``, so ``nbgrader
-autograde``, formgrader's Autograde button and ``python -m mha_course.safegrade`` all score the
-judge's verdicts through nbgrader's own ``SaveAutoGrades``.
+``nbgrader_config.py`` puts :class:`JudgeCells` and :class:`CarryForward` into
+``c.Autograde.autograde_preprocessors``, so ``nbgrader autograde``, formgrader's Autograde button
+and ``python -m mha_course.safegrade`` all score the judge's verdicts through nbgrader's own
+``SaveAutoGrades``.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+import nbformat
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from traitlets.utils.importstring import import_item
 
+from ..course import COURSE, converter_of
+from ..notebook import answers
+from .carry import carry_forward, plan, substituted_copy, unanswered
 from .core import judge_notebook
 
 
@@ -17,8 +23,7 @@ class JudgeCells(NbGraderPreprocessor):
     """Compare the results every graded test cell sent with the reference; fail the cells that differ."""
 
     def preprocess(self, nb, resources):
-        assignment = resources.get("nbgrader", {}).get("assignment")
-        judge_notebook(nb, assignment)
+        judge_notebook(nb)
         return nb, resources
 
 
@@ -27,14 +32,11 @@ class CarryForward(NbGraderPreprocessor):
 
     A dependent answer whose test cells failed with a failed earlier answer is graded again on a copy
     of the notebook whose failed earlier answers carry the solution's source (read from the
-    course's ``source_directory``), run by the same sandboxed executor and judged by the same judge.
+    course's ``source_directory``), run by the executor of this autograde (the course's
+    ``SandboxedExecute``, with its settings) and judged by the same judge.
     """
 
     def preprocess(self, nb, resources):
-        from mha_course.course import COURSE
-
-        from .carry import carry_forward, plan, substituted_copy, unanswered
-
         info = resources.get("nbgrader", {})
         assignment = info.get("assignment")
         builds_on = COURSE[assignment].builds_on if assignment in COURSE else {}
@@ -48,7 +50,7 @@ class CarryForward(NbGraderPreprocessor):
             return nb, resources
         twin = substituted_copy(nb, substituted, solutions)
         twin, _ = self._executor().preprocess(twin, {**resources, "nbgrader": dict(info)})
-        judge_notebook(twin, assignment)
+        judge_notebook(twin)
         carried = carry_forward(nb, twin, substituted, regrade, builds_on)
         self.log.info("carried forward in %s: %d test cell(s) with %s substituted", assignment, len(carried),
                       ", ".join(sorted(substituted)))
@@ -56,17 +58,15 @@ class CarryForward(NbGraderPreprocessor):
 
     def _solutions(self, info):
         """``{answer grade_id: source}`` of the course's source notebook (``solutions/``), read here."""
-        from mha_course.trusted.structure import _coursedir
-
-        from .carry import solution_sources
-
-        coursedir = _coursedir(self)
+        coursedir = converter_of(self).coursedir
         folder = Path(coursedir.format_path(coursedir.source_directory, ".", info.get("assignment")))
         path = folder / f"{info.get('notebook', info.get('assignment'))}.ipynb"
-        return solution_sources(path) if path.is_file() else {}
+        return answers(nbformat.read(path, as_version=4)) if path.is_file() else {}
 
     def _executor(self):
-        """The course's executor (``SandboxedExecute``: learner edition, limits), configured as the primary one."""
-        from mha_course.trusted.execute import SandboxedExecute
-
-        return SandboxedExecute(parent=self.parent, config=self.config)
+        """A new executor of the class this autograde runs (the course's ``SandboxedExecute``), same config."""
+        for item in getattr(converter_of(self), "autograde_preprocessors", ()):
+            kind = import_item(item) if isinstance(item, str) else item
+            if isinstance(kind, type) and issubclass(kind, Execute):
+                return kind(parent=self.parent, config=self.config)
+        return Execute(parent=self.parent, config=self.config)

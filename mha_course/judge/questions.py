@@ -1,16 +1,16 @@
 """The registry of the judge's questions, keyed by question id, and what their definitions share.
 
 Each :class:`Question` knows how to judge one result for one case: ``check(got, *case)`` raises
-``AssertionError`` with a one-line message (the :mod:`mha_course.expect` helpers), computing the
+``AssertionError`` with a one-line message (the :mod:`mha_course.judge.expect` helpers), computing the
 reference with ``mha_kit``. The inputs a case stands for (random arrays from a seed, a config
 from a preset name) are rebuilt exactly as the test cell's ``_call`` builds them in the kernel.
 
 The questions themselves live with their assignment: ``solutions/<assignment>/grading_questions.py``
-registers its question ids with :func:`question`. This module loads the file of every assignment
-of the course manifest (:data:`mha_course.course.COURSE`) when it is first imported.
+registers its question ids with :func:`question`; :func:`course_questions` loads the file of every
+assignment of the course manifest (:data:`mha_course.course.COURSE`) once, and returns them all.
 
 Runs in the grading process only: neither this module nor the assignments' files are part of the
-grading kernel's learner edition, and nbgrader leaves ``grading_*.py`` out of the release and out
+grading kernel's graded kit, and nbgrader leaves ``grading_*.py`` out of the release and out
 of the folder the kernel runs in (``CourseDirectory.ignore`` in ``nbgrader_config.py``). Question
 ids are what the test cells pass to ``run``.
 """
@@ -21,6 +21,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..course import ASSIGNMENTS, assignment_module
+
+#: ``{question id: Question}``: filled by the assignments' ``grading_questions.py`` (:func:`course_questions`).
 QUESTIONS: dict = {}
 
 #: Hint of a result 8 times too large: a count in bits.
@@ -70,12 +73,8 @@ def expect_tuple(got, size, what):
         raise AssertionError(f"expected {what} as a tuple of {size} arrays, got {type(got).__name__}")
 
 
-def _load_course_questions():
-    """Register the questions of every assignment of the manifest, from its folder's file."""
-    from ..course import ASSIGNMENTS, assignment_module
-
+def course_questions():
+    """Every question of the course: ``{question id: Question}``, each assignment's file loaded once."""
     for assignment in ASSIGNMENTS:
-        assignment_module(assignment, "grading_questions")
-
-
-_load_course_questions()
+        assignment_module(assignment, "grading_questions")  # registers its questions when first loaded
+    return QUESTIONS

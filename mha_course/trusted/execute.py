@@ -4,16 +4,17 @@
 ``Execute``, so ``nbgrader autograde``, formgrader's Autograde button and
 ``python -m mha_course.safegrade`` all run every submission the same way:
 
-* the kernel is started by :mod:`.sandbox` (limits, namespaces, a supervisor), with the learner
-  edition of ``mha_kit`` and ``mha_course`` first on its path (never the real source, never
-  ``solutions/``); no kernelspec needs to be installed (:class:`SandboxKernelManager`);
+* the kernel is started by :mod:`.sandbox` (limits, namespaces, a supervisor), with the graded kit
+  of the assignment (:mod:`.graded_kit`: ``mha_kit`` and the kernel side of ``mha_course``) first
+  on its path (never the real source, never ``solutions/``); no kernelspec needs to be installed
+  (:class:`SandboxKernelManager`);
 * a cell past the course's time limit (``Execute.timeout``) gets an error that names the limit; a
   kernel that stops answering (its builtins broken) is ended within
   :attr:`SandboxedExecute.answer_seconds`, and the cells after it get an error;
 * a dead kernel costs the cells after it, not the notebook; the whole notebook has a time budget;
   output beyond :attr:`SandboxedExecute.max_output_bytes` is dropped as it arrives;
-* what happened is recorded as flags in the notebook's metadata (:func:`add_flags`), which
-  :class:`~mha_course.trusted.records.RecordFlags` writes into the gradebook.
+* what happened is recorded as flags in the notebook's metadata (:func:`mha_course.notebook.add_flags`),
+  which :class:`~mha_course.trusted.flags.RecordFlags` writes into the gradebook.
 """
 from __future__ import annotations
 
@@ -33,40 +34,17 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Dict, Integer, List, Unicode
 
-from . import sandbox
-
-#: Where flags travel with a notebook: ``nb.metadata[FLAGS_KEY]["flags"] = [[severity, text], ...]``.
-FLAGS_KEY = "mha_course"
-
-
-def flags_of(nb):
-    """The ``[severity, text]`` flags recorded in ``nb``'s metadata."""
-    return [list(f) for f in nb.metadata.get(FLAGS_KEY, {}).get("flags", [])]
-
-
-def add_flags(nb, flags):
-    """Append ``flags`` to ``nb``'s metadata, each once."""
-    known = flags_of(nb)
-    nb.metadata.setdefault(FLAGS_KEY, {})["flags"] = known + [list(f) for f in flags if list(f) not in known]
+from ..notebook import add_flags
+from . import graded_kit, sandbox
 
 
 @functools.lru_cache(maxsize=None)
-def learner_edition(assignment):
-    """The folders to put first on a grading kernel's path for ``assignment``.
-
-    The judge's learner edition (:func:`mha_course.learner_edition.build`) where it exists, built
-    once per process; until then a copy of the real packages (never the repository around them).
-    """
-    folder = Path(tempfile.mkdtemp(prefix="mha_edition_"))
+def kit_path(assignment):
+    """The folder to put first on a grading kernel's path for ``assignment``: its graded kit, built once per process."""
+    folder = Path(tempfile.mkdtemp(prefix="mha_kit_"))
     folder.chmod(0o755)  # a root grader's kernel runs as a user id of its own: it must read it
     atexit.register(shutil.rmtree, folder, True)
-    try:
-        from mha_course.learner_edition import build
-    except ImportError:
-        for package in sandbox.package_paths():
-            shutil.copytree(package, folder / Path(package).name, ignore=shutil.ignore_patterns("__pycache__"))
-        return (str(folder),)
-    return (str(build(assignment, folder / assignment)),)
+    return str(graded_kit.build(assignment, folder / assignment))
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -99,7 +77,7 @@ class SandboxedExecute(Execute):
 
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
-        km.mode, km.pythonpath = self._mode, list(learner_edition(self._assignment))
+        km.mode, km.pythonpath = self._mode, [kit_path(self._assignment)]
         if self._mode == "bwrap":  # no network in the sandbox: Unix sockets in a short folder of their own
             km.transport, km.ip = "ipc", str(Path(self._sockets) / "k")
         return km

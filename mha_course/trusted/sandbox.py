@@ -9,8 +9,8 @@ here. :func:`kernel_argv` is the command nbgrader's ``Execute`` starts every ker
 * scrubs the environment (only ``PATH``, ``HOME``, ``LANG`` and the variables Python needs);
 * on Linux with bubblewrap, ``exec``s ``bwrap``: new PID, network, IPC and UTS namespaces (no
   network at all), a read-only view of the system folders and the Python environment, the
-  notebook's scratch folder (the kernel's working folder, read-only), the learner edition of
-  ``mha_kit`` and ``mha_course`` (``--pythonpath``, first on its path) and a ``/tmp`` of its own of
+  notebook's scratch folder (the kernel's working folder, read-only), the graded kit (``mha_kit``
+  and the kernel side of ``mha_course``: ``--pythonpath``, first on its path) and a ``/tmp`` of its own of
   limited size, its only place to write; the real ``mha_kit`` source, ``solutions/``, the
   gradebook and other submissions are simply not there.
   The kernel talks to the grader over Unix sockets (``KernelManager.transport = "ipc"``) in a
@@ -91,7 +91,7 @@ def kernel_argv(mode, limits, pythonpath):
     """The command that starts a sandboxed kernel (a kernelspec's ``argv``, made in code).
 
     ``pythonpath``: folders put first on the kernel's ``sys.path`` and mounted read-only (the
-    learner edition of ``mha_kit`` and ``mha_course``).
+    graded kit: ``mha_kit`` and the kernel side of ``mha_course``).
     """
     return [sys.executable, "-m", "mha_course.trusted.sandbox", "--mode", mode, "--limits", json.dumps(limits),
             "--pythonpath", os.pathsep.join(pythonpath), "-f", "{connection_file}"]
@@ -109,14 +109,6 @@ def _clean_env(home):
     keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "PYDEVD_DISABLE_FILE_VALIDATION") if k in os.environ}
     return {**keep, "HOME": home, "TMPDIR": "/tmp", "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def package_paths():
-    """The folders of the real ``mha_kit`` and ``mha_course`` (editable installs: in the repository)."""
-    import importlib.util
-
-    specs = (importlib.util.find_spec(name) for name in ("mha_kit", "mha_course"))
-    return sorted(str(Path(spec.origin).parent) for spec in specs if spec and spec.origin)
 
 
 def _read_only_paths(pythonpath=()):
@@ -230,10 +222,10 @@ def launch(argv):
     connection_file = str(Path(sockets or scratch) / ".kernel-connection.json")
     shutil.copyfile(_option(argv, "-f"), connection_file)
     env = _clean_env("/tmp" if mode == "bwrap" else scratch)
-    # the learner edition of mha_kit and mha_course comes before anything the environment holds
+    # the graded kit (mha_kit, the kernel side of mha_course) comes before anything the environment holds
     pythonpath = [p for p in (_option(argv, "--pythonpath") or "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join([str(KERNEL_PATH), *pythonpath])
-    # this file runs again inside as a script: the learner edition of mha_course has no trusted/
+    # this file runs again inside as a script: the graded kit's mha_course has no trusted/
     inside = [sys.executable, str(Path(__file__).resolve()), "--inside", "-f", connection_file]
     if mode == "bwrap":
         inside += ["--nproc", str(limits.get("RLIMIT_NPROC", 256))]

@@ -27,14 +27,14 @@ DIAGNOSES = {
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
-#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+#: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
     "split_heads_answer": "def split_heads(x, num_heads):\n    return mk.split_heads(x, num_heads)",
     "merge_heads_answer": "def merge_heads(x):\n    return mk.merge_heads(x)",
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
-#: choice) on what the learner edition allows, which has no function that answers it.
+#: choice) on what the graded kit allows, which has no function that answers it.
 NO_REFERENCE = {
     # mk.AttentionConfig(d, h).head_dim also gives d // h: a base helper (every assignment's configs),
     # whose one line of division is the question's; nothing in mha_kit lists the arrays' shapes

@@ -10,7 +10,7 @@ import numpy as np
 
 import mha_kit as mk
 
-from mha_course.expect import expect_close, expect_int, expect_shape
+from mha_course.judge.expect import expect_close, expect_int, expect_shape
 from mha_course.judge.questions import ramp as _ramp, question
 
 

@@ -33,7 +33,7 @@ DIAGNOSES = {
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
-#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+#: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
     "projection_params_answer": "def projection_params(d_model, num_heads, num_kv_heads, head_dim):\n"
                                 "    cfg = mk.AttentionConfig(d_model, num_heads, num_kv_heads, head_dim)\n"
@@ -46,5 +46,5 @@ REFERENCE_CALLS = {
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
-#: choice) on what the learner edition allows, which has no function that answers it.
+#: choice) on what the graded kit allows, which has no function that answers it.
 NO_REFERENCE = {"changes_with_h_answer": "a set of names, the learner's reasoning"}

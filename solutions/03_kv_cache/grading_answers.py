@@ -37,7 +37,7 @@ DIAGNOSES = {
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
-#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+#: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
     "kv_bytes_read_answer": "def kv_bytes_read(num_kv_heads, head_dim, context_len, bits=16):\n"
                             "    cfg = mk.AttentionConfig(num_kv_heads * head_dim, num_kv_heads, head_dim=head_dim)\n"
@@ -52,7 +52,7 @@ REFERENCE_CALLS = {
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
-#: choice) on what the learner edition allows, which has no function that answers it.
+#: choice) on what the graded kit allows, which has no function that answers it.
 NO_REFERENCE = {}
 
 #: Answers written against the grader: (name, {answer grade_id: new source}, answers whose tests are

@@ -31,7 +31,7 @@ WRONG_ANSWERS = [
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
-#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+#: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
     "softmax_answer": "def softmax(x, axis=-1):\n    return mk.softmax(x, axis)",
     "causal_mask_answer": "def causal_mask(n):\n    return mk.causal_mask(n)",
@@ -42,7 +42,7 @@ REFERENCE_CALLS = {
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
-#: choice) on what the learner edition allows, which has no function that answers it.
+#: choice) on what the graded kit allows, which has no function that answers it.
 NO_REFERENCE = {}
 
 #: Answers written against the grader: (name, {answer grade_id: new source}, answers whose tests are
@@ -52,4 +52,19 @@ HOSTILE = [
      {"softmax_answer": "from mha_kit.attention import softmax as _reference\n\n"
                         "def softmax(x, axis=-1):\n    return _reference(x, axis)"},
      {"softmax_answer"}, "mk.softmax is not available in 04_implement_attention: it is what Q1 asks you to write"),
+]
+
+# A right answer written with a log-mask: log(True) = 0 keeps a score, log(False) = -inf masks it,
+# and numpy warns "divide by zero encountered in log" on the way. The warning is a note of the test
+# that ran it, never a loss (tests/test_grading_hostile.py).
+LOG_MASK = '''def attention(q, k, v, mask=None):
+    scores = q @ k.T / np.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + np.log(mask)  # 0 where allowed, -inf where masked
+    return softmax(scores) @ v'''
+
+#: Honest answers written in other ways than the solution's: (name, {answer grade_id: new source},
+#: (answer grade_id, source of an extra cell after it) or None); each must score full marks.
+HONEST = [
+    ("log_mask_warns", {"attention_answer": LOG_MASK}, None),
 ]

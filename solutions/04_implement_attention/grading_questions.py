@@ -12,7 +12,7 @@ import numpy as np
 
 import mha_kit as mk
 
-from mha_course.expect import expect_close, expect_equal
+from mha_course.judge.expect import expect_close, expect_equal
 from mha_course.judge.questions import rng_arrays as _rng_arrays, question
 from mha_course.judge import diagnoses
 

@@ -43,7 +43,7 @@ DIAGNOSES = {
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
-#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+#: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
     "fixed_causal_attention_answer": "def fixed_causal_attention(q, k, v):\n"
                                      "    return mk.scaled_dot_product_attention(q, k, v, mk.causal_mask(len(q)))[0]",
@@ -55,5 +55,5 @@ REFERENCE_CALLS = {
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
-#: choice) on what the learner edition allows, which has no function that answers it.
+#: choice) on what the graded kit allows, which has no function that answers it.
 NO_REFERENCE = {f"q{i}_mistake_answer": "a letter from the notebook's list of mistakes" for i in range(1, 6)}

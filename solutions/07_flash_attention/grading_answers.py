@@ -50,7 +50,7 @@ DIAGNOSES = {
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
-#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+#: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
     "block_state_answer": "def block_state(scores, v_block):\n    n, d_v = scores.shape[0], v_block.shape[1]\n"
                           "    return mk.online_softmax_update(np.full(n, -np.inf), np.zeros(n), np.zeros((n, d_v)), "
@@ -62,6 +62,6 @@ REFERENCE_CALLS = {
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
-#: choice) on what the learner edition allows, which has no function that answers it. (Q2's merge has
+#: choice) on what the graded kit allows, which has no function that answers it. (Q2's merge has
 #: one since the Flash-Decoding chapter: mk.merge_softmax_states, in REFERENCE_CALLS above.)
 NO_REFERENCE = {}

@@ -10,7 +10,7 @@ import numpy as np
 
 import mha_kit as mk
 
-from mha_course.expect import expect_close, expect_equal
+from mha_course.judge.expect import expect_close, expect_equal
 from mha_course.judge.questions import question
 from mha_course.judge import diagnoses
 

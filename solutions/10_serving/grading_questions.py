@@ -12,7 +12,7 @@ import numpy as np
 
 import mha_kit as mk
 
-from mha_course.expect import expect_int
+from mha_course.judge.expect import expect_int
 from mha_course.judge.cases import config
 from mha_course.judge.questions import spec_name as _name, BITS_HINT as _BITS, ROUND_UP as _ROUND_UP, question
 from mha_course.judge import diagnoses

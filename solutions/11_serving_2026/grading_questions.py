@@ -11,7 +11,7 @@ import numbers
 from fractions import Fraction
 
 import mha_kit as mk
-from mha_course.expect import expect_float, expect_int
+from mha_course.judge.expect import expect_float, expect_int
 from mha_course.judge.cases import config
 from mha_course.judge.questions import question
 from mha_course.judge.questions import spec_name as _name

@@ -33,7 +33,7 @@ WRONG_ANSWERS = [
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
-#: code). Graded with the learner edition, each earns nothing for the test cells it feeds.
+#: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
     "llama3_answer": "def llama3_inv_freq(head_dim, base, rope_scaling):\n"
                      "    return mk.rope_inv_freq(head_dim, base, rope_scaling)[0]",
@@ -51,7 +51,7 @@ REFERENCE_CALLS = {
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
-#: choice) on what the learner edition allows, which has no function that answers it.
+#: choice) on what the graded kit allows, which has no function that answers it.
 NO_REFERENCE = {}
 
 HONEST_12 = {

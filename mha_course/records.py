@@ -1,15 +1,14 @@
-"""What grading leaves: flags in nbgrader's gradebook, and safegrade's reports, ``grades.csv`` and course.
+"""What safegrade leaves: reports, ``grades.csv``, and the instructor's course as ``nbgrader autograde`` leaves it.
 
-* :class:`RecordFlags`, the last of ``Autograde.autograde_preprocessors`` (``nbgrader_config.py``):
-  a submission with a flag of severity ``review`` is marked *flagged*, its grades *needs manual
-  grade*, and the reasons go into the auto comment of its first answer cell, so formgrader shows
-  them. ``nbgrader autograde``, formgrader's Autograde button and safegrade all end with it.
+* A result (``results/<student>.json`` and ``autograded/<student>/``, written by :mod:`mha_course.pool`)
+  is the record of truth: a :class:`~mha_course.pipeline.Result` and what the submission was;
+  reports, ``grades.csv`` and the course can be rebuilt from the results alone
+  (``python -m mha_course.safegrade ... --merge-only``).
+* :func:`write_reports`: ``reports/<student>.txt`` (points per question and per test cell, the
+  reason of each loss, the flags) and ``grades.csv``.
 * :class:`CourseWriter`: safegrade grades in throw-away courses; this puts each result into the
   instructor's course as ``nbgrader autograde`` would have (``submitted/``, ``autograded/``, and the
-  gradebook written by nbgrader's own ``SaveAutoGrades`` and :class:`RecordFlags`).
-* A result (``results/<student>.json`` and ``autograded/<student>/``, written by :mod:`.worker`) is
-  the record of truth; reports, ``grades.csv`` and the course can be rebuilt from the results alone
-  (``python -m mha_course.safegrade ... --merge-only``).
+  gradebook written by nbgrader's own ``SaveAutoGrades`` and :func:`~mha_course.trusted.flags.mark_flags`).
 """
 from __future__ import annotations
 
@@ -21,27 +20,29 @@ import warnings
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+from nbgrader.utils import parse_utc
 
-from ..course import REPO_ROOT, course_api, prepare_environment, run_step
-from .execute import flags_of
+from .course import prepare_environment
+from .notebook import one_line
+from .pipeline import Result, template
+from .trusted.flags import mark_flags
 
 
 def read_results(out):
-    """Every result under ``out/results``, in student order."""
+    """Every result under ``out/results``, in student order (the JSON data)."""
     return [json.loads(p.read_text()) for p in sorted((Path(out) / "results").glob("*.json"))]
 
 
-def report_text(result, assignment):
-    """One submission's report, for a person: score per question, why a question lost, flags."""
-    r = result
-    lines = [f"student: {r['student']}   assignment: {assignment}   file: {one_line(repr(r.get('source') or r['file']))}",
-             f"score: {r.get('total', 0):g} / {r.get('max_total', 0):g}   status: {r['status']}   "
-             f"isolation: {r['isolation']}", "", "question scores:"]
-    for grade_id, (score, max_score) in r.get("scores", {}).items():
-        why = one_line(r.get("errors", {}).get(grade_id, ""), 200)
-        lines.append(f"  {grade_id:<40} {score:g} / {max_score:g}  {why}")
-    flags = [f"  [{severity}] {one_line(text)}" for severity, text in r["flags"]]
+def report_text(data):
+    """One submission's report, for a person: points per question and test cell, why each was lost, the flags."""
+    result = Result.from_dict(data)
+    lines = [f"student: {data['student']}   assignment: {result.assignment}   "
+             f"file: {one_line(repr(data.get('source') or data['file']))}",
+             f"score: {result.total:g} / {result.max_total:g}   status: {result.status}   "
+             f"isolation: {data['isolation']}", "", *result.lines()]
+    flags = [f"  [{severity}] {one_line(text)}" for severity, text in result.flags]
     lines += ["", "flags:", *flags] if flags else ["", "flags: none"]
     return "\n".join(lines) + "\n"
 
@@ -52,7 +53,7 @@ def write_reports(out, assignment):
     results = read_results(out)
     (out / "reports").mkdir(exist_ok=True)
     for result in results:
-        (out / "reports" / f"{result['student']}.txt").write_text(report_text(result, assignment))
+        (out / "reports" / f"{result['student']}.txt").write_text(report_text(result))
     with open(out / "grades.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["student_id", "assignment", "score", "max_score", "status", "isolation", "lms_id", "flags"])
@@ -60,44 +61,6 @@ def write_reports(out, assignment):
             writer.writerow([r["student"], assignment, r.get("total", 0), r.get("max_total", 0), r["status"],
                              r["isolation"], r.get("lms_id", ""), one_line(" | ".join(text for _, text in r["flags"]))])
     return results
-
-
-def one_line(text, limit=500):
-    """``text`` on one line (a newline in a file name cannot start a row of a report), cut to ``limit``."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-class RecordFlags(NbGraderPreprocessor):
-    """After ``SaveAutoGrades``: write the notebook's flags (see :func:`~.execute.flags_of`) into the gradebook."""
-
-    def preprocess(self, nb, resources):
-        from nbgrader.api import Gradebook
-
-        info = resources["nbgrader"]
-        with Gradebook(info["db_url"]) as gradebook:
-            mark_flags(gradebook, info["assignment"], info["notebook"], info["student"], flags_of(nb))
-        return nb, resources
-
-
-def mark_flags(gradebook, assignment, notebook, student, flags):
-    """Mark one submitted notebook flagged (needs manual grade, reasons in a comment) when ``flags`` ask for review."""
-    review = [text for severity, text in flags if severity == "review"]
-    submitted = gradebook.find_submission_notebook(notebook, assignment, student)
-    submitted.flagged = bool(review)
-    if review:
-        for grade in submitted.grades:
-            grade.needs_manual_grade = True
-        comments = sorted(submitted.comments, key=lambda c: c.cell.name)
-        first = next((c for c in comments if c.cell.name == _first_answer(gradebook, notebook, assignment)), None)
-        if first or comments:
-            (first or comments[0]).auto_comment = "Flagged for review: " + " | ".join(one_line(t) for t in review)
-    gradebook.db.commit()
-
-
-def _first_answer(gradebook, notebook, assignment):
-    cells = gradebook.find_notebook(notebook, assignment).solution_cells
-    return min(cells, key=lambda c: c.id).name if cells else None
 
 
 class CourseWriter:
@@ -115,8 +78,6 @@ class CourseWriter:
         self.url, self.recorded, self._ready = f"sqlite:///{self.course / 'gradebook.db'}", set(), False
 
     def _open(self):
-        from nbgrader.api import Gradebook
-
         prepare_environment()
         self.course.mkdir(parents=True, exist_ok=True)
         self._add_assignment()
@@ -124,8 +85,6 @@ class CourseWriter:
 
     def _add_assignment(self):
         """The assignment and its cells go in as ``generate_assignment`` puts them, once."""
-        from nbgrader.api import Gradebook, MissingEntry
-
         with Gradebook(self.url) as gradebook:  # whole: a batch killed while adding it left only a part
             try:
                 if gradebook.find_notebook(self.assignment, self.assignment).grade_cells:
@@ -133,9 +92,7 @@ class CourseWriter:
             except MissingEntry:
                 pass
         with tempfile.TemporaryDirectory(prefix="mha_sg_db_") as tmp:
-            shutil.copytree(REPO_ROOT / "solutions" / self.assignment, Path(tmp) / "solutions" / self.assignment)
-            api = course_api(tmp, **{"CourseDirectory.db_url": self.url, "CourseDirectory.release_directory": "release"})
-            run_step(api.generate_assignment(self.assignment, force=True), f"generate_assignment {self.assignment}")
+            template(self.assignment, Path(tmp) / "course", gradebook=self.url)
 
     def record(self, result):
         """Put ``result`` into the course (replacing any earlier autograde of the same student)."""
@@ -159,8 +116,6 @@ class CourseWriter:
 
     def _gradebook(self, student, notebook, result):
         """The rows ``nbgrader autograde`` writes, by nbgrader's own steps, in one transaction."""
-        from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
-
         gradebook, timestamp = self.gradebook, self._timestamp(student)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SQLAlchemy notices from inside nbgrader
@@ -187,8 +142,6 @@ class CourseWriter:
 
     def _timestamp(self, student):
         """The submission's ``timestamp.txt`` (nbgrader's), copied next to the autograded notebook too."""
-        from nbgrader.utils import parse_utc
-
         stamp = self.course / "submitted" / student / self.assignment / "timestamp.txt"
         if not stamp.is_file():
             return None

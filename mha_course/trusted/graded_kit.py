@@ -1,29 +1,36 @@
-"""The learner edition of ``mha_kit``: what the grading kernel may import for one assignment.
+"""The graded kit: the ``mha_kit`` (and ``mha_course``) a grading kernel may import for one assignment.
 
 ``build(assignment, dest)`` writes ``dest/mha_kit`` and ``dest/mha_course``; put ``dest`` first on
-the grading kernel's ``PYTHONPATH``. The edition's ``mha_kit`` is the real package tree-shaken with
+the grading kernel's ``PYTHONPATH``. The kit's ``mha_kit`` is the real package tree-shaken with
 ``ast``: every module keeps the public functions and classes that use no reference answer of the
 assignment (configs, presets, toy data, units, figures, and the helpers the course manifest
 :data:`mha_course.course.COURSE` allows it) with the private code they need, and nothing else. Every
 other public function becomes a stub raising ``NotAvailableError`` with the rule
 (``mk.split_heads is not available in 01_shapes: it is what Q3 asks you to write``), so the
 question that calls it fails with that message. Its ``mha_course`` holds the kernel side of the
-judge only (:mod:`mha_course.judge.cases`).
+judge only (:mod:`mha_course.judge.cases` and the format it sends, :mod:`mha_course.judge.wire`).
 
-    python -m mha_course.learner_edition 04_implement_attention /tmp/edition
+(Not to be confused with the site's learner edition, the book built without its solutions.)
+
+    python -m mha_course.trusted.graded_kit 04_implement_attention /tmp/kit
 """
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import shutil
 import sys
 from pathlib import Path
 
-from .course import BASE_HELPERS, COURSE
+from ..course import BASE_HELPERS, COURSE
 
-PACKAGE = Path(__file__).resolve().parent.parent / "mha_kit"
-COURSE_PACKAGE = Path(__file__).resolve().parent
+#: The real ``mha_kit`` package, which the kit is cut from.
+PACKAGE = Path(importlib.util.find_spec("mha_kit").origin).parent
+#: The real ``mha_course`` package, whose kernel side the kit copies.
+COURSE_PACKAGE = Path(__file__).resolve().parent.parent
+#: The files of ``mha_course`` the kernel needs: the kernel side of the judge.
+KERNEL_SIDE = ("judge/__init__.py", "judge/cases.py", "judge/wire.py")
 
 
 class _Module:
@@ -83,7 +90,7 @@ def _message(assignment, name, answers, allowed):
             f"toy data and {', '.join('mk.' + n for n in sorted(allowed - set(BASE_HELPERS))) or 'no other helpers'}")
 
 
-class _Edition:
+class _Kit:
     """The tree-shaking of the real package for one assignment."""
 
     def __init__(self, assignment, package=PACKAGE):
@@ -111,7 +118,7 @@ class _Edition:
         return self._taint[key]
 
     def kept(self):
-        """Every ``(module, name)`` the edition keeps: the untainted public symbols and what they use."""
+        """Every ``(module, name)`` the kit keeps: the untainted public symbols and what they use."""
         todo = [(m, n) for m, mod in self.modules.items() for n in mod.symbols
                 if not n.startswith("_") and not self.taint((m, n))]
         kept = set()
@@ -134,7 +141,7 @@ class _Edition:
         return f"mha_kit.{key[0]}.{key[1]} is not available in {self.assignment}: it uses mk.{used}, {why}"
 
     def module_source(self, mod, kept):
-        """The learner edition of one module: kept statements as written, stubs for the rest."""
+        """The kit's version of one module: kept statements as written, stubs for the rest."""
         parts, public = [], {n for (m, n) in kept if m == mod.name} | set(self.stubs(mod))
         for i, stmt in enumerate(mod.tree.body):
             if isinstance(stmt, ast.ImportFrom) and stmt.level == 1:
@@ -149,7 +156,7 @@ class _Edition:
         if stubs:
             call = ast.Call(func=ast.Name("_stub"), args=[ast.Call(ast.Name("globals"), [], []), ast.Constant(mod.name),
                                                           ast.List([ast.Constant(n) for n in stubs])], keywords=[])
-            parts.append(ast.unparse(ast.Module([ast.ImportFrom("_edition", [ast.alias("stub", "_stub")], 1),
+            parts.append(ast.unparse(ast.Module([ast.ImportFrom("_kit", [ast.alias("stub", "_stub")], 1),
                                                  ast.Expr(call)], [])))
         return "\n\n".join(parts) + "\n"
 
@@ -158,9 +165,9 @@ class _Edition:
         return [n for n in mod.symbols if not n.startswith("_") and self.taint((mod.name, n))]
 
     def init_source(self):
-        """``mha_kit/__init__.py`` of the edition: the allowed names, and a ``__getattr__`` that says the rule."""
-        body = [ast.Expr(ast.Constant(f"Learner edition of mha_kit for {self.assignment} "
-                                      "(made by mha_course.learner_edition): only the helpers this assignment allows."))]
+        """``mha_kit/__init__.py`` of the kit: the allowed names, and a ``__getattr__`` that says the rule."""
+        body = [ast.Expr(ast.Constant(f"Graded kit of mha_kit for {self.assignment} "
+                                      "(made by mha_course.trusted.graded_kit): only the helpers this assignment allows."))]
         for module in self.modules:
             names = sorted(n for n in self.allowed if self.exports[n] == (module, n) or self.exports[n][0] == module
                            and self.exports[n][1])
@@ -169,12 +176,12 @@ class _Edition:
                                                     for n in names], 1))
         modules = sorted(n for n in self.allowed if self.exports[n][1] is None)
         body.append(ast.ImportFrom(None, [ast.alias(n) for n in modules], 1))
-        body.append(ast.ImportFrom("_edition", [ast.alias("NotAvailableError"),
+        body.append(ast.ImportFrom("_kit", [ast.alias("NotAvailableError"),
                                                 ast.alias("module_getattr", "__getattr__")], 1))
         body.append(ast.Assign([ast.Name("__all__")], ast.List([ast.Constant(n) for n in sorted(self.allowed)]), lineno=0))
         return ast.unparse(ast.fix_missing_locations(ast.Module(body, []))) + "\n"
 
-    def rules(self, kept):
+    def rules(self):
         messages = {name: self.message(name) for name in self.exports if name not in self.allowed}
         for mod in self.modules.values():
             messages.update({f"{mod.name}.{n}": self.message((mod.name, n)) for n in self.stubs(mod)})
@@ -183,42 +190,40 @@ class _Edition:
 
 
 def refused(assignment):
-    """``{mk name: rule}`` of the ``mha_kit`` exports the learner edition of ``assignment`` switches off."""
-    edition = _Edition(assignment)
-    return {name: edition.message(name) for name in edition.exports
-            if name not in edition.allowed and edition.exports[name][1]}
+    """``{mk name: rule}`` of the ``mha_kit`` exports the graded kit of ``assignment`` switches off."""
+    kit = _Kit(assignment)
+    return {name: kit.message(name) for name in kit.exports if name not in kit.allowed and kit.exports[name][1]}
 
 
 def build(assignment, dest):
-    """Write the learner edition of ``assignment`` into ``dest`` (``dest/mha_kit``, ``dest/mha_course``).
+    """Write the graded kit of ``assignment`` into ``dest`` (``dest/mha_kit``, ``dest/mha_course``).
 
     Returns ``dest``, the folder to put first on the grading kernel's ``PYTHONPATH``.
     """
     if assignment not in COURSE:
         raise ValueError(f"unknown assignment {assignment!r}; the course manifest has {', '.join(COURSE)}")
-    dest = Path(dest)
-    edition = _Edition(assignment)
-    kept = edition.kept()
-    kit, course = dest / "mha_kit", dest / "mha_course"
-    for folder in (kit, course):
+    dest, kit = Path(dest), _Kit(assignment)
+    kept = kit.kept()
+    package, course = dest / "mha_kit", dest / "mha_course"
+    for folder in (package, course):
         shutil.rmtree(folder, ignore_errors=True)
     (course / "judge").mkdir(parents=True)
-    kit.mkdir(parents=True)
-    for mod in edition.modules.values():
-        (kit / f"{mod.name}.py").write_text(edition.module_source(mod, kept))
-    (kit / "__init__.py").write_text(edition.init_source())
-    shutil.copyfile(COURSE_PACKAGE / "edition_runtime.py", kit / "_edition.py")
-    (kit / "_edition.json").write_text(json.dumps(edition.rules(kept), indent=1))
+    package.mkdir(parents=True)
+    for mod in kit.modules.values():
+        (package / f"{mod.name}.py").write_text(kit.module_source(mod, kept))
+    (package / "__init__.py").write_text(kit.init_source())
+    shutil.copyfile(Path(__file__).with_name("graded_kit_runtime.py"), package / "_kit.py")
+    (package / "_kit.json").write_text(json.dumps(kit.rules(), indent=1))
     (course / "__init__.py").write_text('"""The kernel side of the course tools: mha_course.judge.cases only."""\n')
-    shutil.copyfile(COURSE_PACKAGE / "judge" / "__init__.py", course / "judge" / "__init__.py")
-    shutil.copyfile(COURSE_PACKAGE / "judge" / "cases.py", course / "judge" / "cases.py")
+    for name in KERNEL_SIDE:
+        shutil.copyfile(COURSE_PACKAGE / name, course / name)
     return dest
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
-        print("usage: python -m mha_course.learner_edition ASSIGNMENT DEST", file=sys.stderr)
+        print("usage: python -m mha_course.trusted.graded_kit ASSIGNMENT DEST", file=sys.stderr)
         return 2
     print(build(argv[0], argv[1]))
     return 0

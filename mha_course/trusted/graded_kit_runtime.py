@@ -1,16 +1,16 @@
-"""The rules of a learner edition of ``mha_kit``, at run time (copied there as ``mha_kit/_edition.py``).
+"""The rules of a graded kit's ``mha_kit``, at run time (copied there as ``mha_kit/_kit.py``).
 
-A learner edition (:mod:`mha_course.learner_edition`) holds the helpers an assignment allows and,
+A graded kit (:mod:`mha_course.trusted.graded_kit`) holds the helpers an assignment allows and,
 in place of every other public function of ``mha_kit``, a stub that raises
 :class:`NotAvailableError` naming the rule: ``mk.split_heads is not available in 01_shapes: it is
-what Q3 asks you to write``. The messages are data, read from ``_edition.json`` beside this file.
+what Q3 asks you to write``. The messages are data, read from ``_kit.json`` beside this file.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-RULES = json.loads(Path(__file__).with_name("_edition.json").read_text())
+RULES = json.loads(Path(__file__).with_name("_kit.json").read_text())
 
 
 class NotAvailableError(Exception):

@@ -1,9 +1,9 @@
-"""The learner edition of mha_kit: exactly the helpers an assignment allows, no reference answers.
+"""The graded kit of mha_kit: exactly the helpers an assignment allows, no reference answers.
 
-Each assignment's edition is built into a temporary folder and imported by a fresh Python with
-that folder first on ``PYTHONPATH`` (as the grading kernel sees it): allowed helpers work, every
-other public function raises ``NotAvailableError`` naming the rule, and no module of the edition
-holds the code of a forbidden function.
+Each assignment's kit is built into a temporary folder and imported by a fresh Python with that
+folder first on ``PYTHONPATH`` (as the grading kernel sees it): allowed helpers work, every other
+public function raises ``NotAvailableError`` naming the rule, and no module of the kit holds the
+code of a forbidden function.
 """
 import ast
 import json
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from mha_course.course import BASE_HELPERS, COURSE
-from mha_course.learner_edition import PACKAGE, _exports, build
+from mha_course.trusted.graded_kit import PACKAGE, _exports, build
 
 ASSIGNMENTS = tuple(COURSE)
 PROBE = """
@@ -46,7 +46,7 @@ def exports():
 
 
 @pytest.fixture(scope="module", params=ASSIGNMENTS)
-def edition(request, tmp_path_factory):
+def kit(request, tmp_path_factory):
     assignment = request.param
     folder = build(assignment, tmp_path_factory.mktemp(assignment))
     env = {**os.environ, "PYTHONPATH": str(folder)}
@@ -56,16 +56,16 @@ def edition(request, tmp_path_factory):
     return assignment, folder, json.loads(proc.stdout)
 
 
-def test_the_kernel_imports_the_edition_not_the_package(edition):
-    _, folder, seen = edition
+def test_the_kernel_imports_the_kit_not_the_package(kit):
+    _, folder, seen = kit
     assert seen["mk"] == str(folder / "mha_kit" / "__init__.py")
     assert seen["cases"] == str(folder / "mha_course" / "judge" / "cases.py")
     assert seen["judge"] is None  # no references: the judge lives outside the kernel
     assert seen["toy"] == [3, 4]
 
 
-def test_exactly_the_allowed_helpers_and_a_rule_for_every_other(edition):
-    assignment, _, seen = edition
+def test_exactly_the_allowed_helpers_and_a_rule_for_every_other(kit):
+    assignment, _, seen = kit
     allowed = set(BASE_HELPERS) | set(COURSE[assignment].helpers)
     assert set(seen["allowed"]) == allowed
     assert set(seen["refused"]) == set(exports()) - allowed
@@ -74,8 +74,8 @@ def test_exactly_the_allowed_helpers_and_a_rule_for_every_other(edition):
         assert seen["refused"][name] == f"mk.{name} is not available in {assignment}: it is what {answer} asks you to write"
 
 
-def test_no_module_of_the_edition_holds_a_forbidden_function(edition):
-    assignment, folder, _ = edition
+def test_no_module_of_the_kit_holds_a_forbidden_function(kit):
+    assignment, folder, _ = kit
     allowed = set(BASE_HELPERS) | set(COURSE[assignment].helpers)
     forbidden = set(exports()) - allowed
     defined = {node.name for path in (folder / "mha_kit").glob("*.py")
@@ -83,11 +83,11 @@ def test_no_module_of_the_edition_holds_a_forbidden_function(edition):
     assert not forbidden & defined
     # only the kernel side of the course tools
     assert sorted(p.relative_to(folder).as_posix() for p in (folder / "mha_course").rglob("*.py")) == [
-        "mha_course/__init__.py", "mha_course/judge/__init__.py", "mha_course/judge/cases.py"]
+        "mha_course/__init__.py", "mha_course/judge/__init__.py", "mha_course/judge/cases.py", "mha_course/judge/wire.py"]
 
 
 def test_a_figure_helper_that_needs_a_forbidden_function_says_which(tmp_path):
-    rules = json.loads((build("02_params_compute", tmp_path) / "mha_kit" / "_edition.json").read_text())
+    rules = json.loads((build("02_params_compute", tmp_path) / "mha_kit" / "_kit.json").read_text())
     assert rules["messages"]["plots.decode_cost_bars"] == (
         "mha_kit.plots.decode_cost_bars is not available in 02_params_compute: it uses mk.attention_macs, "
         "which Q2 asks you to write")

@@ -1,0 +1,281 @@
+"""The course's notebooks, read in one place: questions, answers, test cells, failures, notes, flags.
+
+An exercise notebook follows the conventions ``tests/test_exercises_format.py`` checks:
+
+* its introduction opens with ``# Exercise k: Title`` and names its chapters (``Chapter(s): "..."``);
+* a question is a markdown heading ``## Qk [E] · p points: what it asks`` (tag E, M or H);
+* under a question come its answer cells (nbgrader ``solution`` cells, grade_id ``<name>_answer``)
+  and test cells (nbgrader ``grade`` cells with ``points``); a test cell tests the answer above it;
+* a test cell only calls ``run(question_id, _call, *literal cases)`` (:func:`parse_runs`).
+
+Once graded, a test cell that scores zero has an error output or wrote to stderr (nbgrader's rule):
+:func:`failure` says why in one line. What grading adds for a person travels in the notebook:
+*notes* on a test cell (one line that changes no score: an error carried forward, a warning the
+learner's code raised) and *flags* on the notebook (what a person should look at), both in the
+metadata under :data:`KEY`, where the learner's code cannot write.
+
+Book: chapters "Exercises" and "Instructor's guide".
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .course import ASSIGNMENTS, REPO_ROOT
+
+#: A question's heading: number, difficulty tag, points, and what it asks.
+HEADING = re.compile(r"^## (Q(\d+) \[([EMH])\] · (\d+) points?: (.+))$", re.M)
+#: Where the course keeps what grading adds: ``cell.metadata[KEY]["notes"]``, ``nb.metadata[KEY]["flags"]``.
+KEY = "mha_course"
+#: A notebook larger than this is not read (exercise notebooks are well under 1 MiB).
+MAX_BYTES = 20 * 1024**2
+
+
+def meta(cell):
+    """The cell's nbgrader metadata; ``{}`` when the file holds anything but a dict there."""
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    return nbgrader if isinstance(nbgrader, dict) else {}
+
+
+def grade_id(cell):
+    """The cell's nbgrader ``grade_id``, or ``None`` (none, or not a string)."""
+    value = meta(cell).get("grade_id")
+    return value if isinstance(value, str) else None
+
+
+def is_answer(cell):
+    """An answer cell: what the learner writes (nbgrader's ``solution`` cell)."""
+    return bool(meta(cell).get("solution"))
+
+
+def is_test(cell):
+    """A test cell: a graded code cell that is not an answer."""
+    return bool(meta(cell).get("grade")) and not is_answer(cell) and cell.get("cell_type") == "code"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One ``## Qk`` question of a notebook and the cells under it, by grade_id."""
+
+    heading: str  # "Q1 [E] · 2 points: a stable softmax"
+    tag: str  # difficulty: "E", "M" or "H"
+    points: int  # what the heading promises
+    answers: tuple  # grade_ids of its answer cells
+    tests: tuple  # grade_ids of its test cells
+
+    @property
+    def label(self):
+        """``"Q1 (softmax)"``: the number and the answers' names, as the self-grader prints it."""
+        names = ", ".join(answer.removesuffix("_answer") for answer in self.answers)
+        return f"{self.heading.split()[0]} ({names})"
+
+
+def questions(nb):
+    """The notebook's :class:`Question` list, in order (cells before the first heading belong to none)."""
+    found = []
+    for cell in nb.cells:
+        match = HEADING.match(cell.source) if cell.cell_type == "markdown" else None
+        if match:
+            found.append([match.group(1), match.group(3), int(match.group(4)), [], []])
+        elif found and (is_answer(cell) or is_test(cell)):
+            found[-1][3 if is_answer(cell) else 4].append(grade_id(cell))
+    return [Question(heading, tag, points, tuple(answers), tuple(tests))
+            for heading, tag, points, answers, tests in found]
+
+
+def about(nb):
+    """``(title, chapters)`` from the introduction: ``# Exercise k: Title`` and its ``Chapter(s): "..."``."""
+    intro = nb.cells[0].source
+    title = intro.splitlines()[0].split(": ", 1)[1]
+    (line,) = [" ".join(p.split()) for p in intro.split("\n\n") if re.search(r"Chapters?:\s", p)]
+    return title, re.findall(r'"([^"]+)"', re.split(r"Chapters?: ", line, maxsplit=1)[1])
+
+
+def answers(nb):
+    """``{answer grade_id: source}``, in notebook order."""
+    return {grade_id(c): c.source for c in nb.cells if is_answer(c) and grade_id(c)}
+
+
+def points(nb):
+    """``{test grade_id: points}``, in notebook order."""
+    return {grade_id(c): float(meta(c)["points"]) for c in nb.cells if is_test(c)}
+
+
+def test_cells(nb):
+    """``{answer grade_id: [indices of its test cells]}``: the test cells after an answer, up to the next answer."""
+    owner, found = None, {}
+    for index, cell in enumerate(nb.cells):
+        if is_answer(cell):
+            owner = grade_id(cell)
+            found.setdefault(owner, [])
+        elif is_test(cell) and owner is not None:
+            found[owner].append(index)
+    return found
+
+
+def tests_of(nb):
+    """``{answer grade_id: [test grade_ids]}``, from :func:`test_cells`."""
+    return {answer: [grade_id(nb.cells[i]) for i in indices] for answer, indices in test_cells(nb).items()}
+
+
+def parse_runs(source):
+    """``[(question id, [case, ...])]`` of the top-level ``run(...)`` calls of a test cell's source.
+
+    Only literal cases are allowed (``ast.literal_eval``); anything else is a course bug and raises
+    ``ValueError``.
+    """
+    runs = []
+    for stmt in ast.parse(source).body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "run"):
+            continue
+        if len(call.args) < 3 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+            raise ValueError(f"run(...) needs a question id, a callable and literal cases: {ast.unparse(call)}")
+        try:
+            question = ast.literal_eval(call.args[0])
+            cases = [ast.literal_eval(arg) for arg in call.args[2:]]
+        except ValueError:
+            raise ValueError(f"run(...) takes literal cases only: {ast.unparse(call)}") from None
+        runs.append((question, cases))
+    return runs
+
+
+def first_line(source):
+    """The one-line docstring that opens a test cell (or its first line)."""
+    line = source.strip().splitlines()[0] if source.strip() else ""
+    return line.strip().strip('"').strip("'").strip()
+
+
+def one_line(text, limit=500):
+    """``text`` on one line (a newline in a file name cannot start a row of a report), cut to ``limit``."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def explain(error_line):
+    """Say what an unanswered question looks like, in the learner's words."""
+    if error_line.startswith("NotImplementedError"):
+        return "not answered yet (the answer cell still raises NotImplementedError)"
+    return error_line
+
+
+def _text(value, default):
+    return value[:500] if type(value) is str else default
+
+
+def first_error(cell):
+    """``(ename, evalue)`` of the cell's first error output (the judge puts its verdict first), or ``None``."""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            return _text(out.get("ename"), "Exception"), _text(out.get("evalue"), "")
+    return None
+
+
+def failure(cell):
+    """Why a graded cell scores zero, in one line; ``None`` when it does not fail.
+
+    nbgrader's rule (``determine_grade``): an error output, or anything written to stderr.
+    """
+    error = first_error(cell)
+    if error:
+        return explain(one_line(f"{error[0]}: {error[1]}"))
+    stderr = [str(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+              and o.get("name") == "stderr"]
+    lines = [line.strip() for line in "".join(stderr).splitlines() if line.strip()]
+    if stderr:  # its first line: a debug print of every case repeats it
+        return one_line(f"the cell wrote to stderr, which scores 0: {lines[0] if lines else ''}", 300)
+    return None
+
+
+def add_note(cell, line):
+    """Give a test cell a note (``line``, no score changed): shown as its output, kept in its metadata."""
+    from nbformat.v4 import new_output  # here: the browser edition's kernel side has no nbformat
+
+    cell.setdefault("outputs", []).append(new_output("stream", name="stdout", text=line + "\n"))
+    cell.setdefault("metadata", {}).setdefault(KEY, {}).setdefault("notes", []).append(line)
+
+
+def notes_of(cell):
+    """The notes grading gave a cell (:func:`add_note`)."""
+    notes = cell.get("metadata", {}).get(KEY, {}).get("notes", [])
+    return [n for n in notes if type(n) is str] if isinstance(notes, list) else []
+
+
+def flags_of(nb):
+    """The ``[severity, text]`` flags recorded in ``nb``'s metadata (``severity``: ``"review"`` or ``"info"``)."""
+    return [list(f) for f in nb.metadata.get(KEY, {}).get("flags", [])]
+
+
+def add_flags(nb, flags):
+    """Append ``flags`` to ``nb``'s metadata, each once."""
+    known = flags_of(nb)
+    nb.metadata.setdefault(KEY, {})["flags"] = known + [list(f) for f in flags if list(f) not in known]
+
+
+def load(path):
+    """``(notebook, problem)``: the notebook in the file at ``path``, or ``None`` and why it cannot be read.
+
+    Read outside any kernel, with limits: a notebook an editor saved with a UTF-8 byte-order mark
+    or Windows line ends reads as any other.
+    """
+    try:
+        if not path:
+            return None, "no file"
+        if Path(path).is_symlink():
+            return None, "a symbolic link, not a file: not followed"
+        size = Path(path).stat().st_size
+        if size > MAX_BYTES:
+            return None, f"file too large ({size} bytes; at most {MAX_BYTES})"
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        return None, f"unreadable file: {error}"
+    return reads(raw)
+
+
+def reads(raw):
+    """``(notebook, problem)`` of a file's bytes (see :func:`load`)."""
+    if not raw.strip():
+        return None, "empty file"
+    try:
+        text = raw.decode("utf-8-sig")  # a byte-order mark, if any, is not part of the JSON
+    except UnicodeDecodeError as error:
+        return None, f"not UTF-8: {error}"
+    import nbformat  # here: the browser edition's kernel side reads no notebook file with it
+
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except RecursionError:
+        return None, "not a notebook: nested too deep"
+    except (nbformat.reader.NotJSONError, ValueError, KeyError, TypeError) as error:
+        return None, f"not a notebook: {one_line(error, 200)}"
+    if not isinstance(nb.get("cells"), list):
+        return None, "not a notebook: no cells"
+    return nb, None
+
+
+def source(assignment, root=REPO_ROOT):
+    """The source notebook of ``assignment`` (answers and hidden tests): ``solutions/<a>/<a>.ipynb`` under ``root``."""
+    import nbformat
+
+    return nbformat.read(Path(root) / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def assignment_of(path):
+    """The assignment the notebook at ``path`` answers: its file name, or else the grade ids of its cells.
+
+    So JupyterLab's copies (``01_shapes-Copy1.ipynb``, ``01_shapes (1).ipynb``) count as
+    ``01_shapes``. ``None`` when no assignment's cells are in it. Raises ``ValueError`` with one line
+    when the file is not a notebook.
+    """
+    nb, problem = load(path)
+    if problem:
+        raise ValueError(f"{path} is not a readable notebook ({problem})")
+    if Path(path).stem in ASSIGNMENTS:
+        return Path(path).stem
+    ids = {grade_id(c) for c in nb.cells} - {None}
+    overlap = {a: len(ids & {grade_id(c) for c in source(a).cells}) for a in ASSIGNMENTS}
+    best = max(overlap, key=overlap.get)
+    return best if overlap[best] else None
