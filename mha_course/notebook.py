@@ -192,9 +192,9 @@ def failure(cell):
 
 def add_note(cell, line):
     """Give a test cell a note (``line``, no score changed): shown as its output, kept in its metadata."""
-    from nbformat.v4 import new_output  # here: the browser edition's kernel side has no nbformat
-
-    cell.setdefault("outputs", []).append(new_output("stream", name="stdout", text=line + "\n"))
+    output = {"output_type": "stream", "name": "stdout", "text": line + "\n"}
+    # a notebook read by nbformat gets its own node type; no import: the browser's kernel has no nbformat
+    cell.setdefault("outputs", []).append(output if type(cell) is dict else type(cell)(output))
     cell.setdefault("metadata", {}).setdefault(KEY, {}).setdefault("notes", []).append(line)
 
 
@@ -256,7 +256,7 @@ def reads(raw):
     return nb, None
 
 
-def source(assignment, root=REPO_ROOT):
+def solution_notebook(assignment, root=REPO_ROOT):
     """The source notebook of ``assignment`` (answers and hidden tests): ``solutions/<a>/<a>.ipynb`` under ``root``."""
     import nbformat
 
@@ -276,6 +276,6 @@ def assignment_of(path):
     if Path(path).stem in ASSIGNMENTS:
         return Path(path).stem
     ids = {grade_id(c) for c in nb.cells} - {None}
-    overlap = {a: len(ids & {grade_id(c) for c in source(a).cells}) for a in ASSIGNMENTS}
+    overlap = {a: len(ids & {grade_id(c) for c in solution_notebook(a).cells}) for a in ASSIGNMENTS}
     best = max(overlap, key=overlap.get)
     return best if overlap[best] else None

@@ -38,7 +38,7 @@ from nbgrader.api import Gradebook
 
 from .course import COURSE, REPO_ROOT, course_api, run_step
 from .notebook import (add_flags, failure, first_line, flags_of, grade_id, is_test, load, notes_of, points, questions,
-                       source)
+                       solution_notebook)
 from .trusted.rebuild import rebuild
 
 #: Environment variable: a folder where :func:`template` keeps every course it generates, for reuse.
@@ -254,7 +254,7 @@ def read_result(course, student):
     with quiet(), Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
         grades = {g.cell.name: (float(g.score), float(g.max_score))
                   for g in gradebook.find_submission_notebook(assignment, assignment, student).grades}
-    origin = source(assignment, course.root)
+    origin = solution_notebook(assignment, course.root)
     scores = {gid: grades[gid] for gid in points(origin) if gid in grades}
     cells = {grade_id(c): c for c in graded.cells if is_test(c)}
     reasons = {gid: failure(cells[gid]) or first_line(cells[gid].source)

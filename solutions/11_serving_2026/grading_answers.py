@@ -111,17 +111,12 @@ def handoff_seconds(cfg, prompt_tokens, link_gbit_per_s, bits=16):
 #: (answer grade_id, source of an extra cell after it) or None); each must score full marks.
 HONEST = [
     ("honest_other_ways", HONEST_11, ("block_reuse_answer", "print(block_reuse([([1, 2, 3], [4])], 2))")),
-]
-
-#: A right answer that makes numpy warn: ``np.where`` computes both branches, so alpha = 1 divides
-#: 0 by 0 ("invalid value encountered"). The grader of this branch still scores a test cell that
-#: writes to stderr as failed (nbgrader's rule); the grading pipeline of issue 24 turns a warning of
-#: the learner's code into a note. It joins HONEST when that pipeline is merged.
-HONEST_WARNS = [
+    # a right answer that makes numpy warn: the warning is a note, never a failure (issue 24)
     ("where_warns_at_alpha_one", {"expected_tokens_answer": '''def expected_tokens(alpha, k):
     a = np.float64(alpha)
     return float(np.where(a == 1, k + 1, (1 - a ** (k + 1)) / (1 - a)))'''}, None),
 ]
+
 
 #: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
 #: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own

@@ -101,16 +101,11 @@ def merge_splits(outs, lses):
 #: (answer grade_id, source of an extra cell after it) or None); each must score full marks.
 HONEST = [
     ("honest_loop_sets_and_logaddexp", HONEST_12, ("merge_splits_answer", "print('the splits merge exactly')")),
-]
-
-#: A right soft cap that makes numpy warn: tanh written with exp, which overflows to inf for the
-#: hidden scores of 1e6 (2 / inf is 0, so every value is still right) and prints a RuntimeWarning.
-#: nbgrader zeroes a test cell that writes to stderr, so today it loses Q4's 2 points; issue 24 (the
-#: grading pipeline) makes such warnings a note instead. It belongs in HONEST once that has landed.
-HONEST_WARNS = [
+    # a right answer that makes numpy warn: the warning is a note, never a failure (issue 24)
     ("honest_soft_cap_that_warns", {"soft_cap_answer": '''def soft_cap(scores, cap):
     return cap * (1 - 2 / (np.exp(2 * scores / cap) + 1))  # tanh(y) = 1 - 2 / (e^2y + 1)'''}, None),
 ]
+
 
 #: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
 #: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
