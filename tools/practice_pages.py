@@ -41,8 +41,8 @@ MARKER = "data-mha-widget"
 # mistake, which the page computes ("as_mha": the same count with h_kv = h).
 DRILL_HINTS = {
     "params": {"ratios": [["1/2", "did you count only W_Q and W_K (or forget two of the four matrices)?"]],
-               "wrong": [["as_mha", "GQA counted as MHA: W_K and W_V have h_kv heads, not h"]]},
-    "sequence_macs": {"ratios": [["1/2", "did you count the scores but not the value mix (or the reverse)?"],
+               "wrong": [["as_mha", "counted with the query heads (h): K and V have only the key-value heads (h_kv)"]]},
+    "sequence_macs": {"ratios": [["1/2", "half of it: count the scores and the value mix"],
                                  ["2", "count multiply-adds, not FLOPs (one multiply-add = 2 FLOPs)"]]},
     "decode_macs": {"ratios": [["1/2", "scores and value mix cost the same: count both"],
                                ["2", "multiply-adds, not FLOPs"]],
@@ -53,7 +53,7 @@ DRILL_HINTS = {
     "cache_batch": {"ratios": [["8", "bits, not bytes: divide by 8"], ["1/L", "multiply by num_layers"],
                                ["1/B", "multiply by batch_size"]]},
     "bytes_read": {"ratios": [["8", "bits, not bytes: divide by 8"], ["1/2", "did you forget K or V?"],
-                              ["2", "did you count K and V twice?"]]},
+                              ["2", "off by a factor of 2 from K and V: check that each is counted, once"]]},
     "mla_cache": {"ratios": [["8", "bits, not bytes: divide by 8"]],
                   "wrong": [["no_rope", "the shared rotary key (qk_rope_head_dim) is cached too"],
                             ["full_heads", "that counts full per-head keys and values: MLA caches only the latent"]]},
