@@ -64,3 +64,17 @@ def cells(chapter):
 def markdown(chapter):
     """The sources of the chapter's markdown cells, in order."""
     return ["".join(c["source"]) for c in cells(chapter) if c["cell_type"] == "markdown"]
+
+
+def png_figures(chapter):
+    """How many figures ``book/<chapter>.ipynb`` stores; each must be a PNG with alt text (no SVG)."""
+    figures = 0
+    for cell in cells(chapter):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            assert "image/svg+xml" not in data, f"book/{chapter}.ipynb: SVG figure"
+            if "image/png" in data:
+                figures += 1
+                alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt", "")
+                assert len(alt) > 40, f"book/{chapter}.ipynb: figure without alt text"
+    return figures

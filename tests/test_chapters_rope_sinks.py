@@ -7,7 +7,7 @@ with alt text, nothing on stderr) and that model facts come from the records, no
 import re
 
 import pytest
-from booktoc import cells, content_chapters, markdown
+from booktoc import cells, png_figures, content_chapters, markdown
 
 import mha_kit as mk
 
@@ -40,16 +40,7 @@ def test_interview_box_is_tagged_and_nothing_goes_to_stderr(chapter):
 
 @pytest.mark.parametrize("chapter, count", [("rope_scaling", 1), ("attention_sinks", 2)])
 def test_every_figure_is_png_with_alt_text(chapter, count):
-    figures = 0
-    for cell in cells(chapter):
-        for out in cell.get("outputs", []):
-            data = out.get("data", {})
-            assert "image/svg+xml" not in data, f"book/{chapter}.ipynb: SVG figure"
-            if "image/png" in data:
-                figures += 1
-                alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt", "")
-                assert len(alt) > 40, f"book/{chapter}.ipynb: figure without alt text"
-    assert figures == count
+    assert png_figures(chapter) == count
 
 
 def test_rope_chapter_reads_llama31_from_the_record():
