@@ -124,6 +124,8 @@ _CATALOGUE = [
               "a query or a key was not rotated: each takes its own position's angle"),
     Diagnosis("blocks_vs_slots", _any("in_blocks"),
               "that counts blocks, not token slots: a block holds block_size slots"),
+    Diagnosis("wrong_kv_head", _any("other_kv_head"),
+              "a query head reads the wrong key-value head: check which query heads share one"),
 ]
 
 #: ``{name: Diagnosis}``, the whole catalogue.
