@@ -204,6 +204,29 @@ def notes_of(cell):
     return [n for n in notes if type(n) is str] if isinstance(notes, list) else []
 
 
+def set_diagnosis(cell, name):
+    """Keep in a judged test cell's metadata the catalogue's diagnosis of its failure (``None``: none).
+
+    Written by the judge, in the grading process, on every cell it judges (so nothing a submission
+    brought along survives), and read by error carried forward (:func:`diagnosis_of`).
+    """
+    metadata = cell.setdefault("metadata", {})
+    record = metadata.get(KEY)
+    if isinstance(record, dict):
+        record.pop("diagnosis", None)
+    if name is not None:
+        if not isinstance(record, dict):
+            record = metadata[KEY] = type(metadata)()  # a NotebookNode in a notebook nbformat read
+        record["diagnosis"] = name
+
+
+def diagnosis_of(cell):
+    """The name :func:`set_diagnosis` kept on ``cell``, or ``None``."""
+    record = cell.get("metadata", {}).get(KEY)
+    name = record.get("diagnosis") if isinstance(record, dict) else None
+    return name if type(name) is str else None
+
+
 def flags_of(nb):
     """The ``[severity, text]`` flags recorded in ``nb``'s metadata (``severity``: ``"review"`` or ``"info"``)."""
     return [list(f) for f in nb.metadata.get(KEY, {}).get("flags", [])]

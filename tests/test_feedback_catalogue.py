@@ -20,7 +20,8 @@ from mha_course.judge.core import answer_error
 from mha_course.judge.diagnoses import CATALOGUE, check, diagnose, matches
 
 #: The assignments whose questions call the catalogue, and whose designed slips list their diagnosis.
-COVERED = ("02_params_compute", "03_kv_cache", "05_decoding", "06_spot_the_bug", "07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026", "12_long_context")
+COVERED = ("01_shapes", "02_params_compute", "03_kv_cache", "04_implement_attention", "05_decoding", "06_spot_the_bug",
+           "07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026", "12_long_context")
 #: Longest message a designed wrong answer may give (one line).
 MAX_MESSAGE = 160
 
@@ -117,12 +118,14 @@ def test_the_arange_rope_fails_q1s_visible_test():
     ("scale_wrong", {"07_flash_attention", "08_rope"}),
     ("scale_missing", {"06_spot_the_bug", "07_flash_attention"}),
     ("h_vs_h_kv", {"03_kv_cache", "10_serving", "11_serving_2026"}),
+    ("wrong_kv_head", {"04_implement_attention", "06_spot_the_bug"}),
 ])
 def test_the_same_slip_gets_the_same_words_in_every_assignment(failures, name, assignments):
     seen = {}
     for (assignment, slip), got in failures.items():
-        if gs.designed(assignment).DIAGNOSES[slip] == name:
-            seen.setdefault(assignment, []).extend(got.values())
+        if gs.designed(assignment).DIAGNOSES[slip] == name:  # the answer's own tests (a dependent's blame the answer)
+            own = gs.tests_of_answer(assignment)[_answer_of(assignment, slip)]
+            seen.setdefault(assignment, []).extend(m for test, m in got.items() if test in own)
     assert assignments <= set(seen)
     texts = {re.sub(r"^.*?: (?=" + re.escape(CATALOGUE[name].message) + ")", "", m) for ms in seen.values() for m in ms}
     assert texts == {CATALOGUE[name].message}

@@ -14,8 +14,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 import grading_support as gs
-from mha_course.judge.carry import carry_forward, note, plan, substituted_copy
-from mha_course.notebook import notes_of
+from mha_course.judge.carry import carry_forward, note, own_fault, plan, substituted_copy
+from mha_course.judge.diagnoses import CATALOGUE
+from mha_course.notebook import failure, notes_of, set_diagnosis
 
 A4 = "04_implement_attention"
 BUILDS_ON = {"b": ("a",), "c": ("a", "b")}  # c builds on a and b, b on a
@@ -74,10 +75,47 @@ def test_only_the_dependents_failed_cells_that_pass_in_the_copy_take_its_verdict
     twin.cells[8].outputs = [new_output("stream", name="stdout", text="def a(): return 1")]  # c1 prints the solution
     carried = carry_forward(nb, twin, substituted, regrade, BUILDS_ON)
     assert carried == [5, 8]  # b1 and c1; b2 still fails; a1 never comes from the copy
-    assert nb.cells[2].outputs[0].evalue == "wrong" and nb.cells[6].outputs[0].evalue == "wrong"
+    assert nb.cells[2].outputs[0].evalue == "wrong"
+    assert [o.evalue for o in nb.cells[6].outputs] == [own_fault(None, {"a"}), "wrong"]  # b2: its own fault first
     for index in carried:
         assert nb.cells[index].outputs == [new_output("stream", name="stdout", text=note({"a"}) + "\n")]  # nothing else
         assert notes_of(nb.cells[index]) == [note({"a"})]
+
+
+def _fails(evalue, diagnosis=None):
+    cell = new_code_cell("run('c1', f)", outputs=[new_output("error", ename="AssertionError", evalue=evalue, traceback=[])])
+    set_diagnosis(cell, diagnosis)
+    return cell
+
+
+@pytest.mark.parametrize("copy_fails, words", [
+    # the judge found a slip of the catalogue in the copy: its message, then the earlier answer that failed
+    (_fails("rope attention (...): the scores' scale is wrong", "scale_wrong"),
+     f"{CATALOGUE['scale_wrong'].message}; your a fails its own test: fix it first"),
+    # no diagnosis (the learner's code raised, quoting the solution): a fixed sentence, nothing of the copy's text
+    (_fails("def a(): return 1  # THE SOLUTION"),
+     "it also fails with a correct a in place of yours: look at your own code first; your a fails its own test: fix it first"),
+    (_fails("wrong"), None),  # the same failure as beside the learner's own a: its reason already names its fault
+])
+def test_a_dependent_failing_in_the_copy_too_reports_its_own_fault_first(copy_fails, words):
+    nb = _judged({"a1", "b1"})
+    substituted, regrade = plan(nb, BUILDS_ON)
+    twin = substituted_copy(nb, substituted, {"a": "def a(): return 1"})
+    twin.cells[5] = copy_fails
+    twin.cells[5].source = nb.cells[5].source
+    assert carry_forward(nb, twin, substituted, regrade, BUILDS_ON) == []
+    reasons = [o.evalue for o in nb.cells[5].outputs]
+    assert reasons == ([words, "wrong"] if words else ["wrong"]) and failure(nb.cells[5]).endswith(reasons[0])
+    assert "THE SOLUTION" not in nbformat.writes(nb)
+
+
+def test_an_own_fault_line_fits_the_bound_for_every_diagnosis_and_dependency_of_the_course():
+    from mha_course.course import COURSE
+
+    for spec in COURSE.values():
+        for used in spec.builds_on.values():
+            for diagnosis in [*CATALOGUE, None]:
+                assert len(own_fault(diagnosis, set(used))) <= 160, (used, diagnosis)
 
 
 def test_a_cell_whose_source_differs_in_the_copy_is_not_carried():
@@ -143,8 +181,8 @@ CASES = [
 ]
 
 
-def _submission(changes):
-    nb = gs.submission(A4, {k: v for k, v in changes.items() if v is None or isinstance(v, tuple)})
+def _submission(changes, assignment=A4):
+    nb = gs.submission(assignment, {k: v for k, v in changes.items() if v is None or isinstance(v, tuple)})
     for cell in nb.cells:
         source = changes.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
         if isinstance(source, str):
@@ -184,6 +222,44 @@ def test_nothing_printed_in_the_copy_reaches_the_graded_notebook(graded):
     text = nbformat.writes(notebooks["multi_head_detects_the_copy"])
     assert "IN THE COPY" not in text
     assert "np.max(x, axis=axis" not in text  # the solution's softmax
+
+
+# --- graded: a dependent with its own fault reports it first, in fixed words ------------------------------
+
+R8 = "08_rope"
+ROPE_FORBIDDEN = "def rope(x, positions, base=10000.0):\n    return mk.rope(x, positions, base)"
+SCALED_TWICE = ("q_rot, k_rot = rope(q, positions), rope(k, positions)",
+                "q_rot, k_rot = rope(q, positions) / np.sqrt(q.shape[-1]), rope(k, positions)")
+# Fails beside its own rope, and in the copy raises with the source of the rope it finds there: the solution's.
+QUOTES_THE_COPY = '''import inspect
+
+def rope_attention(q, k, v, positions):
+    raise AssertionError("IN THE " + "COPY: " + inspect.getsource(rope))'''
+OWN_FAULT = {"forbidden_rope_and_scaled_twice": {"rope_answer": ROPE_FORBIDDEN, "rope_attention_answer": SCALED_TWICE},
+             "forbidden_rope_and_quotes_the_copy": {"rope_answer": ROPE_FORBIDDEN, "rope_attention_answer": QUOTES_THE_COPY}}
+
+
+@pytest.fixture(scope="module")
+def graded_08(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("own_fault")
+    specs = {name: _submission(changes, R8) for name, changes in OWN_FAULT.items()}
+    results = gs.grade_all({R8: specs}, workdir)[R8]
+    return results, {name: gs.autograded(workdir, R8, name) for name in OWN_FAULT}
+
+
+@pytest.mark.parametrize("name, first", [
+    ("forbidden_rope_and_scaled_twice", CATALOGUE["scale_wrong"].message),
+    ("forbidden_rope_and_quotes_the_copy", "it also fails with a correct rope in place of yours: look at your own code first"),
+])
+def test_graded_a_dependent_names_its_own_fault_before_the_failed_rope(graded_08, name, first):
+    results, notebooks = graded_08
+    result = results[name]
+    assert gs.scores(result) == gs.expected_scores(R8, gs.lost_without(R8, "rope_answer") | {"rope_attention_causal"})
+    assert result.reasons["rope_attention_causal"] == f"AssertionError: {first}; your rope fails its own test: fix it first"
+    solution = gs.read("solutions", R8).cells  # nothing of the solution's rope reaches the learner
+    (rope,) = [c.source for c in solution if c.metadata.get("nbgrader", {}).get("grade_id") == "rope_answer"]
+    text = "\n".join([nbformat.writes(notebooks[name]), *result.reasons.values(), *result.notes.values()])
+    assert "np.asarray(positions)[:, None]" in rope and "np.asarray(positions)[:, None]" not in text
 
 
 # --- the learner's side: Validate and check run the learner's own answers, and point at the earlier one ---

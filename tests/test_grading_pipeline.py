@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 import grading_support as gs
+from mha_course.judge.diagnoses import CATALOGUE
 
 ASSIGNMENT = "06_spot_the_bug"
 
@@ -62,7 +63,7 @@ def test_exported_csv_holds_the_scores(course):
 def test_feedback_gives_the_reason_without_hidden_tests(course):
     html = (course / "feedback" / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     # i // h_kv picks the wrong key-value head when g != h_kv: the visible case h=6, h_kv=3 names the slip
-    assert "query head i must read key-value head i // g, not i // h_kv" in html
+    assert CATALOGUE["wrong_kv_head"].message in html
     source = gs.read("solutions", ASSIGNMENT)
     hidden = [line.strip() for cell in source.cells if "BEGIN HIDDEN TESTS" in cell.source
               for line in cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0].splitlines()

@@ -29,7 +29,7 @@ LAYERS = [
 #: Copied as they are into the grading kernel's graded kit, beside no other module of mha_course: at the
 #: top of the file they import nothing of it but each other (the kernel side imports the judge only
 #: inside a function, guarded, for the learner's own environment).
-KERNEL_SIDE = {"mha_course.judge", "mha_course.judge.cases", "mha_course.judge.wire"}
+KERNEL_SIDE = {"mha_course.judge", "mha_course.judge.cases", "mha_course.judge.wire", "mha_course.judge.watch"}
 
 
 def module_name(path):

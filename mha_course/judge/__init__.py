@@ -4,7 +4,10 @@
   learner's code are caught there, never printed (imports nothing that holds a reference answer:
   it goes into the grading kernel's graded kit as it is, with :mod:`~mha_course.judge.wire`).
 * :mod:`mha_course.judge.wire` - how the results travel: the encoding and its decoding.
+* :mod:`mha_course.judge.watch` - kernel side too: arrays a test hands the learner's code that
+  record the calls which copy them (04's grouped-query attention without copies).
 * :mod:`mha_course.judge.core` - grading side: :func:`~mha_course.judge.core.judge_notebook`.
+* :mod:`mha_course.judge.diagnoses` - the catalogue of diagnosed mistakes, one message per classic slip.
 * :mod:`mha_course.judge.questions` - the registry of the questions, which each assignment's
   ``solutions/<assignment>/grading_questions.py`` fills (the reference and the diagnostic
   messages, with the helpers of :mod:`mha_course.judge.expect`).

@@ -24,7 +24,12 @@ carries an error forward:
    learner's code printed there could quote the solution).
 
 A wrong, blank or forbidden D still fails in the copy, so it still scores zero; the substituted
-answers' own test cells keep their primary failures.
+answers' own test cells keep their primary failures. When D's failure in the copy differs from its
+failure beside the learner's earlier answers, its own fault is reported first (:func:`own_fault`):
+08's rotary attention with a forbidden ``rope`` and its own scale slip says "the scores' scale is
+wrong ...; your rope fails its own test: fix it first". Those words are fixed ones: the catalogue's
+message for the diagnosis the judge found in the copy (:func:`~mha_course.notebook.diagnosis_of`),
+or a sentence that says D fails there too; never text from the copy's run.
 """
 from __future__ import annotations
 
@@ -34,7 +39,9 @@ import json
 from types import SimpleNamespace
 
 from ..course import COURSE, REPO_ROOT
-from ..notebook import add_note, failure, grade_id, is_answer, meta, parse_runs, test_cells
+from ..notebook import (add_note, diagnosis_of, failure, first_error, grade_id, is_answer, meta, parse_runs,
+                        test_cells)
+from .diagnoses import CATALOGUE
 
 
 def unanswered(nb):
@@ -96,17 +103,46 @@ def _used_by(answer, builds_on):
 
 
 def carry_forward(nb, twin, substituted, regrade, builds_on):
-    """Give the failed test cells in ``regrade`` that pass in ``twin`` their points; return their indices."""
+    """Give the failed test cells in ``regrade`` that pass in ``twin`` their points; return their indices.
+
+    A cell that fails in ``twin`` too keeps its score (zero) and, when its failure there differs from
+    its own, gets its own fault first (:func:`own_fault`).
+    """
     carried = []
     for dependent, indices in regrade.items():
         used = substituted & _used_by(dependent, builds_on) or substituted
         for index in indices:
-            if twin.cells[index].get("source") != nb.cells[index].get("source") or _failed(twin.cells[index]):
+            cell, again = nb.cells[index], twin.cells[index]
+            if again.get("source") != cell.get("source"):
                 continue
-            nb.cells[index].outputs = []
-            add_note(nb.cells[index], note(used))
+            if _failed(again):
+                if first_error(again) != first_error(cell):  # the same failure: it already names its own fault
+                    _put_first(cell, own_fault(diagnosis_of(again), used))
+                continue
+            cell.outputs = []
+            add_note(cell, note(used))
             carried.append(index)
     return carried
+
+
+def own_fault(diagnosis, substituted):
+    """The reason of a dependent's test cell that fails with correct earlier answers in place too.
+
+    Fixed words only, never text from the copy's run (the learner's code ran there beside the
+    solution's source and could quote it): the catalogue's message for the ``diagnosis`` the judge
+    found in the copy, or a sentence that says so; then the earlier answers that failed their own tests.
+    """
+    names = sorted(_name(a) for a in substituted)
+    which = f"a correct {names[0]} in place of yours" if len(names) == 1 else "correct earlier answers"
+    own = CATALOGUE[diagnosis].message if diagnosis in CATALOGUE else f"it also fails with {which}: look at your own code first"
+    return f"{own}; {_fix_first(names)}"
+
+
+def _put_first(cell, reason):
+    """Put an ``AssertionError`` with ``reason`` first among the cell's outputs: the reason it scores zero."""
+    output = {"output_type": "error", "ename": "AssertionError", "evalue": reason,
+              "traceback": [f"AssertionError: {reason}", "(judged by the grader, outside the notebook's kernel)"]}
+    cell.setdefault("outputs", []).insert(0, output if type(cell) is dict else type(cell)(output))
 
 
 def _released(path):
@@ -165,11 +201,14 @@ def dependency_hint(question, failing=frozenset()):
     """
     owned = _answer_questions()
     used = [_name(a) for a in _dependent_questions().get(question, ()) if set(owned.get(a, ())) & set(failing)]
-    if len(used) == 1:
-        return f"your {used[0]} fails its own test: fix it first"
-    if used:
-        return f"your {_listed(used)} fail their own tests: fix them first"
-    return None
+    return _fix_first(used) if used else None
+
+
+def _fix_first(names):
+    """``"your rope fails its own test: fix it first"``, for the earlier answers ``names``."""
+    if len(names) == 1:
+        return f"your {names[0]} fails its own test: fix it first"
+    return f"your {_listed(names)} fail their own tests: fix them first"
 
 
 def blank_dependency(question, error):

@@ -15,7 +15,8 @@ results are decoded from JSON.
 """
 from __future__ import annotations
 
-from ..notebook import add_note, first_error, is_answer, is_test, meta, parse_runs
+from ..notebook import add_note, first_error, is_answer, is_test, meta, parse_runs, set_diagnosis
+from .diagnoses import Diagnosed
 from .questions import course_questions
 from .wire import FORMAT, MIME, LearnerError, NotPlain, decode, warning_note, warnings_of, without_file_name
 
@@ -26,14 +27,20 @@ def first_failure(question, cases, results, answers=None):
     ``results`` are the encoded results the kernel sent; ``answers`` maps the notebook's answer
     grade_ids to their source, for checks that read the answer's code (``None``: skip them).
     """
+    failure = _first_failure(question, cases, results, answers)
+    return None if failure is None else failure[:3]
+
+
+def _first_failure(question, cases, results, answers):
+    """:func:`first_failure`, with a fourth item: the name of the catalogue's diagnosis, or ``None``."""
     spec = course_questions()[question]
     if type(results) is not list or len(results) != len(cases):
         count = len(results) if type(results) is list else "no"
-        return 0, "AssertionError", f"the test sent {count} result(s) for {len(cases)} case(s): rerun the whole notebook"
+        return 0, "AssertionError", f"the test sent {count} result(s) for {len(cases)} case(s): rerun the whole notebook", None
     if answers is not None and spec.static is not None:
         message = spec.static(answers)
         if message:
-            return 0, "AssertionError", message
+            return 0, "AssertionError", message, None
     for index, (case, data) in enumerate(zip(cases, results)):
         failure = _judge_case(spec, case, decode(data))
         if failure:
@@ -42,16 +49,18 @@ def first_failure(question, cases, results, answers=None):
 
 
 def _judge_case(spec, case, got):
+    """``None``, or ``(ename, message, diagnosis name or None)`` of a failed case."""
     args = case if type(case) is tuple else (case,)
     if isinstance(got, LearnerError):
-        return got.ename, got.evalue
+        return got.ename, got.evalue, None
     if isinstance(got, NotPlain):
         return "AssertionError", (f"{spec.describe(*args)}: the answer is not plain data ({got.what}): return "
-                                  "a plain int, float, str, tuple, list, dict, set or numpy array")
+                                  "a plain int, float, str, tuple, list, dict, set or numpy array"), None
     try:
         spec.check(got, *args)
     except AssertionError as error:
-        return "AssertionError", str(error).splitlines()[0] if str(error) else spec.describe(*args)
+        message = str(error).splitlines()[0] if str(error) else spec.describe(*args)
+        return "AssertionError", message, error.name if isinstance(error, Diagnosed) else None
     return None
 
 
@@ -71,17 +80,23 @@ def _runs(source):
 
 def judge_cell(cell, answers):
     """``None`` or ``(ename, message)``: the verdict on one graded test cell's results."""
+    verdict = _verdict(cell, answers)
+    return None if verdict is None else verdict[:2]
+
+
+def _verdict(cell, answers):
+    """:func:`judge_cell`, with a third item: the name of the catalogue's diagnosis, or ``None``."""
     runs = _runs(cell["source"])
     if runs is None or any(question not in course_questions() for question, _ in runs):
-        return "AssertionError", "this test cell is not one of the course's: restore it from the release"
+        return "AssertionError", "this test cell is not one of the course's: restore it from the release", None
     bundles = results_of(cell)
     if len(bundles) != len(runs):
         return "AssertionError", (f"the test cell sent results for {len(bundles)} of its {len(runs)} check(s): "
-                                  "did an earlier cell fail, or did the code print results of its own?")
+                                  "did an earlier cell fail, or did the code print results of its own?"), None
     for (question, cases), bundle in zip(runs, bundles):
         if not isinstance(bundle, dict) or bundle.get("format") != FORMAT or bundle.get("question") != question:
-            return "AssertionError", f"the results sent for {question!r} do not belong to this test: rerun the notebook"
-        failure = first_failure(question, cases, bundle.get("results"), answers)
+            return "AssertionError", f"the results sent for {question!r} do not belong to this test: rerun the notebook", None
+        failure = _first_failure(question, cases, bundle.get("results"), answers)
         if failure:
             return failure[1:]
     return None
@@ -112,7 +127,9 @@ def judge_notebook(nb):
 
     A failing test cell gets an ``error`` output first among its outputs (unless the kernel already
     reported an error there: it scores zero either way). Outputs that nbgrader would read as partial
-    credit (``execute_result``) become plain ``display_data``: only the judge decides a score.
+    credit (``execute_result``) become plain ``display_data``: only the judge decides a score. The
+    name of the catalogue's diagnosis of a failure, if the judge found one, is kept in the cell's
+    metadata (:func:`~mha_course.notebook.set_diagnosis`), where error carried forward reads it.
     """
     answers, owner = {}, None
     for cell in nb.cells:
@@ -125,14 +142,16 @@ def judge_notebook(nb):
             if out.get("output_type") == "execute_result":
                 out["output_type"] = "display_data"
                 out.pop("execution_count", None)
+        set_diagnosis(cell, None)  # nothing a submission brought along survives
         if _runs(cell["source"]) == []:
             continue  # not in the judge's format: nbgrader scores it as it ran
-        verdict = judge_cell(cell, answers)
+        verdict = _verdict(cell, answers)
+        set_diagnosis(cell, verdict[2] if verdict is not None else None)
         if verdict is not None and verdict[0] == "NameError" and answer_error(owner):
             ename, evalue = answer_error(owner)
-            verdict = ename, f"the answer cell above failed: {evalue}"  # shown as "SyntaxError: the answer ..."
+            verdict = ename, f"the answer cell above failed: {evalue}", None  # shown as "SyntaxError: the answer ..."
         if verdict is not None and not first_error(cell):
-            cell.setdefault("outputs", []).insert(0, _error_output(*verdict))
+            cell.setdefault("outputs", []).insert(0, _error_output(*verdict[:2]))
         if _warned(cell):
             add_note(cell, warning_note(_warned(cell)))
     return nb

@@ -32,6 +32,18 @@ class Diagnosis:
     message: str  # one line: what is wrong and where to look (never the formula)
 
 
+class Diagnosed(AssertionError):
+    """A failed check that shows a slip of the catalogue; ``name`` says which (raised by :func:`check`).
+
+    Raised in the grading process only, never sent by a kernel: what a kernel raises reaches the judge
+    as text (:class:`~mha_course.judge.wire.LearnerError`), so the name is the judge's own finding.
+    """
+
+    def __init__(self, message, name):
+        super().__init__(message)
+        self.name = name
+
+
 def matches(got, candidate):
     """Whether ``got`` equals ``candidate``: ints exactly, floats and arrays to 1e-6, containers item by item."""
     if candidate is None:
@@ -124,6 +136,8 @@ _CATALOGUE = [
               "a query or a key was not rotated: each takes its own position's angle"),
     Diagnosis("blocks_vs_slots", _any("in_blocks"),
               "that counts blocks, not token slots: a block holds block_size slots"),
+    Diagnosis("wrong_kv_head", _any("other_kv_head"),
+              "a query head reads the wrong key-value head: check which query heads share one"),
 ]
 
 #: ``{name: Diagnosis}``, the whole catalogue.
@@ -155,7 +169,7 @@ def known(got, expected, what, slips):
 
 
 def check(got, expected, what, context, *names):
-    """Raise ``AssertionError("<what>: <message>")`` when ``got`` shows one of the slips ``names``."""
+    """Raise :class:`Diagnosed` (``"<what>: <message>"``) when ``got`` shows one of the slips ``names``."""
     diagnosis = diagnose(got, expected, context, *names)
     if diagnosis is not None:
-        raise AssertionError(f"{what}: {diagnosis.message}")
+        raise Diagnosed(f"{what}: {diagnosis.message}", diagnosis.name)

@@ -8,7 +8,8 @@ assignment (configs, presets, toy data, units, figures, and the helpers the cour
 other public function becomes a stub raising ``NotAvailableError`` with the rule
 (``mk.split_heads is not available in 01_shapes: it is what Q3 asks you to write``), so the
 question that calls it fails with that message. Its ``mha_course`` holds the kernel side of the
-judge only (:mod:`mha_course.judge.cases` and the format it sends, :mod:`mha_course.judge.wire`).
+judge only (:mod:`mha_course.judge.cases` and the format it sends, :mod:`mha_course.judge.wire`, and
+:mod:`mha_course.judge.watch`, which a test imports).
 
 (Not to be confused with the site's learner edition, the book built without its solutions.)
 
@@ -30,7 +31,7 @@ PACKAGE = Path(importlib.util.find_spec("mha_kit").origin).parent
 #: The real ``mha_course`` package, whose kernel side the kit copies.
 COURSE_PACKAGE = Path(__file__).resolve().parent.parent
 #: The files of ``mha_course`` the kernel needs: the kernel side of the judge.
-KERNEL_SIDE = ("judge/__init__.py", "judge/cases.py", "judge/wire.py")
+KERNEL_SIDE = ("judge/__init__.py", "judge/cases.py", "judge/wire.py", "judge/watch.py")
 
 
 class _Module:

@@ -22,7 +22,7 @@ WRONG_ANSWERS = [
 DIAGNOSES = {
     "head_dim_float_division": "as an int, got float",
     "scores_per_head_size": "shape of scores",
-    "split_by_plain_reshape": "a plain reshape to (B, h, n, d_h) mixes tokens into heads",
+    "split_by_plain_reshape": "transposed",
 }
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the

@@ -10,6 +10,7 @@ import numpy as np
 
 import mha_kit as mk
 
+from mha_course.judge import diagnoses
 from mha_course.judge.expect import expect_close, expect_int, expect_shape
 from mha_course.judge.questions import ramp as _ramp, question
 
@@ -50,13 +51,16 @@ def _head_shapes_rest(got, B, n, d, h):
 @question("split_heads", lambda B, n, d, h: f"split_heads of a {(B, n, d)} input, h={h}")
 def _split_heads(got, B, n, d, h):
     x = _ramp(B, n, d)
-    expect_close(got, mk.split_heads(x, h), f"split_heads of a {x.shape} input, h={h}",
-                 wrong={"a plain reshape to (B, h, n, d_h) mixes tokens into heads: "
-                        "reshape to (B, n, h, d_h), then swap axes 1 and 2": x.reshape(B, h, n, d // h)})
+    what, expected = f"split_heads of a {x.shape} input, h={h}", mk.split_heads(x, h)
+    # a plain reshape to (B, h, n, d_h) keeps every number but mixes tokens into heads: a layout slip
+    diagnoses.check(got, expected, what, {"transposed": [x.reshape(B, h, n, d // h)]}, "transposed")
+    expect_close(got, expected, what)
 
 
 @question("merge_heads", lambda B, h, n, d_h: f"merge_heads of a {(B, h, n, d_h)} input")
 def _merge_heads(got, B, h, n, d_h):
     x = _ramp(B, h, n, d_h)
-    expect_close(got, mk.merge_heads(x), f"merge_heads of a {x.shape} input",
-                 wrong={"a plain reshape to (B, n, h*d_h) mixes heads: swap axes 1 and 2 first": x.reshape(B, n, h * d_h)})
+    what, expected = f"merge_heads of a {x.shape} input", mk.merge_heads(x)
+    # a plain reshape to (B, n, h*d_h) keeps every number but mixes heads into tokens: a layout slip
+    diagnoses.check(got, expected, what, {"transposed": [x.reshape(B, n, h * d_h)]}, "transposed")
+    expect_close(got, expected, what)

@@ -20,7 +20,7 @@ WRONG_ANSWERS = [
     ("gqa_copies_kv", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
      "k, v = np.repeat(k, h // h_kv, axis=0), np.repeat(v, h // h_kv, axis=0)\n"
      "    h_kv = h\n    q_grouped = q", {"gqa_without_copies"}),
-    # the same copy with a fancy index: right values, caught by reading the code
+    # the same copy with a fancy index: right values, caught by the visible test (it watches k and v)
     ("gqa_fancy_index_copy", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
      "k, v = k[np.arange(h) // (h // h_kv)], v[np.arange(h) // (h // h_kv)]\n    h_kv = h\n    q_grouped = q",
      {"gqa_without_copies"}),
@@ -28,6 +28,18 @@ WRONG_ANSWERS = [
      "q_grouped = q.reshape(h // h_kv, h_kv, n, d_h).transpose(1, 0, 2, 3).reshape(h_kv, -1, d_h)",
      {"gqa_matches_mha_kit", "gqa_without_copies"}),
 ]
+
+#: {designed wrong answer: the diagnosis its visible test gives}: a name of the catalogue
+#: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
+#: (tests/test_feedback_catalogue.py).
+DIAGNOSES = {
+    "softmax_without_max": "no_max_shift",
+    "forgot_scale": "scale_missing",
+    "mask_after_softmax": "the mask was applied after softmax",
+    "gqa_copies_kv": "uses repeat, which copies K or V once per query head",
+    "gqa_fancy_index_copy": "with an array, which copies it",
+    "gqa_modulo_head": "wrong_kv_head",
+}
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit

@@ -13,8 +13,8 @@ import numpy as np
 import mha_kit as mk
 
 from mha_course.judge.expect import expect_close, expect_equal
-from mha_course.judge.questions import rng_arrays as _rng_arrays, question
-from mha_course.judge import diagnoses
+from mha_course.judge.questions import expect_tuple, rng_arrays as _rng_arrays, question
+from mha_course.judge import diagnoses, watch
 
 
 @question("softmax", lambda shape, axis, seed: f"softmax of a {shape} array along axis {axis}")
@@ -80,13 +80,33 @@ def _multi_head(got, d, h, n, seed, causal):
 def _gqa_check(got, h, h_kv, n, s, d_h, seed):
     q, k, v = _rng_arrays(seed, (h, n, d_h), (h_kv, s, d_h), (h_kv, s, d_h))
     g = h // h_kv
-    modulo = np.stack([mk.scaled_dot_product_attention(q[i], k[i % h_kv], v[i % h_kv])[0] for i in range(h)])
-    wrong = {f"query head i must read KV head i // g (g={g}), not i % h_kv": modulo} if g not in (1, h) else {}
-    expect_close(got, mk.grouped_attention(q, k, v)[0], f"grouped attention output (h={h}, h_kv={h_kv}, n={n}, s={s})",
-                 wrong=wrong)
+    what, expected = f"grouped attention output (h={h}, h_kv={h_kv}, n={n}, s={s})", mk.grouped_attention(q, k, v)[0]
+    diagnoses.check(got, expected, what, {"other_kv_head": _other_kv_heads(q, k, v, g)}, "wrong_kv_head")
+    expect_close(got, expected, what)
 
 
+def _other_kv_heads(q, k, v, g):
+    """Outputs of the wrong pairings of query heads with key-value heads (query head i must read i // g)."""
+    h, h_kv = len(q), len(k)
+
+    def attend(i, j):  # query head i with key-value head j
+        return mk.scaled_dot_product_attention(q[i], k[j], v[j])[0]
+
+    modulo = np.stack([attend(i, i % h_kv) for i in range(h)])
+    # q grouped as (g, h_kv) and never put back: output head j holds query head (j % g) * h_kv + j // g
+    strided = np.stack([attend((j % g) * h_kv + j // g, j // g) for j in range(h)])
+    return [modulo, strided]
+
+
+#: Names a copy of K or V goes by, in the answer's code or recorded by the test (mha_course.judge.watch).
 _COPIES = {"repeat", "tile", "take", "broadcast_to", "kron"}  # each builds g copies of K or V
+
+
+def _copy_reason(name, array="K or V"):
+    """The one-line reason for an answer that copies K or V with ``name``."""
+    if name == watch.INDEX_ARRAY:
+        return f"grouped_attention indexes {array} with an array, which copies it: reshape the queries instead"
+    return f"grouped_attention uses {name}, which copies K or V once per query head: reshape the queries instead"
 
 
 def no_copies(answers):
@@ -101,10 +121,10 @@ def no_copies(answers):
         if isinstance(node, ast.alias):
             name = node.name.rpartition(".")[2]
         if name in _COPIES:
-            return f"grouped_attention uses {name}, which copies K or V once per query head: reshape the queries instead"
+            return _copy_reason(name)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in ("k", "v"):
             if any(isinstance(part, (ast.Call, ast.List, ast.ListComp)) for part in ast.walk(node.slice)):
-                return f"grouped_attention indexes {node.value.id} with an array, which copies it: reshape the queries instead"
+                return _copy_reason(watch.INDEX_ARRAY, node.value.id)
     return None
 
 
@@ -116,4 +136,11 @@ def _grouped(got, *case):
 @question("grouped_attention_no_copies", lambda h, h_kv, n, s, d_h, seed: f"grouped attention without copies (h={h}, h_kv={h_kv})",
           static=no_copies)
 def _grouped_no_copies(got, *case):
-    _gqa_check(got, *case)
+    """``got`` is ``(output, copies recorded)``: the test watches K and V (:mod:`mha_course.judge.watch`)."""
+    expect_tuple(got, 2, "what the test sends (the output, and the copies it saw)")
+    out, recorded = got
+    names = watch.COPYING | {watch.INDEX_ARRAY}
+    known = sorted(n for n in recorded if type(n) is str and n in names) if type(recorded) is list else []
+    if known:
+        raise AssertionError(_copy_reason(known[0]))  # a name the judge knows: fixed words, nothing echoed
+    _gqa_check(out, *case)

@@ -34,7 +34,7 @@ WRONG_ANSWERS = [
 DIAGNOSES = {
     "mask_still_after_softmax": "the mask is still applied after softmax",
     "scale_removed": "scale_missing",
-    "kv_head_i_div_h_kv": "not i // h_kv",
+    "kv_head_i_div_h_kv": "wrong_kv_head",
     "cache_bytes_as_float": "as an int, got float",
     "q1_names_the_mask_direction": "is not the one this function makes",
     "q3_names_a_distractor_in_lower_case": "is not the one this function makes",

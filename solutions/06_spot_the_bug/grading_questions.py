@@ -59,20 +59,21 @@ def _fixed_attention(got, n, s, d_h, seed):
 @question("fixed_grouped_attention", lambda h, h_kv, n, seed: f"grouped attention (h={h}, h_kv={h_kv})")
 def _fixed_grouped(got, h, h_kv, n, seed):
     q, k, v = _rng_arrays(seed, (h, n, 4), (h_kv, n, 4), (h_kv, n, 4))
-    wrong = {"query head i must read key-value head i // g, not i % h_kv": buggy_grouped_attention(q, k, v)}
-    by_h_kv = (np.stack([mk.softmax(q[i] @ k[i // h_kv].T / np.sqrt(q.shape[-1])) @ v[i // h_kv] for i in range(h)])
-               if h <= h_kv * h_kv else None)
-    if by_h_kv is not None and h // h_kv != h_kv:  # i // h_kv stays below h_kv: a wrong head, no IndexError
-        wrong["query head i must read key-value head i // g, not i // h_kv"] = by_h_kv
-    expect_close(got, mk.grouped_attention(q, k, v)[0], f"grouped attention (h={h}, h_kv={h_kv})",
-                 wrong=wrong if h // h_kv not in (1, h) else {})
+    what, expected = f"grouped attention (h={h}, h_kv={h_kv})", mk.grouped_attention(q, k, v)[0]
+    # the bug left in reads key-value head i % h_kv; a fix with i // h_kv stays below h_kv when h <= h_kv**2
+    by_h_kv = ([np.stack([mk.softmax(q[i] @ k[i // h_kv].T / np.sqrt(q.shape[-1])) @ v[i // h_kv] for i in range(h)])]
+               if h <= h_kv * h_kv else [])
+    diagnoses.check(got, expected, what, {"other_kv_head": [buggy_grouped_attention(q, k, v), *by_h_kv]}, "wrong_kv_head")
+    expect_close(got, expected, what)
 
 
 @question("fixed_merge_heads", lambda h, n, d_h: f"merged heads (h={h}, n={n}, d_h={d_h})")
 def _fixed_merge(got, h, n, d_h):
     heads = _ramp(h, n, d_h)
-    expect_close(got, mk.merge_heads(heads), f"merged heads (h={h}, n={n}, d_h={d_h})",
-                 wrong={"a plain reshape mixes heads and tokens: swap the first two axes first": heads.reshape(n, h * d_h)})
+    what, expected = f"merged heads (h={h}, n={n}, d_h={d_h})", mk.merge_heads(heads)
+    # the bug left in: a plain reshape keeps every number but mixes heads and tokens, a layout slip
+    diagnoses.check(got, expected, what, {"transposed": [heads.reshape(n, h * d_h)]}, "transposed")
+    expect_close(got, expected, what)
 
 
 @question("fixed_cache_bytes", lambda spec, s, B, bits: f"cache bytes of {_name(spec)} (s={s}, B={B}, {bits}-bit)")
