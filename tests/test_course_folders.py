@@ -38,10 +38,9 @@ EXAMPLES = {
     "tests/test_claims_c.py": {"05_decoding"},  # the exercise whose stated claims it checks
     "tests/test_site.py": {"11_serving_2026", "12_long_context"},  # judged in the browser edition's page too
     "pyproject.toml": {"02_params_compute", "03_kv_cache", "07_flash_attention", "10_serving"},  # ruff's per-file rules
-    "tests/test_feedback_catalogue.py": {"02_params_compute", "03_kv_cache", "05_decoding", "06_spot_the_bug",
-                                         "07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026",
-                                         "12_long_context"},  # the assignments the catalogue covers
-    "tests/test_grading_carry.py": {"04_implement_attention"},  # the worked case of carried-forward grading
+    "tests/test_feedback_catalogue.py": {"03_kv_cache", "04_implement_attention", "06_spot_the_bug", "07_flash_attention",
+                                         "08_rope", "10_serving", "11_serving_2026"},  # one slip, same words in each
+    "tests/test_grading_carry.py": {"04_implement_attention", "08_rope"},  # carried-forward grading; own fault first
     "tests/test_grading_commands.py": {"01_shapes"},  # the smallest notebook
     "tests/test_grading_pipeline.py": {"06_spot_the_bug"},
     "tests/test_grading_timeout.py": {"01_shapes"},

@@ -19,9 +19,8 @@ from mha_course.judge.carry import _used_by
 from mha_course.judge.core import answer_error
 from mha_course.judge.diagnoses import CATALOGUE, check, diagnose, matches
 
-#: The assignments whose questions call the catalogue, and whose designed slips list their diagnosis.
-COVERED = ("01_shapes", "02_params_compute", "03_kv_cache", "04_implement_attention", "05_decoding", "06_spot_the_bug",
-           "07_flash_attention", "08_rope", "09_masks", "10_serving", "11_serving_2026", "12_long_context")
+#: The assignments whose questions call the catalogue, and whose designed slips list their diagnosis: all of them.
+COVERED = tuple(COURSE)
 #: Longest message a designed wrong answer may give (one line).
 MAX_MESSAGE = 160
 

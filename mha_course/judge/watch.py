@@ -13,7 +13,7 @@ Views stay watched (``k.transpose(0, 2, 1)``, ``k[j]``, ``k[:, None]``, ``np.swa
 anything computed from them (a product, ``np.einsum``, a softmax) is a plain array, so an honest
 answer (a reshape of the queries, a loop over heads, broadcasting in a product) records nothing.
 What is sent is a hint for the learner, not a proof: when graded, the judge also reads the answer's
-code (``no_copies`` in ``solutions/04_implement_attention/grading_questions.py``).
+code (``no_copies`` in that exercise's ``grading_questions.py``).
 
 Copied as it is into the grading kernel's graded kit; imports numpy only. Book: chapter "Exercises".
 """
