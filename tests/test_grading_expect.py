@@ -54,6 +54,12 @@ def test_expect_float_hint():
     fails_with(r"as a number, got str", expect_float, "8", 16.0, "intensity")
 
 
+def test_expect_float_names_an_int_too_large_for_a_float():
+    """10**400 has no float: a one-line verdict, not an OverflowError out of the judge."""
+    fails_with(r"expected tokens per step: expected 3.5, got an int of 1329 bits, too large for a float$",
+               expect_float, 10**400, 3.5, "expected tokens per step")
+
+
 def test_expect_shape_messages():
     expect_shape((2, 8, 10, 64), (2, 8, 10, 64), "Q")
     fails_with(r"as a tuple, got list", expect_shape, [2, 8], (2, 8), "Q")

@@ -89,7 +89,10 @@ def expect_float(got, expected, what, hints=None, rtol=1e-9):
     """
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
         _fail(f"expected {what} as a number, got {type(got).__name__} ({got!r})")
-    got = float(got)
+    try:
+        got = float(got)
+    except OverflowError:  # an int past 1.8e308: no float holds it, and no answer is that large
+        _fail(f"{what}: expected {expected:.6g}, got an int of {int(got).bit_length()} bits, too large for a float")
     if math.isclose(got, expected, rel_tol=rtol):
         return
     message = f"{what}: expected {expected:.6g}, got {got:.6g}"
