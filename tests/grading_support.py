@@ -14,7 +14,8 @@ from pathlib import Path
 import nbformat
 
 from mha_course import notebook
-from mha_course.course import ASSIGNMENTS, assignment_module
+from mha_course.course import ASSIGNMENTS, COURSE, assignment_module
+from mha_course.judge.carry import _used_by
 from mha_course.pipeline import grade, template
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,19 +132,68 @@ def quarter(k):
     return ASSIGNMENTS[k::4]
 
 
+def designed_changes(assignment):
+    """Every designed one-answer change of ``assignment``: ``[(label, answer grade_id, change, lost test cells)]``.
+
+    ``no_<answer>`` leaves that answer's stub (it loses its own test cells: :func:`lost_without`);
+    ``wrong_<name>`` is a :data:`WRONG_ANSWERS` entry (it loses the cells the entry lists).
+    """
+    removals = [(f"no_{a}", a, None, lost_without(assignment, a)) for a in answer_ids(assignment)]
+    return removals + [(f"wrong_{name}", answer, (old, new), set(lost))
+                       for name, answer, old, new, lost in WRONG_ANSWERS[assignment]]
+
+
+def _related(assignment, one, other):
+    """Whether two answers are the same or one builds on the other, directly or through another answer."""
+    builds_on = COURSE[assignment].builds_on
+    return one == other or one in _used_by(other, builds_on) or other in _used_by(one, builds_on)
+
+
+def packed(assignment):
+    """:func:`designed_changes` packed into as few submissions as possible: ``[[change, ...], ...]``.
+
+    A submission holds at most one change per answer, and never two changes to answers one of which
+    builds on the other: each answer is graded on its own (error carried forward gives an unchanged
+    answer its points when an earlier one it calls is wrong), so a packed submission must score the
+    full marks less the union of its changes' lost cells, exactly as its changes one at a time would.
+    Each submission is a kernel start and a grading run: packing halves the score tests' cost.
+    First fit, in :func:`designed_changes`' order, so the packing is the same on every run.
+    """
+    packs = []
+    for change in designed_changes(assignment):
+        pack = next((p for p in packs if not any(_related(assignment, change[1], c[1]) for c in p)), None)
+        if pack is None:
+            pack = []
+            packs.append(pack)
+        pack.append(change)
+    return packs
+
+
+def pack_of(assignment, label):
+    """``(student name, the changes packed with ``label``'s)`` in :func:`build_specs`' submissions."""
+    (found,) = [(f"pack_{i}", pack) for i, pack in enumerate(packed(assignment)) if label in [c[0] for c in pack]]
+    return found
+
+
 def build_specs(assignments):
-    """Every submission the grading tests need, ``{assignment: {student: notebook}}``."""
+    """Every submission the score tests grade, ``{assignment: {student: notebook}}``: the solution, the
+    release, the designed changes packed (:func:`packed`) and the reference calls."""
     specs = {}
     for assignment in assignments:
         students = {"solution": submission(assignment, {}), "release": read("exercises", assignment)}
-        for answer in answer_ids(assignment):
-            students[f"no_{answer}"] = submission(assignment, {answer: None})
-        for name, answer, old, new, _ in WRONG_ANSWERS[assignment]:
-            students[f"wrong_{name}"] = submission(assignment, {answer: (old, new)})
+        for i, pack in enumerate(packed(assignment)):
+            students[f"pack_{i}"] = submission(assignment, {answer: change for _, answer, change, _ in pack})
         for i, group in enumerate(reference_call_groups(assignment)):
             students[f"reference_call_{i}"] = reference_call(assignment, group)
         specs[assignment] = students
     return specs
+
+
+def packed_scores(graded, assignment, label):
+    """``(the scores of the submission that holds ``label``'s change, the scores it must have)``."""
+    student, pack = pack_of(assignment, label)
+    lost = set().union(*(c[3] for c in pack))
+    return scores(graded[assignment][student]), expected_scores(assignment, lost)
 
 
 def score_tests(assignments):
@@ -158,7 +208,7 @@ def score_tests(assignments):
 
     import pytest
 
-    from mha_course.course import BASE_HELPERS, COURSE
+    from mha_course.course import BASE_HELPERS
     from mha_course.selfgrade import print_report
 
     removals = [(a, answer) for a in assignments for answer in answer_ids(a)]
@@ -179,13 +229,21 @@ def score_tests(assignments):
     @pytest.mark.parametrize("assignment, answer", removals)
     def test_removing_one_answer_loses_only_its_points(graded, assignment, answer):
         assert tests_of_answer(assignment)[answer], f"answer {answer} has no test cell"
-        lost = lost_without(assignment, answer)
-        assert scores(graded[assignment][f"no_{answer}"]) == expected_scores(assignment, lost)
+        got, expected = packed_scores(graded, assignment, f"no_{answer}")
+        assert got == expected, [c[0] for c in pack_of(assignment, f"no_{answer}")[1]]
 
     @pytest.mark.parametrize("assignment, name", wrong)
     def test_wrong_answer_scores_as_designed(graded, assignment, name):
-        (lost,) = [w[4] for w in WRONG_ANSWERS[assignment] if w[0] == name]
-        assert scores(graded[assignment][f"wrong_{name}"]) == expected_scores(assignment, lost)
+        got, expected = packed_scores(graded, assignment, f"wrong_{name}")
+        assert got == expected, [c[0] for c in pack_of(assignment, f"wrong_{name}")[1]]
+
+    @pytest.mark.parametrize("assignment", assignments)
+    def test_packed_changes_are_independent(assignment):
+        """No two changes of a packed submission touch one answer or a pair where one builds on the other."""
+        for pack in packed(assignment):
+            answers = [c[1] for c in pack]
+            assert not [(x, y) for i, x in enumerate(answers) for y in answers[i + 1:] if _related(assignment, x, y)]
+        assert sorted(c[0] for p in packed(assignment) for c in p) == sorted(c[0] for c in designed_changes(assignment))
 
     @pytest.mark.parametrize("assignment", assignments)
     def test_an_honest_submission_is_never_flagged(graded, assignment):
@@ -196,8 +254,8 @@ def score_tests(assignments):
     @pytest.mark.parametrize("assignment", assignments)
     def test_the_self_graders_report_shows_every_points_and_reason(graded, assignment, capsys):
         """selfgrade prints the pipeline's Result: each test cell's points, each loss with its reason."""
-        name, _, _, _, lost = WRONG_ANSWERS[assignment][0]
-        result = graded[assignment][f"wrong_{name}"]
+        student, pack = pack_of(assignment, f"wrong_{WRONG_ANSWERS[assignment][0][0]}")
+        result, lost = graded[assignment][student], set().union(*(c[3] for c in pack))
         assert print_report(result) == (result.total, result.max_total)
         report = capsys.readouterr().out
         for test, points in expected_scores(assignment, lost).items():
