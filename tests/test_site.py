@@ -303,6 +303,8 @@ class PageReport:
     violations: list = dataclasses.field(default_factory=list)
     error: str = ""
     seen: dict = dataclasses.field(default_factory=dict)  # what the page's probe saw (PROBES)
+    kinds: set = dataclasses.field(default_factory=set)  # its elements' tags, classes, inline styles
+    contrast: bool = False  # whether axe-core's colour-contrast rule ran on it
 
 
 def _search_results(page):
@@ -345,7 +347,31 @@ def _probe(report, step, page):
         report.seen["probe_error"] = f"{type(error).__name__}: {error}"
 
 
-def _report(browser, axe, url, probes=(None, None)):
+# The kinds of element a page shows once rendered: tags, classes and inline styles, MathJax's own
+# elements left out (math takes the colour of the text around it).
+ELEMENT_KINDS = """
+() => {
+  const seen = new Set();
+  for (const el of document.body.querySelectorAll('*')) {
+    const tag = el.tagName.toLowerCase();
+    if (tag.startsWith('mjx-') || el.closest('mjx-container')) continue;
+    seen.add(tag);
+    for (const name of el.classList) seen.add('.' + name);
+    if (el.getAttribute('style')) seen.add('@' + el.getAttribute('style'));
+  }
+  return [...seen];
+}
+"""
+
+
+def _report(browser, axe, url, probes=(None, None), contrast_seen=None):
+    """Load ``url`` once: its problems, its probes and axe-core's violations.
+
+    axe-core's colour-contrast rule (two thirds of its time) runs where the page shows a kind of
+    element (tag, class or inline style) that no page checked before showed: an element's colours
+    come from the stylesheets its kind selects, which every page shares. ``contrast_seen`` holds
+    the kinds checked so far (``None``: check every page).
+    """
     tab = PageVisit(browser)
     report = PageReport()
     before, after = probes
@@ -356,8 +382,13 @@ def _report(browser, axe, url, probes=(None, None)):
         # The page's problems are those before axe-core runs (its stylesheet fetches are its own),
         # and those of the probe after it.
         problems = tab.problems + tab.page.evaluate(FIND_UNRENDERED_MATH)
+        report.kinds = set(tab.page.evaluate(ELEMENT_KINDS))
+        report.contrast = contrast_seen is None or not report.kinds <= contrast_seen
         results = axe.run(tab.page, options={"resultTypes": ["violations"],
-                                             "rules": {"image-alt": {"enabled": False}}})
+                                             "rules": {"image-alt": {"enabled": False},
+                                                       "color-contrast": {"enabled": report.contrast}}})
+        if report.contrast and contrast_seen is not None:
+            contrast_seen |= report.kinds
         report.violations = [v for v in results.response["violations"] if v["impact"] in AXE_IMPACTS]
         if after:
             seen_by_axe = len(tab.problems)
@@ -376,7 +407,9 @@ def page_reports(server, browser, axe, site):
     """Every page of the site and search.html (with a query's results), each loaded once for the
     rendering test, the accessibility checker and the page's probe (PROBES): a page load with
     MathJax costs as much as the check."""
-    return {docname: _report(browser, axe, _page_url(server, docname), PROBES.get(docname, (None, None)))
+    contrast_seen = set()
+    return {docname: _report(browser, axe, _page_url(server, docname), PROBES.get(docname, (None, None)),
+                             contrast_seen)
             for docname in _axe_pages() if site.page(docname).exists()}
 
 
@@ -706,6 +739,13 @@ def test_pages_pass_the_accessibility_checker(page_reports):
             targets = [", ".join(node["target"]) for node in violation["nodes"][:3]]
             found.append(f"{docname}: {violation['id']} ({violation['impact']}) {violation['help']}: {targets}")
     assert not found, "accessibility violations:\n  " + "\n  ".join(found)
+
+
+def test_colour_contrast_is_checked_on_every_kind_of_element(page_reports):
+    """The pages axe-core's colour-contrast rule ran on show, together, every kind of element any page shows."""
+    shown = set().union(*(report.kinds for report in page_reports.values()))
+    checked = set().union(*(report.kinds for report in page_reports.values() if report.contrast))
+    assert shown and checked == shown, sorted(shown - checked)[:20]
 
 
 def test_every_figure_has_alt_text(site):
