@@ -97,7 +97,7 @@ release: learner-book
 	@echo "release: _build/release/ (site/ and exercises/), packed as _build/mha-course-release.tar.gz"
 
 test: $(STAMP) $(LITE_STAMP)
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=10 \
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 \
 		tests $(CHAPTERS) $(SOLUTIONS) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 

@@ -5,7 +5,7 @@ import shutil
 import tempfile
 
 import pytest
-from suites import UNIT
+from suites import LONGEST_FIRST, UNIT
 
 #: Where every release the grading tests need is generated once per test run (mha_course.pipeline.CACHE_ENV).
 TEMPLATES = "MHA_TEMPLATE_CACHE"
@@ -50,7 +50,12 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests of tests/suites.py's UNIT modules `unit`: `pytest -m unit` runs make check's tests."""
+    """Mark the tests of tests/suites.py's UNIT modules `unit`: `pytest -m unit` runs make check's tests;
+    put its LONGEST_FIRST files first, longest first (each file's own order kept)."""
     for item in items:
         if item.path.name in UNIT:
             item.add_marker(pytest.mark.unit)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    root = config.rootpath
+    items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix() if item.path.is_relative_to(root)
+                                         else "", len(rank)))

@@ -97,5 +97,34 @@ FULL = frozenset({
 })
 
 
+#: The slowest test modules and notebooks of `make test`, longest first (measured: --durations).
+#: tests/conftest.py puts them first in the collection and the Makefile keeps that order for
+#: pytest-xdist (--no-loadscope-reorder), so the longest work starts first and no long module starts
+#: last while the other worker waits; xdist's own order (most tests first) started the site tests last.
+LONGEST_FIRST = (
+    "tests/test_site.py",
+    "tests/test_safegrade.py",
+    "book/instructor_guide.ipynb",
+    "tests/test_grading_scores_d.py",
+    "tests/test_grading_scores_c.py",
+    "tests/test_grading_scores_b.py",
+    "tests/test_grading_hostile.py",
+    "tests/test_grading_carry.py",
+    "tests/test_grading_scores_a.py",
+    "tests/test_exercises_release.py",
+    "tests/test_graded_kit.py",
+    "tests/test_safegrade_nbgrader.py",
+    "tests/test_grading_pipeline.py",
+    "book/exercises.ipynb",
+    "tests/test_grading_commands.py",
+    "tests/test_safegrade_resume.py",
+    "tests/test_safegrade_shards.py",
+    "tests/test_site_tools.py",
+    "tests/test_lab.py",
+    "tests/test_lite.py",
+    "tests/test_safegrade_budget.py",
+)
+
+
 if __name__ == "__main__":  # `make check` runs these files: python tests/suites.py
     print(" ".join(f"tests/{name}" for name in sorted(UNIT)))
