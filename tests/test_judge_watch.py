@@ -7,7 +7,7 @@ import pytest
 
 import mha_kit as mk
 from mha_course.judge.core import first_failure
-from mha_course.judge.watch import INDEX_ARRAY, Watched, copies, watched
+from mha_course.judge.watch import INDEX_ARRAY, RESHAPE_COPY, Watched, copies, watched
 from mha_course.judge.wire import encode
 
 
@@ -39,6 +39,13 @@ def broadcast_in_the_product(q, k, v):  # k[:, None] broadcasts over the group i
     q4 = q.reshape(len(k), -1, n, d_h)
     scores = np.matmul(q4, np.swapaxes(k[:, None], -1, -2)) / np.sqrt(d_h)
     return (_softmax(scores) @ v[:, None]).reshape(h, n, -1)
+
+
+def broadcast_to_view(q, k, v):  # np.broadcast_to is a view with a zero stride: the product reads K once per group
+    h, n, d_h = q.shape
+    q4 = q.reshape(len(k), -1, n, d_h)
+    k4, v4 = (np.broadcast_to(a[:, None], (len(k), h // len(k), *a.shape[1:])) for a in (k, v))
+    return (_softmax(q4 @ np.swapaxes(k4, -1, -2) / np.sqrt(d_h)) @ v4).reshape(h, n, -1)
 
 
 def loop_with_numpy_ints(q, k, v):  # np.int64 indices and .dot: still views and products
@@ -83,7 +90,7 @@ def _run(answer, h=8, h_kv=2):
 
 
 @pytest.mark.parametrize("answer", [reshape_queries, einsum, loop_over_heads, broadcast_in_the_product,
-                                    loop_with_numpy_ints])
+                                    broadcast_to_view, loop_with_numpy_ints])
 @pytest.mark.parametrize("h, h_kv", [(8, 2), (4, 1), (3, 3)])  # GQA, MQA, MHA
 def test_an_honest_answer_records_nothing_and_returns_a_plain_array(answer, h, h_kv):
     out, recorded, expected = _run(answer, h, h_kv)
@@ -95,7 +102,7 @@ def test_an_honest_answer_records_nothing_and_returns_a_plain_array(answer, h, h
     (repeat_method, ["repeat"]),
     (fancy_index, [INDEX_ARRAY]),
     (stacked_views, ["stack"]),
-    (broadcast_then_reshape, ["broadcast_to"]),
+    (broadcast_then_reshape, [RESHAPE_COPY]),
 ])
 def test_a_copy_is_recorded_by_name_and_the_values_stay_right(answer, names):
     out, recorded, expected = _run(answer)
@@ -113,6 +120,7 @@ def test_views_stay_watched_and_share_one_record():
 @pytest.mark.parametrize("recorded, words", [
     (["repeat"], "grouped_attention uses repeat, which copies K or V once per query head"),
     ([INDEX_ARRAY], "grouped_attention indexes K or V with an array, which copies it"),
+    ([RESHAPE_COPY], "grouped_attention reshapes a broadcast K or V into one head per query head, which copies it"),
     (["whatever the kernel says"], "does not match the reference"),  # an unknown name is not echoed
 ])
 def test_the_judge_names_a_recorded_copy_in_its_own_words(recorded, words):

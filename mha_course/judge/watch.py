@@ -2,14 +2,15 @@
 
 04's Q5 asks for grouped-query attention *without* copying K and V once per query head. Its test
 hands ``grouped_attention`` K and V made by :func:`watched`: they behave as plain arrays, but a call
-that builds copies of them (``np.repeat``, ``np.tile``, ``np.broadcast_to``, ``np.stack``, an index
-array such as ``k[[0, 0, 1, 1]]`` ...) is recorded, and the test sends what was recorded with the
+that builds copies of them (``np.repeat``, ``np.tile``, ``np.stack``, an index array such as
+``k[[0, 0, 1, 1]]``, a reshape that cannot be a view, as of a broadcast ``k`` ...) is recorded, and the test sends what was recorded with the
 result (:func:`copies`), so the learner's own run names the copy at once::
 
     k, v = watched(k, v)
     return grouped_attention(q, k, v), copies(k, v)
 
-Views stay watched (``k.transpose(0, 2, 1)``, ``k[j]``, ``k[:, None]``, ``np.swapaxes(k, 1, 2)``);
+Views stay watched (``k.transpose(0, 2, 1)``, ``k[j]``, ``k[:, None]``, ``np.swapaxes(k, 1, 2)``,
+``np.broadcast_to(k[:, None], (h_kv, g, s, d_h))``, which repeats nothing in memory);
 anything computed from them (a product, ``np.einsum``, a softmax) is a plain array, so an honest
 answer (a reshape of the queries, a loop over heads, broadcasting in a product) records nothing.
 What is sent is a hint for the learner, not a proof: when graded, the judge also reads the answer's
@@ -22,13 +23,16 @@ from __future__ import annotations
 import numpy as np
 
 #: numpy functions that build a new array out of copies of their input: recorded by name.
-COPYING = frozenset({"repeat", "tile", "take", "broadcast_to", "kron", "stack", "concatenate", "vstack", "hstack",
+COPYING = frozenset({"repeat", "tile", "take", "kron", "stack", "concatenate", "vstack", "hstack",
                      "dstack", "column_stack", "block", "append", "resize"})
 #: What is recorded for an index array (or a list) into a watched array.
 INDEX_ARRAY = "an index array"
-#: numpy functions that return a view of their input: the view stays watched.
+#: What is recorded for a reshape that had to copy (a broadcast array's group axis merged into the heads).
+RESHAPE_COPY = "a reshape that copies"
+#: numpy functions that return a view of their input: the view stays watched (``reshape`` only when it
+#: can be one: :meth:`Watched.reshape`).
 VIEWS = frozenset({"transpose", "swapaxes", "moveaxis", "rollaxis", "expand_dims", "squeeze", "reshape",
-                   "atleast_1d", "atleast_2d", "atleast_3d"})
+                   "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d"})
 
 
 class Watched(np.ndarray):
@@ -42,6 +46,8 @@ class Watched(np.ndarray):
         if name in COPYING:
             _note(self, name)
         if name in VIEWS:
+            if name == "broadcast_to":  # numpy returns a base-class view unless asked to keep the subclass
+                kwargs = {**kwargs, "subok": True}
             return super().__array_function__(func, types, args, kwargs)
         return func(*_plain(args), **_plain(kwargs))
 
@@ -58,6 +64,12 @@ class Watched(np.ndarray):
     def repeat(self, *args, **kwargs):
         _note(self, "repeat")
         return self.view(np.ndarray).repeat(*args, **kwargs)
+
+    def reshape(self, *args, **kwargs):
+        out = super().reshape(*args, **kwargs)
+        if out.size and not np.may_share_memory(out, self):  # no view has these strides: numpy copied
+            _note(self, RESHAPE_COPY)
+        return out
 
     def take(self, *args, **kwargs):
         _note(self, "take")

@@ -75,8 +75,19 @@ LOG_MASK = '''def attention(q, k, v, mask=None):
         scores = scores + np.log(mask)  # 0 where allowed, -inf where masked
     return softmax(scores) @ v'''
 
+# GQA with np.broadcast_to: a view with a zero stride over the group, read by a batched product that
+# never copies K or V. Not a copy, so neither the watched test nor the code check may dock it.
+BROADCAST_VIEW = '''def grouped_attention(q, k, v):
+    h, n, d_h = q.shape
+    h_kv = k.shape[0]
+    q4 = q.reshape(h_kv, h // h_kv, n, d_h)
+    k4 = np.broadcast_to(k[:, None], (h_kv, h // h_kv) + k.shape[1:])
+    v4 = np.broadcast_to(v[:, None], (h_kv, h // h_kv) + v.shape[1:])
+    return (softmax(q4 @ np.swapaxes(k4, -1, -2) / np.sqrt(d_h)) @ v4).reshape(h, n, v.shape[-1])'''
+
 #: Honest answers written in other ways than the solution's: (name, {answer grade_id: new source},
 #: (answer grade_id, source of an extra cell after it) or None); each must score full marks.
 HONEST = [
     ("log_mask_warns", {"attention_answer": LOG_MASK}, None),
+    ("gqa_broadcast_to_view", {"gqa_answer": BROADCAST_VIEW}, None),
 ]

@@ -99,13 +99,16 @@ def _other_kv_heads(q, k, v, g):
 
 
 #: Names a copy of K or V goes by, in the answer's code or recorded by the test (mha_course.judge.watch).
-_COPIES = {"repeat", "tile", "take", "broadcast_to", "kron"}  # each builds g copies of K or V
+_COPIES = {"repeat", "tile", "take", "kron"}  # each builds g copies of K or V (np.broadcast_to is a view)
 
 
 def _copy_reason(name, array="K or V"):
     """The one-line reason for an answer that copies K or V with ``name``."""
     if name == watch.INDEX_ARRAY:
         return f"grouped_attention indexes {array} with an array, which copies it: reshape the queries instead"
+    if name == watch.RESHAPE_COPY:
+        return "grouped_attention reshapes a broadcast K or V into one head per query head, which copies it: " \
+               "reshape the queries instead"
     return f"grouped_attention uses {name}, which copies K or V once per query head: reshape the queries instead"
 
 
@@ -139,7 +142,7 @@ def _grouped_no_copies(got, *case):
     """``got`` is ``(output, copies recorded)``: the test watches K and V (:mod:`mha_course.judge.watch`)."""
     expect_tuple(got, 2, "what the test sends (the output, and the copies it saw)")
     out, recorded = got
-    names = watch.COPYING | {watch.INDEX_ARRAY}
+    names = watch.COPYING | {watch.INDEX_ARRAY, watch.RESHAPE_COPY}
     known = sorted(n for n in recorded if type(n) is str and n in names) if type(recorded) is list else []
     if known:
         raise AssertionError(_copy_reason(known[0]))  # a name the judge knows: fixed words, nothing echoed
