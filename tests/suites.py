@@ -101,28 +101,31 @@ FULL = frozenset({
 #: tests/conftest.py puts them first in the collection and the Makefile keeps that order for
 #: pytest-xdist (--no-loadscope-reorder), so the longest work starts first and no long module starts
 #: last while the other worker waits; xdist's own order (most tests first) started the site tests last.
-LONGEST_FIRST = (
-    "tests/test_site.py",
-    "tests/test_safegrade.py",
-    "book/instructor_guide.ipynb",
-    "tests/test_grading_scores_d.py",
-    "tests/test_grading_scores_c.py",
-    "tests/test_grading_scores_b.py",
-    "tests/test_grading_hostile.py",
-    "tests/test_grading_carry.py",
-    "tests/test_grading_scores_a.py",
-    "tests/test_exercises_release.py",
-    "tests/test_graded_kit.py",
-    "tests/test_safegrade_nbgrader.py",
-    "tests/test_grading_pipeline.py",
-    "book/exercises.ipynb",
-    "tests/test_grading_commands.py",
-    "tests/test_safegrade_resume.py",
-    "tests/test_safegrade_shards.py",
-    "tests/test_site_tools.py",
-    "tests/test_lab.py",
-    "tests/test_lite.py",
-    "tests/test_safegrade_budget.py",
+LONGEST_FIRST = (  # seconds on 2 cores, 2026-12-02
+    "tests/test_site.py",  # 414
+    "tests/test_grading_scores_d.py",  # 99
+    "tests/test_safegrade.py",  # 96
+    "tests/test_grading_scores_c.py",  # 81
+    "tests/test_grading_scores_b.py",  # 67
+    "tests/test_grading_hostile.py",  # 63
+    "book/instructor_guide.ipynb",  # 50
+    "tests/test_grading_scores_a.py",  # 39
+    "tests/test_grading_commands.py",  # 33
+    "tests/test_grading_carry.py",  # 33
+    "tests/test_exercises_release.py",  # 29
+    "tests/test_safegrade_nbgrader.py",  # 28
+    "tests/test_graded_kit.py",  # 28
+    "tests/test_safegrade_shards.py",  # 27
+    "tests/test_safegrade_resume.py",  # 24
+    "tests/test_grading_pipeline.py",  # 20
+    "book/exercises.ipynb",  # 20
+    "tests/test_lab.py",  # 19
+    "tests/test_safegrade_budget.py",  # 14
+    "book/decode_benchmark.ipynb",  # 14
+    "tests/test_grading_timeout.py",  # 11
+    "tests/test_lite.py",  # 11
+    "tests/test_safegrade_limits_only.py",  # 9
+    "tests/test_site_tools.py",  # 9
 )
 
 
