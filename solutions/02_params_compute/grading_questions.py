@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import numpy as np
 
 import mha_kit as mk
 
