@@ -56,6 +56,4 @@ def pytest_collection_modifyitems(config, items):
         if item.path.name in UNIT:
             item.add_marker(pytest.mark.unit)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    root = config.rootpath
-    items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix() if item.path.is_relative_to(root)
-                                         else "", len(rank)))
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # node ids are rootdir-relative
