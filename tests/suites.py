@@ -102,7 +102,7 @@ FULL = frozenset({
 #: pytest-xdist (--no-loadscope-reorder), so the longest work starts first and no long module starts
 #: last while the other worker waits; xdist's own order (most tests first) started the site tests last.
 LONGEST_FIRST = (  # seconds on 2 cores, 2026-12-02
-    "tests/test_site.py",  # 414
+    "tests/test_site.py",  # 360
     "tests/test_grading_scores_d.py",  # 99
     "tests/test_safegrade.py",  # 96
     "tests/test_grading_scores_c.py",  # 81
