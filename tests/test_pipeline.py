@@ -67,7 +67,7 @@ def test_the_cache_key_changes_with_the_assignments_folder_and_nothing_else(tmp_
     shutil.copy(pipeline.REPO_ROOT / "nbgrader_config.py", tmp_path)
     monkeypatch.setattr(pipeline, "REPO_ROOT", tmp_path)
     key = pipeline._key(A)
-    (tmp_path / "solutions" / A / "__pycache__").mkdir()  # what Python leaves behind does not count
+    (tmp_path / "solutions" / A / "__pycache__").mkdir(exist_ok=True)  # what Python leaves behind does not count
     (tmp_path / "solutions" / A / "__pycache__" / "x.pyc").write_bytes(b"\0")
     assert pipeline._key(A) == key
     source = tmp_path / "solutions" / A / f"{A}.ipynb"
