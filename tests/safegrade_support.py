@@ -199,7 +199,8 @@ def hostile(port=None, outside=None):
         "delete_tests": _tests_edited(blank(), delete=True),
         "forge_metadata": _tests_edited(blank(), source="pass", metadata={"grade": False, "locked": False, "points": 0}),
         "fake_output": _with("head_dim_answer", "print('All tests passed: 6 / 6')\n", "\n\nhead_dim = None\n"),
-        "endless_loop": _with("head_dim_answer", "while True:\n    pass\n"),
+        # a cell that never finishes; the busy loop's case (a kernel that spins, yet answers) is
+        # test_grading_timeout's, which spends 5 CPU-seconds where this spends none
         "sleep": _with("head_dim_answer", "import time\ntime.sleep(1000)\n"),
         "exit_kernel": _with("merge_heads_answer", "", "\n\nimport os\nos._exit(1)\n"),
         "segfault": _with("merge_heads_answer", "", "\n\nimport ctypes\nctypes.string_at(0)\n"),

@@ -1,9 +1,10 @@
 """The graded kit of mha_kit: exactly the helpers an assignment allows, no reference answers.
 
-Each assignment's kit is built into a temporary folder and imported by a fresh Python with that
-folder first on ``PYTHONPATH`` (as the grading kernel sees it): allowed helpers work, every other
-public function raises ``NotAvailableError`` naming the rule, and no module of the kit holds the
-code of a forbidden function.
+Each assignment's kit is built into a temporary folder and imported with that folder first on the
+path (as the grading kernel sees it), by one fresh Python that imports the kits in turn and forgets
+each kit's modules before the next (one interpreter and one matplotlib for all of them): allowed
+helpers work, every other public function raises ``NotAvailableError`` naming the rule, and no
+module of the kit holds the code of a forbidden function.
 """
 import ast
 import json
@@ -19,24 +20,31 @@ from mha_course.trusted.graded_kit import PACKAGE, _exports, build
 ASSIGNMENTS = tuple(COURSE)
 PROBE = """
 import json, sys
-import mha_kit as mk
-from mha_kit import plots
-import mha_course.judge.cases as cases
-out = {"mk": mk.__file__, "cases": cases.__file__, "refused": {}, "allowed": sorted(mk.__all__)}
-for name in sys.argv[1:]:
+names, seen = json.loads(sys.argv[1]), {}
+for folder in sys.argv[2:]:
+    sys.path.insert(0, folder)
+    import mha_kit as mk
+    from mha_kit import plots
+    import mha_course.judge.cases as cases
+    out = {"mk": mk.__file__, "cases": cases.__file__, "refused": {}, "allowed": sorted(mk.__all__)}
+    for name in names:
+        try:
+            getattr(mk, name)
+        except mk.NotAvailableError as error:
+            out["refused"][name] = str(error)
     try:
-        getattr(mk, name)
-    except mk.NotAvailableError as error:
-        out["refused"][name] = str(error)
-try:
-    import mha_course.judge.core
-except ImportError:
-    out["judge"] = None
-else:
-    out["judge"] = mha_course.judge.core.__file__
-cfg = mk.PRESETS["llama-3-70b"]
-out["toy"] = list(mk.toy_example()[0].shape)
-print(json.dumps(out))
+        import mha_course.judge.core
+    except ImportError:
+        out["judge"] = None
+    else:
+        out["judge"] = mha_course.judge.core.__file__
+    cfg = mk.PRESETS["llama-3-70b"]
+    out["toy"] = list(mk.toy_example()[0].shape)
+    seen[folder] = out
+    sys.path.remove(folder)  # the next kit is imported afresh
+    for module in [m for m in sys.modules if m.split(".")[0] in ("mha_kit", "mha_course")]:
+        del sys.modules[module]
+print(json.dumps(seen))
 """
 
 
@@ -45,15 +53,21 @@ def exports():
     return sorted(name for name, (_, symbol) in _exports(PACKAGE / "__init__.py").items() if symbol)
 
 
-@pytest.fixture(scope="module", params=ASSIGNMENTS)
-def kit(request, tmp_path_factory):
-    assignment = request.param
-    folder = build(assignment, tmp_path_factory.mktemp(assignment))
-    env = {**os.environ, "PYTHONPATH": str(folder)}
-    proc = subprocess.run([sys.executable, "-c", PROBE, *exports()], capture_output=True, text=True,
-                          env=env, cwd=folder, timeout=120)
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory):
+    """``{assignment: (its kit's folder, what PROBE saw importing it)}``, for every assignment."""
+    folders = {a: build(a, tmp_path_factory.mktemp(a)) for a in ASSIGNMENTS}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(exports()), *map(str, folders.values())],
+                          capture_output=True, text=True, env=env, cwd=tmp_path_factory.mktemp("probe"), timeout=300)
     assert proc.returncode == 0, proc.stderr
-    return assignment, folder, json.loads(proc.stdout)
+    seen = json.loads(proc.stdout)
+    return {a: (folder, seen[str(folder)]) for a, folder in folders.items()}
+
+
+@pytest.fixture(params=ASSIGNMENTS)
+def kit(request, probed):
+    return (request.param, *probed[request.param])
 
 
 def test_the_kernel_imports_the_kit_not_the_package(kit):
