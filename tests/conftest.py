@@ -4,6 +4,7 @@ import os
 import shutil
 import tempfile
 
+import nbval_kernels
 import pytest
 from suites import LONGEST_FIRST, UNIT
 
@@ -36,6 +37,8 @@ def pytest_configure(config):
     # MPLBACKEND is deliberately left alone: ipykernel sets the inline backend
     # only when it is unset.
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # A kernel that dies before it answers (a TCP port taken by another process meanwhile) is started again.
+    nbval_kernels.install()
     # The first process of the run makes the folder; pytest-xdist's workers and the commands the
     # tests start inherit it, so each assignment's release is generated once per run.
     if TEMPLATES not in os.environ:

@@ -1,0 +1,42 @@
+"""nbval's kernels, started once more when one dies before it answers.
+
+jupyter_client gives a kernel its five TCP ports by binding port 0, closing the socket and writing
+the number into the connection file; the kernel binds them a moment later. Another process can
+take one in between, and the kernel then dies with "Address already in use" before it answers
+(jupyter_client issue 487, "Spawning many kernels may result in ZMQError":
+https://github.com/jupyter/jupyter_client/issues/487). `make test` starts kernels on three workers
+at once: in one full run of 2026-12-02, nbval's kernel for a solution notebook died before it
+answered and every cell of that notebook failed (nbval sends a kernel's stderr to /dev/null, so
+the kernel's own error could not be read; a taken port is the known cause). A kernel that dies at
+start three times in a row still fails, with nbval's own error.
+"""
+import functools
+
+ATTEMPTS = 3
+DIED = "Kernel died before replying to kernel_info"  # jupyter_client's words
+
+
+def retried(start, attempts=ATTEMPTS):
+    """``start`` (nbval.kernel.start_new_kernel), tried up to ``attempts`` times while the kernel dies at start."""
+
+    @functools.wraps(start)
+    def start_kernel(*args, **kwargs):
+        for attempt in range(1, attempts + 1):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError as error:  # nbval has shut the dead kernel down and closed its channels
+                if DIED not in str(error) or attempt == attempts:
+                    raise
+
+    start_kernel.retried = True
+    return start_kernel
+
+
+def install():
+    """Make nbval start its kernels with :func:`retried` (nothing to do where nbval is not installed)."""
+    try:
+        import nbval.kernel
+    except ImportError:
+        return
+    if not getattr(nbval.kernel.start_new_kernel, "retried", False):
+        nbval.kernel.start_new_kernel = retried(nbval.kernel.start_new_kernel)

@@ -1,0 +1,46 @@
+"""nbval's kernels are started again when one dies before it answers (tests/nbval_kernels.py)."""
+import inspect
+
+import pytest
+from nbval_kernels import ATTEMPTS, DIED, retried
+
+
+def starter(outcomes):
+    """A stand-in for nbval.kernel.start_new_kernel: each call takes the next outcome (raised if an error)."""
+    calls = []
+
+    def start(**kwargs):
+        calls.append(kwargs)
+        outcome = outcomes[len(calls) - 1]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    return start, calls
+
+
+def test_a_kernel_that_dies_at_start_is_started_again():
+    start, calls = starter([RuntimeError(DIED), RuntimeError(DIED), ("km", "kc")])
+    assert retried(start)(kernel_name="k", startup_timeout=60) == ("km", "kc")
+    assert calls == [{"kernel_name": "k", "startup_timeout": 60}] * 3
+
+
+def test_a_kernel_that_dies_at_every_start_fails_with_its_error():
+    start, calls = starter([RuntimeError(DIED)] * (ATTEMPTS + 1))
+    with pytest.raises(RuntimeError, match=DIED):
+        retried(start)()
+    assert len(calls) == ATTEMPTS == 3
+
+
+def test_any_other_failure_is_not_retried():
+    start, calls = starter([RuntimeError("Kernel didn't respond to heartbeats in 60 seconds and timed out"), "x"])
+    with pytest.raises(RuntimeError, match="heartbeats"):
+        retried(start)()
+    assert len(calls) == 1
+
+
+def test_nbval_in_this_run_starts_its_kernels_through_the_retry():
+    kernel = pytest.importorskip("nbval.kernel")
+    assert getattr(kernel.start_new_kernel, "retried", False), "tests/conftest.py did not install the retry"
+    # nbval's RunningKernel looks the function up in its module at each start: the one installed
+    assert "start_new_kernel(" in inspect.getsource(kernel.RunningKernel.__init__)
