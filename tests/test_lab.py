@@ -16,7 +16,7 @@ import pytest
 
 import grading_support as gs
 from mha_course.lab import LEARNER_CONFIG, lab_environment, working_copy
-from test_site import CHROMIUM, CHROMIUM_ARGS, NO_BROWSER
+from test_site import CHROMIUM, CHROMIUM_ARGS, require_browser
 
 TOKEN = "learner-lab-test"
 NOTEBOOK = "01_shapes/01_shapes.ipynb"
@@ -78,10 +78,7 @@ def lab(tmp_path_factory):
 
 
 def test_validate_shows_one_line_reasons_and_no_instructor_panel(lab):
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail(NO_BROWSER + " -- the browser test may not be skipped in CI")
-        pytest.skip(NO_BROWSER)
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     url, work = lab
