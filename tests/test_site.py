@@ -444,10 +444,23 @@ class Reader:
         """:func:`_visit` of ``url`` in this tab."""
         report = _visit(self.tab, axe, url, probes, contrast_seen)
         if report.timed_out:
-            self.tab.close()
-            self.tab = PageVisit(self.context)
+            self._new_tab()
             report = _visit(self.tab, axe, url, probes, contrast_seen)
+        self._leave()
         return report
+
+    def _leave(self):
+        """Let the requests the page's checks started (axe-core fetches its stylesheets, a probe its
+        images) finish here, so that their events never land in the next page's record; a tab whose
+        requests do not finish is replaced."""
+        try:
+            settle(self.tab, quiet_s=0.2)
+        except PageTimeout:
+            self._new_tab()
+
+    def _new_tab(self):
+        self.tab.close()
+        self.tab = PageVisit(self.context)
 
     def close(self):
         self.tab.close()
