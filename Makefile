@@ -33,10 +33,11 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# pytest-xdist workers: one more than the cores. The tests wait on kernels, browsers and sleeps
-# part of the time: on 2 cores, two workers left the CPUs 15 % idle (make test 6:45), three kept
-# them busy (5:58), four cost more CPU than the waits they filled (6:12).
-WORKERS ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) + 1 )))
+# pytest-xdist workers: two more than the cores. The tests wait on kernels, browsers and sleeps
+# part of the time. On 2 cores, 2026-12-02 (make test, WORKERS=N): two workers left the CPUs 19 %
+# idle (5:54); three 5 % (5:36, 5:02, interleaved with four); four 1.5-2 % (5:22, 4:43, 4:36), for
+# the same CPU-seconds (540-640, as the host's speed varied).
+WORKERS ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) + 2 )))
 # make check runs serially: on two cores, xdist workers (each collecting the suite again) cost
 # more CPU than they save on 30 seconds of tests.
 CHECK_WORKERS ?= 0

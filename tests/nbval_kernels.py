@@ -4,7 +4,7 @@ jupyter_client gives a kernel its five TCP ports by binding port 0, closing the 
 the number into the connection file; the kernel binds them a moment later. Another process can
 take one in between, and the kernel then dies with "Address already in use" before it answers
 (jupyter_client issue 487, "Spawning many kernels may result in ZMQError":
-https://github.com/jupyter/jupyter_client/issues/487). `make test` starts kernels on three workers
+https://github.com/jupyter/jupyter_client/issues/487). `make test` starts kernels on several workers
 at once: in one full run of 2026-12-02, nbval's kernel for a solution notebook died before it
 answered and every cell of that notebook failed (nbval sends a kernel's stderr to /dev/null, so
 the kernel's own error could not be read; a taken port is the known cause). A kernel that dies at

@@ -102,31 +102,31 @@ FULL = frozenset({
 #: tests/conftest.py puts them first in the collection and the Makefile keeps that order for
 #: pytest-xdist (--no-loadscope-reorder), so the longest work starts first and no long module starts
 #: last while the other worker waits; xdist's own order (most tests first) started the site tests last.
-LONGEST_FIRST = (  # seconds on 2 cores, 2026-12-02
-    "tests/test_site.py",  # 360
-    "tests/test_grading_scores_d.py",  # 99
-    "tests/test_safegrade.py",  # 96
-    "tests/test_grading_scores_c.py",  # 81
-    "tests/test_grading_scores_b.py",  # 67
-    "tests/test_grading_hostile.py",  # 63
-    "book/instructor_guide.ipynb",  # 50
-    "tests/test_grading_scores_a.py",  # 39
-    "tests/test_grading_commands.py",  # 33
-    "tests/test_grading_carry.py",  # 33
-    "tests/test_exercises_release.py",  # 29
-    "tests/test_safegrade_nbgrader.py",  # 28
-    "tests/test_graded_kit.py",  # 28
-    "tests/test_safegrade_shards.py",  # 27
-    "tests/test_safegrade_resume.py",  # 24
-    "tests/test_grading_pipeline.py",  # 20
-    "book/exercises.ipynb",  # 20
-    "tests/test_lab.py",  # 19
-    "tests/test_safegrade_budget.py",  # 14
-    "book/decode_benchmark.ipynb",  # 14
-    "tests/test_grading_timeout.py",  # 11
+LONGEST_FIRST = (  # seconds in one make test on 2 cores (3 workers, 5:12 in all), 2026-12-02
+    "tests/test_site.py",  # 187
+    "tests/test_grading_scores_d.py",  # 67
+    "tests/test_safegrade.py",  # 59
+    "tests/test_grading_hostile.py",  # 51
+    "tests/test_grading_scores_c.py",  # 46
+    "book/instructor_guide.ipynb",  # 38
+    "tests/test_grading_scores_b.py",  # 34
+    "tests/test_grading_carry.py",  # 31
+    "tests/test_grading_scores_a.py",  # 30
+    "tests/test_safegrade_nbgrader.py",  # 27
+    "tests/test_exercises_release.py",  # 25
+    "tests/test_grading_commands.py",  # 22
+    "tests/test_grading_pipeline.py",  # 21
+    "tests/test_safegrade_resume.py",  # 20
+    "tests/test_safegrade_shards.py",  # 19
+    "book/exercises.ipynb",  # 17
+    "tests/test_safegrade_budget.py",  # 15
+    "tests/test_lab.py",  # 11
     "tests/test_lite.py",  # 11
-    "tests/test_safegrade_limits_only.py",  # 9
-    "tests/test_site_tools.py",  # 9
+    "book/decode_benchmark.ipynb",  # 11
+    "tests/test_site_tools.py",  # 10
+    "tests/test_grading_timeout.py",  # 10
+    "tests/test_graded_kit.py",  # 9
+    "tests/test_safegrade_limits_only.py",  # 8
 )
 
 
