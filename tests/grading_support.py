@@ -193,7 +193,7 @@ def distinct(specs):
     """``(specs without a notebook identical to one before it, {assignment: {that student: the first}})``.
 
     The pack of every removal (each answer blanked) is the release itself for most assignments:
-    grading the same notebook twice tells nothing more (9 submissions of make test's 178).
+    grading the same notebook twice tells nothing more (9 of the score tests' 84 submissions).
     """
     unique, same = {}, {}
     for assignment, students in specs.items():
