@@ -38,6 +38,8 @@ from .hybrid import hybrid_cache_bytes, layout_kv_bytes, linear_state_bytes
 from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work_items, flash_decoding_bytes,
                       flash_loop_io, split_kv_heuristic, wave_efficiency)
 from .hardware import LINKS, NODES, Link, Node
+from .parallel import (all_reduce_bytes_per_gpu, kv_cache_bytes_per_gpu, kv_elements_per_token_per_gpu,
+                       kv_heads_per_gpu, ring_attention_bytes)
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,

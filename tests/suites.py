@@ -38,6 +38,7 @@ UNIT = frozenset({
     "test_nbval_kernels.py",
     "test_notebooks_contain_article_figures.py",
     "test_numerics.py",
+    "test_parallel.py",
     "test_pipeline.py",
     "test_offline_site.py",
     "test_packaging.py",

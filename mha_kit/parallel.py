@@ -1,0 +1,91 @@
+"""Attention and its cache on several GPUs: tensor and context parallelism, counted.
+
+Under ``t``-way tensor parallelism each GPU computes ``h / t`` query heads. Key-value heads are
+split the same way while ``t <= h_kv`` and replicated beyond it, one per GPU, so the cache per GPU
+stops shrinking at ``t = h_kv`` (vLLM's ``QKVParallelLinear``, ``vllm/model_executor/layers/
+linear.py``: ``num_kv_heads = 1`` and ``num_kv_head_replicas = tp_size // total_num_kv_heads``
+when ``tp_size >= total_num_kv_heads``). MLA's cached latent belongs to no head: every rank keeps
+all of it. Under ``c``-way context parallelism (ring attention) each GPU keeps ``1 / c`` of the
+sequence and passes its keys and values around the ring.
+
+>>> import mha_kit as mk
+>>> cfg = mk.PRESETS["llama-3-70b"]  # h = 64, h_kv = 8, d_h = 128, 80 layers
+>>> mk.format_bytes(mk.kv_cache_bytes_per_gpu(cfg, 8192, tp=8))
+'320 MiB'
+>>> mk.format_bytes(mk.kv_cache_bytes_per_gpu(cfg, 8192, tp=16))  # h_kv = 8: replicated, same
+'320 MiB'
+"""
+from __future__ import annotations
+
+from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
+from .counting import kv_elements_per_token
+from .units import elements_to_bytes
+
+
+def kv_heads_per_gpu(num_kv_heads, tp) -> int:
+    """Key-value heads one GPU holds under ``tp``-way tensor parallelism: ``max(h_kv / t, 1)``.
+
+    ``h_kv = 8``: ``t = 2`` -> 4 heads, ``t = 8`` -> 1, ``t = 16`` -> 1 (each head on two GPUs).
+    ``t`` must divide ``h_kv`` or be a multiple of it, as vLLM's ``divide`` requires.
+    """
+    h_kv, t = check_positive_int("num_kv_heads", num_kv_heads), check_positive_int("tp", tp)
+    if t <= h_kv and h_kv % t:
+        raise ValueError(f"tp ({t}) must divide num_kv_heads ({h_kv}) when tp <= num_kv_heads")
+    if t > h_kv and t % h_kv:
+        raise ValueError(f"tp ({t}) must be a multiple of num_kv_heads ({h_kv}) when tp > num_kv_heads: "
+                         "each key-value head is replicated on tp / num_kv_heads GPUs")
+    return max(h_kv // t, 1)
+
+
+def kv_elements_per_token_per_gpu(cfg, tp) -> int:
+    """Numbers one GPU caches per token for one layer under ``tp``-way tensor parallelism.
+
+    GQA/MHA/MQA: ``2 * kv_heads_per_gpu * d_h``. MLA: ``d_c + d_rope`` on every rank (the latent
+    is shared by all heads, so no head split divides it).
+    """
+    t = check_positive_int("tp", tp)
+    if isinstance(cfg, LatentAttentionConfig):
+        if cfg.num_heads % t:
+            raise ValueError(f"tp ({t}) must divide num_heads ({cfg.num_heads}): each GPU computes whole heads")
+        return cfg.cache_elements_per_layer
+    if not isinstance(cfg, AttentionConfig):
+        raise ValueError(f"expected an AttentionConfig or LatentAttentionConfig, got {type(cfg).__name__}")
+    if cfg.num_heads % t:
+        raise ValueError(f"tp ({t}) must divide num_heads ({cfg.num_heads}): each GPU computes whole heads")
+    return 2 * kv_heads_per_gpu(cfg.num_kv_heads, t) * cfg.head_dim
+
+
+def kv_cache_bytes_per_gpu(cfg, context_len, tp, batch_size=1, dtype="bf16") -> int:
+    """Bytes of cache one GPU holds for ``batch_size`` sequences of ``context_len`` tokens, all layers.
+
+    Book: part "Serving at scale" (tensor parallelism and the cache).
+    """
+    tokens = check_positive_int("context_len", context_len) * check_positive_int("batch_size", batch_size)
+    return elements_to_bytes(tokens * cfg.num_layers * kv_elements_per_token_per_gpu(cfg, tp), dtype)
+
+
+def ring_attention_bytes(cfg, context_len, cp, dtype="bf16") -> int:
+    """Bytes each of ``cp`` ranks sends, per layer, in one ring pass over a ``context_len`` prefill.
+
+    Each rank holds ``context_len / cp`` tokens of keys and values and forwards a block of that
+    size to its neighbour ``cp - 1`` times, until every rank has seen every block (Liu et al.,
+    Ring Attention, arXiv:2310.01889, Algorithm 1). The block is what the cache holds per token:
+    ``2 h_kv d_h`` numbers, or MLA's latent and rotary key.
+    """
+    s, c = check_positive_int("context_len", context_len), check_positive_int("cp", cp)
+    if s % c:
+        raise ValueError(f"context_len ({s}) must be divisible by cp ({c}): each rank holds an equal share")
+    return elements_to_bytes((c - 1) * (s // c) * kv_elements_per_token(cfg), dtype)
+
+
+def all_reduce_bytes_per_gpu(num_elements, tp, dtype="bf16") -> int:
+    """Bytes each of ``tp`` GPUs sends in a ring all-reduce of ``num_elements`` numbers.
+
+    A ring all-reduce is a reduce-scatter then an all-gather, each sending ``(t - 1) / t`` of the
+    message per GPU: ``2 (t - 1) / t * num_elements`` numbers in all. Under tensor parallelism a
+    decoder layer all-reduces its ``(tokens, d)`` output twice, after attention and after the MLP.
+    """
+    n, t = check_positive_int("num_elements", num_elements), check_positive_int("tp", tp)
+    if n % t:
+        raise ValueError(f"num_elements ({n}) must be divisible by tp ({t}): the ring splits it into tp chunks")
+    return elements_to_bytes(2 * (t - 1) * (n // t), dtype)
