@@ -63,6 +63,14 @@ class ModelFacts:
         takes it; ``None`` for plain RoPE or not recorded.
     rope_source : str, optional
         Where ``rope_theta`` and ``rope_scaling`` were read (chapter "Stretching RoPE").
+    num_experts, experts_per_token, moe_intermediate_size : int, optional
+        A mixture of experts: routed experts in each MoE layer (config ``n_routed_experts`` or
+        ``num_experts``), how many of them each token is routed to (``num_experts_per_tok``), and the
+        feed-forward width of one expert (``moe_intermediate_size``); all three or none.
+    num_shared_experts : int
+        Experts every token passes through besides its routed ones (``n_shared_experts``; 0 if none).
+    num_dense_layers : int
+        Leading layers with a dense feed-forward instead of experts (``first_k_dense_replace``).
     attn_logit_softcap, final_logit_softcap : float, optional
         Caps ``c`` of logit soft-capping, ``c * tanh(x / c)``, on the attention scores and on the
         output logits (Gemma 2: 50.0 and 30.0); ``None`` for no cap. See :func:`mha_kit.soft_cap`.
@@ -87,6 +95,11 @@ class ModelFacts:
     rope_source: str | None = None  # where the two rope fields were read
     attn_logit_softcap: float | None = None  # cap of the attention scores (HF attn_logit_softcapping)
     final_logit_softcap: float | None = None  # cap of the output logits (HF final_logit_softcapping)
+    num_experts: int | None = None  # MoE: routed experts per MoE layer
+    experts_per_token: int | None = None  # MoE: routed experts each token activates (top-k)
+    moe_intermediate_size: int | None = None  # MoE: d_ff of one expert
+    num_shared_experts: int = 0  # MoE: experts every token passes through
+    num_dense_layers: int = 0  # MoE: leading layers with a dense feed-forward
 
     def __post_init__(self):
         if not isinstance(self.config, (AttentionConfig, LatentAttentionConfig)):
@@ -116,6 +129,37 @@ class ModelFacts:
                 raise ValueError(f"{key} must be None or a positive number, got {cap!r}")
         object.__setattr__(self, "config", replace(self.config, name=self.name, source=self.source))
         self._check_rope()
+        self._check_experts()
+
+    def _check_experts(self):
+        """MoE fields: all three routed-expert fields or none, top-k within the experts, a dense prefix."""
+        routed = (self.num_experts, self.experts_per_token, self.moe_intermediate_size)
+        if any(value is not None for value in routed) and None in routed:
+            raise ValueError(f"{self.name}: num_experts, experts_per_token and moe_intermediate_size go together, "
+                             f"got {routed}")
+        for key in ("num_experts", "experts_per_token", "moe_intermediate_size"):
+            if getattr(self, key) is not None:
+                object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
+        for key in ("num_shared_experts", "num_dense_layers"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
+        if self.num_experts is not None and self.experts_per_token > self.num_experts:
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) must not exceed num_experts "
+                             f"({self.num_experts})")
+        if self.num_dense_layers >= self.config.num_layers:
+            raise ValueError(f"num_dense_layers ({self.num_dense_layers}) must be below num_layers "
+                             f"({self.config.num_layers})")
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether the feed-forward layers are a mixture of routed experts."""
+        return self.num_experts is not None
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose feed-forward is a mixture of experts (0 for a dense model)."""
+        return self.config.num_layers - self.num_dense_layers if self.is_moe else 0
 
     def _check_rope(self):
         """RoPE fields: a positive base, a read-only scaling block of a known type, and their source."""
@@ -142,6 +186,9 @@ class ModelFacts:
 _VASWANI = "arXiv:1706.03762 sec. 3.1, 3.2.2 (N=6, d_model=512, h=8, d_k=64)"
 _LLAMA3 = "meta-llama/llama-models sku_list.py; Llama 3 paper arXiv:2407.21783 Table 3"
 _DSV2 = "DeepSeek-V2 arXiv:2405.04434 sec. 3.1.2; deepseek-ai/DeepSeek-V2 config.json"
+_DSV3 = ("DeepSeek-V3 arXiv:2412.19437 sec. 4.2 (61 layers, hidden 7168, 128 heads, d_c 512, d_h^R 64, "
+         "1 shared + 256 routed experts of 2048, 8 active, first 3 layers dense); deepseek-ai/DeepSeek-V3 config.json")
+_QWEN3_MOE = "Qwen/Qwen3-30B-A3B config.json (model_type qwen3_moe) and model card"
 
 # RoPE of the records that use it; fuller notes in tests/data/model_configs.json ("rope_source").
 _LLAMA3_ROPE = "meta-llama/llama-models models/sku_list.py (rope_theta 500000.0); Llama 3 paper sec. 3.2"
@@ -220,6 +267,8 @@ _RECORDS = (
         config=LatentAttentionConfig(d_model=5120, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
                                      qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, num_layers=60),
         context_length=131072, vocab_size=102400, intermediate_size=12288,  # MoE: d_ff of the dense layer
+        num_experts=160, experts_per_token=6, moe_intermediate_size=1536, num_shared_experts=2,
+        num_dense_layers=1,  # sec. 3.1.2: every FFN but the first layer's is MoE, 2 shared + 160 routed, 6 active
         rope_theta=10000.0, rope_scaling=_DSV2_SCALING, rope_source=_DSV2_ROPE),  # on the rotary key only
     ModelFacts(
         name="deepseek-v2-lite", title="DeepSeek-V2-Lite", cite="deepseekv2",
@@ -227,7 +276,23 @@ _RECORDS = (
         total_params=15_700_000_000, active_params=2_400_000_000,  # App. B.1: 15.7B total, 2.4B per token
         config=LatentAttentionConfig(d_model=2048, num_heads=16, kv_lora_rank=512, qk_rope_head_dim=64,
                                      qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=None, num_layers=27),
-        context_length=None, vocab_size=102400, intermediate_size=10944),  # context not verified: left None
+        context_length=None, vocab_size=102400, intermediate_size=10944,  # context not verified: left None
+        num_experts=64, experts_per_token=6, moe_intermediate_size=1408, num_shared_experts=2,
+        num_dense_layers=1),  # App. B.1: every FFN but the first layer's is MoE, 2 shared + 64 routed, 6 active
+    ModelFacts(
+        name="deepseek-v3", title="DeepSeek-V3", cite="deepseekv3", source=_DSV3,
+        total_params=671_000_000_000, active_params=37_000_000_000,  # sec. 4.2: 671B total, 37B per token
+        config=LatentAttentionConfig(d_model=7168, num_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
+                                     qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, num_layers=61),
+        context_length=131072, vocab_size=129280, intermediate_size=18432,  # d_ff of the 3 dense layers
+        num_experts=256, experts_per_token=8, moe_intermediate_size=2048, num_shared_experts=1,
+        num_dense_layers=3),
+    ModelFacts(
+        name="qwen3-30b-a3b", title="Qwen3-30B-A3B", cite="qwen3", source=_QWEN3_MOE,
+        total_params=30_500_000_000, active_params=3_300_000_000,  # model card: 30.5B total, 3.3B activated
+        config=AttentionConfig(d_model=2048, num_heads=32, num_kv_heads=4, head_dim=128, num_layers=48),
+        context_length=32768, vocab_size=151936, intermediate_size=6144,  # native; config max_position 40,960
+        num_experts=128, experts_per_token=8, moe_intermediate_size=768),  # every layer MoE, no shared expert
 )
 
 #: Read-only mapping from a preset name to its :class:`ModelFacts` record.

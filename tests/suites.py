@@ -39,6 +39,8 @@ UNIT = frozenset({
     "test_notebooks_contain_article_figures.py",
     "test_numerics.py",
     "test_parallel.py",
+    "test_moe.py",
+    "test_deployment.py",
     "test_pipeline.py",
     "test_offline_site.py",
     "test_packaging.py",

@@ -191,6 +191,7 @@ def test_latent_bad_integer_fields(field, bad):
 EXPECTED_PRESET_NAMES = [
     "transformer-base", "gpt2", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mistral-7b", "falcon-7b",
     "falcon-40b", "deepseek-67b", "qwen2.5-7b", "gemma-2-9b", "deepseek-v2", "deepseek-v2-lite",
+    "deepseek-v3", "qwen3-30b-a3b",
 ]
 
 
@@ -210,5 +211,5 @@ def test_presets_are_read_only():
 
 
 def test_get_preset_unknown_name():
-    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, gpt2, .*deepseek-v2-lite$"):
+    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, gpt2, .*qwen3-30b-a3b$"):
         mk.get_preset("llama-4")

@@ -32,6 +32,8 @@ PRESET_FOR = {
     "DeepSeek-V2-Lite (16B total / 2.4B active, MoE)": "deepseek-v2-lite",
     "Qwen2.5-7B": "qwen2.5-7b",
     "Gemma 2 9B": "gemma-2-9b",
+    "DeepSeek-V3 (671B total / 37B active, MoE)": "deepseek-v3",
+    "Qwen3-30B-A3B (30.5B total / 3.3B active, MoE)": "qwen3-30b-a3b",
 }
 
 MLA_FIELDS = ["kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank"]
@@ -41,7 +43,7 @@ IDS = [m["name"] for m in MODELS]
 def test_facts_file_is_inside_the_repository():
     # A plain clone has it: nothing here may read ../shared.
     assert FACTS.is_file() and REPO in FACTS.parents
-    assert len(MODELS) == 13
+    assert len(MODELS) == 15
 
 
 def test_every_model_is_mapped_and_every_preset_is_covered():
@@ -77,6 +79,12 @@ def test_record_matches_facts(model):
     assert facts.intermediate_size == model["intermediate_size"]
     assert facts.total_params == model.get("total_params")  # absent in the file: derived or unknown
     assert facts.active_params == model.get("active_params")
+    # mixtures of experts: the routed experts, top-k, one expert's width, shared experts, dense layers
+    assert facts.num_experts == model.get("num_experts")
+    assert facts.experts_per_token == model.get("experts_per_token")
+    assert facts.moe_intermediate_size == (model.get("moe_intermediate_size") if facts.is_moe else None)
+    assert facts.num_shared_experts == model.get("num_shared_experts", 0)
+    assert facts.num_dense_layers == model.get("num_dense_layers", 0)
 
 
 @pytest.mark.parametrize("name", list(mk.MODEL_FACTS))
@@ -117,7 +125,7 @@ def test_records_are_read_only():
 
 
 def test_get_model_facts_unknown_name():
-    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, .*deepseek-v2-lite$"):
+    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, .*qwen3-30b-a3b$"):
         mk.get_model_facts("llama-4")
 
 
@@ -165,6 +173,23 @@ def test_record_config_type_and_name():
         _record(config={"d_model": 8})
     with pytest.raises(ValueError, match=r"^config.name \('other'\) must be None or the record's name \('toy'\)$"):
         _record(config=mk.AttentionConfig(8, 2, name="other"))
+
+
+def test_record_moe_fields_go_together():
+    with pytest.raises(ValueError, match=r"^toy: num_experts, experts_per_token and moe_intermediate_size go together"):
+        _record(num_experts=8, experts_per_token=2)
+    with pytest.raises(ValueError, match=r"^experts_per_token \(9\) must not exceed num_experts \(8\)$"):
+        _record(num_experts=8, experts_per_token=9, moe_intermediate_size=4)
+    with pytest.raises(ValueError, match=r"^num_dense_layers \(1\) must be below num_layers \(1\)$"):
+        _record(num_experts=8, experts_per_token=2, moe_intermediate_size=4, num_dense_layers=1)
+    with pytest.raises(ValueError, match=r"^num_shared_experts must be a non-negative integer, got -1$"):
+        _record(num_shared_experts=-1)
+
+
+def test_moe_layers():
+    assert mk.MODEL_FACTS["deepseek-v3"].moe_layers == 61 - 3
+    assert mk.MODEL_FACTS["qwen3-30b-a3b"].moe_layers == 48
+    assert mk.MODEL_FACTS["llama-3-70b"].moe_layers == 0 and not mk.MODEL_FACTS["llama-3-70b"].is_moe
 
 
 def test_record_unknown_param_layout():

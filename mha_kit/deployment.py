@@ -1,0 +1,127 @@
+"""Plan a deployment: weights and cache per GPU, what fits, and the roofline floors of a step.
+
+Every time here is a **floor**: the least a step can take on the GPU's peak rates (HBM bandwidth,
+dense bf16 FLOP/s) plus the tensor-parallel all-reduces at the link's peak, not overlapped. A real
+server runs above it (kernels below peak, scheduling, sampling); the plan says what bounds each step
+and how far levers move the floors, which is what the system round of an interview asks.
+
+>>> import mha_kit as mk
+>>> plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=8192, batch_size=32)
+>>> plan.fits, plan.max_sequences
+(True, 185)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .config import check_positive_int
+from .counting import attention_macs, model_params
+from .hardware import GPUS, LINKS, Accelerator
+from .models import MODEL_FACTS, ModelFacts
+from .moe import params_read_per_step
+from .parallel import all_reduce_bytes_per_gpu, kv_cache_bytes_per_gpu
+from .units import dtype_bits
+
+
+@dataclass(frozen=True)
+class DeploymentPlan:
+    """One replica of ``tp`` GPUs serving ``batch_size`` sequences of ``context_len`` tokens.
+
+    Bytes are per GPU; seconds are roofline floors (see the module's docstring).
+    """
+
+    model: str  # key of MODEL_FACTS
+    gpu: str  # key of GPUS
+    num_gpus: int  # GPUs in the deployment: num_gpus / tp replicas
+    tp: int  # tensor-parallel degree of one replica
+    context_len: int  # tokens per sequence (prompt + output so far)
+    batch_size: int  # sequences decoding together in one replica
+    weight_bytes_per_gpu: int  # the model's weights / tp
+    kv_bytes_per_sequence_per_gpu: int  # one sequence's cache at context_len, this GPU's share
+    max_sequences: int  # sequences of context_len whose cache fits beside the weights (0 if none)
+    fits: bool  # the weights fit and batch_size <= max_sequences
+    decode_step_s: float  # floor of one decode step = time per output token (TPOT)
+    decode_bound: str  # "memory" or "compute": what bounds the step's GPU work
+    prefill_s: float  # floor of one context_len-token prefill alone on the replica (time to first token)
+    tokens_per_s_per_gpu: float  # decode: batch_size / decode_step_s / tp
+
+    @property
+    def tpot_s(self) -> float:
+        """Time per output token: one decode step, every sequence of the batch gains a token."""
+        return self.decode_step_s
+
+    @property
+    def replicas(self) -> int:
+        """Independent copies of the model: ``num_gpus / tp``."""
+        return self.num_gpus // self.tp
+
+
+def _resolve(model, gpu):
+    facts = MODEL_FACTS.get(model) if isinstance(model, str) else model
+    if not isinstance(facts, ModelFacts):
+        raise ValueError(f"unknown model {model!r}; known: {', '.join(MODEL_FACTS)}")
+    chip = GPUS.get(gpu) if isinstance(gpu, str) else gpu
+    if not isinstance(chip, Accelerator):
+        raise ValueError(f"unknown gpu {gpu!r}; known: {', '.join(GPUS)}")
+    return facts, chip
+
+
+def _embedding_params(facts):
+    """``V * d``: the input embedding table (a lookup, read a row a token), and as large, the output head."""
+    return (facts.vocab_size or 0) * facts.config.d_model
+
+
+def _step_seconds(facts, chip, tp, tokens, logit_tokens, attention_flops, read_bytes, link):
+    """``(seconds, bound)``: max(bytes / bandwidth, FLOPs / peak) per GPU, plus two all-reduces a layer.
+
+    FLOPs: ``2 * (active - 2 V d)`` per token for the layers' weights, ``2 V d`` per token whose
+    logits are computed (every token of a decode step, the last one of a prefill), and attention.
+    """
+    layers = params_read_per_step(facts, 1) - 2 * _embedding_params(facts)  # one token's layer weights
+    matmul = 2 * layers * tokens + 2 * _embedding_params(facts) * logit_tokens
+    memory_s, compute_s = read_bytes / chip.hbm_bandwidth, (matmul + attention_flops) / tp / chip.bf16_flops
+    comm = 0.0 if tp == 1 else 2 * facts.config.num_layers * all_reduce_bytes_per_gpu(
+        tokens * facts.config.d_model, tp) / LINKS[link].bytes_per_s
+    return max(memory_s, compute_s) + comm, "memory" if memory_s >= compute_s else "compute"
+
+
+def _weights_read(facts, tokens, weight_bytes, tp):
+    """Bytes of weights one GPU reads in a step over ``tokens`` tokens (the embedding table: not at all)."""
+    return (params_read_per_step(facts, tokens) - _embedding_params(facts)) * weight_bytes / tp
+
+
+def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight_dtype="bf16", kv_dtype="bf16",
+                    link="nvlink4") -> DeploymentPlan:
+    """Plan ``num_gpus`` GPUs as replicas of ``tp`` serving ``batch_size`` sequences of ``context_len``.
+
+    Decode step floor per GPU: the weights it reads (MoE: the experts the batch's tokens touch,
+    :func:`mha_kit.params_read_per_step`) plus the batch's cache at ``context_len``, over HBM
+    bandwidth, or the step's FLOPs over the peak if larger; plus two all-reduces of ``(batch, d)``
+    per layer over ``link``. Prefill floor: one ``context_len`` prompt, the same way.
+
+    Book: part "Serving at scale", chapter "Plan a deployment".
+    """
+    facts, chip = _resolve(model, gpu)
+    n_gpu, t = check_positive_int("num_gpus", num_gpus), check_positive_int("tp", tp)
+    s, b = check_positive_int("context_len", context_len), check_positive_int("batch_size", batch_size)
+    if n_gpu % t:
+        raise ValueError(f"num_gpus ({n_gpu}) must be a multiple of tp ({t}): each replica has tp GPUs")
+    if link not in LINKS:
+        raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
+    cfg, weight_bytes = facts.config, dtype_bits(weight_dtype) / 8
+    weights = math.ceil(model_params(facts) * weight_bytes / t)
+    per_seq = kv_cache_bytes_per_gpu(cfg, s, t, dtype=kv_dtype)
+    free = chip.hbm_bytes - weights
+    max_seq = max(free // per_seq, 0)
+    decode_read = _weights_read(facts, b, weight_bytes, t) + b * per_seq  # and the whole cache of the batch
+    decode_attention = 2 * cfg.num_layers * attention_macs(cfg, s) * b
+    decode_s, bound = _step_seconds(facts, chip, t, b, b, decode_attention, decode_read, link)
+    prefill_read = _weights_read(facts, s, weight_bytes, t) + per_seq  # and the cache it writes
+    prefill_attention = 2 * cfg.num_layers * attention_macs(cfg, s, num_queries=s, form="naive") // 2  # causal
+    prefill_s, _ = _step_seconds(facts, chip, t, s, 1, prefill_attention, prefill_read, link)
+    return DeploymentPlan(
+        model=facts.name, gpu=chip.name, num_gpus=n_gpu, tp=t, context_len=s, batch_size=b,
+        weight_bytes_per_gpu=weights, kv_bytes_per_sequence_per_gpu=per_seq, max_sequences=int(max_seq),
+        fits=free > 0 and b <= max_seq, decode_step_s=decode_s, decode_bound=bound, prefill_s=prefill_s,
+        tokens_per_s_per_gpu=b / decode_s / t)

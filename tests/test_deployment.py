@@ -1,0 +1,96 @@
+"""plan_deployment: weights and cache per GPU, what fits, and the floors, worked by hand.
+
+Llama 3 70B on one 8-GPU H100 SXM node, tensor parallel 8, 8K context, bf16 (the H100 datasheet's
+80 GB and 3.35 TB/s; NVLink 4 at 450 GB/s each way; the parameter count of tests/test_presets.py).
+"""
+import pytest
+
+import mha_kit as mk
+
+LLAMA_PARAMS = 2 * 128256 * 8192 + 80 * ((2 * 8192 * 64 + 2 * 8192 * 8) * 128 + 3 * 8192 * 28672 + 2 * 8192) + 8192
+EMBED = 128256 * 8192
+
+
+def _plan(**kw):
+    args = dict(num_gpus=8, tp=8, context_len=8192, batch_size=32)
+    return mk.plan_deployment("llama-3-70b", "h100-sxm", **{**args, **kw})
+
+
+def test_weights_and_cache_per_gpu():
+    plan = _plan()
+    assert plan.weight_bytes_per_gpu == -(-LLAMA_PARAMS * 2 // 8)
+    assert plan.kv_bytes_per_sequence_per_gpu == 8192 * 80 * 2 * 1 * 128 * 2  # one KV head per GPU
+    assert plan.max_sequences == (80 * 10**9 - plan.weight_bytes_per_gpu) // plan.kv_bytes_per_sequence_per_gpu
+    assert plan.max_sequences == 185 and plan.fits and plan.replicas == 1
+
+
+def test_decode_floor_by_hand():
+    plan = _plan(batch_size=1)
+    read = (LLAMA_PARAMS - EMBED) * 2 / 8 + 8192 * 80 * 2 * 128 * 2  # weights but the embedding table, one cache
+    all_reduce = 2 * 80 * (2 * 7 * 1024 * 2) / 450e9  # two per layer, (1, 8192) bf16 over 8 GPUs
+    assert plan.decode_step_s == pytest.approx(read / 3.35e12 + all_reduce, rel=1e-12)
+    assert plan.tpot_s == plan.decode_step_s and plan.decode_bound == "memory"
+    assert plan.tokens_per_s_per_gpu == pytest.approx(1 / plan.decode_step_s / 8)
+
+
+def test_batch_raises_throughput_more_than_latency():
+    one, many = _plan(batch_size=1), _plan(batch_size=64)
+    assert many.decode_step_s > one.decode_step_s
+    assert many.tokens_per_s_per_gpu > 20 * one.tokens_per_s_per_gpu  # the weights are read once for all
+
+
+def test_prefill_is_compute_bound_and_counts_causal_attention():
+    plan = _plan()
+    matmul = 2 * (LLAMA_PARAMS - 2 * EMBED) * 8192 + 2 * EMBED  # logits of the last token only
+    attention = 2 * 80 * (2 * 64 * 8192 * 8192 * 128) // 2
+    all_reduce = 2 * 80 * (2 * 7 * (8192 * 8192 // 8) * 2) / 450e9
+    assert plan.prefill_s == pytest.approx((matmul + attention) / 8 / 989e12 + all_reduce, rel=1e-12)
+
+
+def test_too_long_a_context_does_not_fit():
+    plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=131072, batch_size=16)
+    assert plan.max_sequences == 11 and not plan.fits
+
+
+def test_weights_that_do_not_fit_one_gpu():
+    plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=1, tp=1, context_len=1024, batch_size=1)
+    assert plan.weight_bytes_per_gpu > 80 * 10**9 and plan.max_sequences == 0 and not plan.fits
+
+
+def test_fp8_weights_halve_the_weight_bytes():
+    assert _plan(weight_dtype="fp8").weight_bytes_per_gpu == -(-LLAMA_PARAMS // 8)
+
+
+def test_mla_cache_is_whole_on_every_rank_in_the_plan():
+    plan = mk.plan_deployment("deepseek-v3", "h200-sxm", num_gpus=8, tp=8, context_len=8192, batch_size=1,
+                              weight_dtype="fp8")
+    assert plan.kv_bytes_per_sequence_per_gpu == 8192 * 61 * (512 + 64) * 2
+    assert plan.weight_bytes_per_gpu == -(-671 * 10**9 // 8) and plan.fits
+
+
+def test_moe_decode_reads_more_experts_with_a_larger_batch():
+    small = mk.plan_deployment("deepseek-v3", "h200-sxm", num_gpus=8, tp=8, context_len=4096, batch_size=1,
+                               weight_dtype="fp8")
+    large = mk.plan_deployment("deepseek-v3", "h200-sxm", num_gpus=8, tp=8, context_len=4096, batch_size=32,
+                               weight_dtype="fp8")
+    weights_small = (mk.params_read_per_step(mk.MODEL_FACTS["deepseek-v3"], 1) - 129280 * 7168) / 8
+    assert small.decode_step_s > weights_small / 4.8e12
+    assert large.decode_step_s > 10 * small.decode_step_s  # 163 experts a layer instead of 8
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(num_gpus=12, tp=8), r"num_gpus \(12\) must be a multiple of tp \(8\)"),
+    (dict(tp=3, num_gpus=3), r"tp \(3\) must divide num_heads \(64\)"),
+    (dict(link="carrier-pigeon"), r"unknown link 'carrier-pigeon'"),
+    (dict(batch_size=0), r"batch_size must be a positive integer"),
+])
+def test_bad_plans_name_the_rule(kw, message):
+    with pytest.raises(ValueError, match=message):
+        _plan(**kw)
+
+
+def test_unknown_model_and_gpu():
+    with pytest.raises(ValueError, match=r"unknown model 'llama-9'"):
+        mk.plan_deployment("llama-9", "h100-sxm", num_gpus=1, tp=1, context_len=1, batch_size=1)
+    with pytest.raises(ValueError, match=r"unknown gpu 'b200'"):
+        mk.plan_deployment("llama-3-8b", "b200", num_gpus=1, tp=1, context_len=1, batch_size=1)
