@@ -46,7 +46,7 @@ def source_of(docname):
 #: The parts whose chapters teach (each ends with a follow-up chain); Practice, Reference and the
 #: instructors' part do not.
 CONTENT_PARTS = ("Multi-head attention", "What interviewers ask next", "Serving in 2026",
-                 "Long context, kernels and numerics", "In the interview")
+                 "Long context, kernels and numerics", "Serving at scale", "In the interview")
 
 
 def content_chapters(toc_path=REPO_ROOT / "_toc.yml"):

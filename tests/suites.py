@@ -49,6 +49,7 @@ UNIT = frozenset({
     "test_plots_cost.py",
     "test_plots_decode.py",
     "test_plots_positions.py",
+    "test_plots_scale.py",
     "test_plots_serving.py",
     "test_positions.py",
     "test_prefix_cache.py",
