@@ -39,7 +39,8 @@ from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work
                       flash_loop_io, split_kv_heuristic, wave_efficiency)
 from .hardware import LINKS, NODES, Link, Node
 from .deployment import DeploymentPlan, plan_deployment
-from .moe import expert_params, experts_touched, params_read_per_step, routed_expert_params
+from .moe import (expert_all_to_all_bytes, expert_params, experts_touched, params_read_per_step, rank_loads,
+                  route_tokens, routed_expert_params)
 from .parallel import (all_reduce_bytes_per_gpu, kv_cache_bytes_per_gpu, kv_elements_per_token_per_gpu,
                        kv_heads_per_gpu, ring_attention_bytes)
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset

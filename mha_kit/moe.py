@@ -12,9 +12,12 @@ chose. Under uniform, independent routing the expected number of distinct expert
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .config import check_positive_int
 from .counting import model_params
 from .models import ModelFacts
+from .units import elements_to_bytes
 
 
 def experts_touched(num_tokens, num_experts, top_k) -> float:
@@ -64,3 +67,48 @@ def params_read_per_step(facts, num_tokens) -> float:
     always = model_params(facts) - routed_expert_params(facts)
     touched = experts_touched(n, facts.num_experts, facts.experts_per_token)
     return always + facts.moe_layers * touched * expert_params(facts)
+
+
+def route_tokens(num_tokens, num_experts, top_k, rng, popularity=None):
+    """Each token's ``top_k`` distinct experts, drawn at random: an ``(n, k)`` int array.
+
+    ``popularity`` (length ``E``, positive) weights the draw: ``None`` is uniform routing, the
+    assumption behind :func:`experts_touched`; a skewed one stands for a router with hot experts.
+    A stand-in for a learned router, to count experts and loads, not to model a trained one.
+    """
+    n, e, k = (check_positive_int(name, value) for name, value in
+               (("num_tokens", num_tokens), ("num_experts", num_experts), ("top_k", top_k)))
+    if k > e:
+        raise ValueError(f"top_k ({k}) must not exceed num_experts ({e})")
+    p = None
+    if popularity is not None:
+        p = np.asarray(popularity, dtype=float)
+        if p.shape != (e,) or not np.all(p > 0):
+            raise ValueError(f"popularity must be {e} positive weights, got shape {p.shape}")
+        p = p / p.sum()
+    return np.stack([rng.choice(e, size=k, replace=False, p=p) for _ in range(n)])  # (n, k)
+
+
+def rank_loads(choices, num_experts, ep):
+    """Token-expert assignments each of ``ep`` GPUs serves, experts dealt in contiguous runs of ``E / ep``."""
+    e, ranks = check_positive_int("num_experts", num_experts), check_positive_int("ep", ep)
+    if e % ranks:
+        raise ValueError(f"num_experts ({e}) must be divisible by ep ({ranks}): each GPU holds E / ep experts")
+    per_expert = np.bincount(np.asarray(choices).ravel(), minlength=e)  # (E,)
+    return per_expert.reshape(ranks, e // ranks).sum(axis=1)  # (ep,)
+
+
+def expert_all_to_all_bytes(num_tokens, d_model, top_k, ep, dtype="bf16") -> float:
+    """Expected bytes each of ``ep`` GPUs sends per MoE layer: its tokens to their experts, and back.
+
+    The ``num_tokens`` of a step are spread evenly, ``n / ep`` a GPU; each goes to ``top_k``
+    experts, of which ``(ep - 1) / ep`` live on other GPUs (uniform routing), as one ``d``-vector
+    each way. An upper bound: kernels such as DeepEP send a token once to a GPU that holds several
+    of its experts.
+    """
+    n, d = check_positive_int("num_tokens", num_tokens), check_positive_int("d_model", d_model)
+    k, ranks = check_positive_int("top_k", top_k), check_positive_int("ep", ep)
+    if n % ranks:
+        raise ValueError(f"num_tokens ({n}) must be divisible by ep ({ranks}): each GPU sends its own tokens")
+    remote = (n // ranks) * k * (ranks - 1)  # ep times the expected vectors leaving one GPU each way
+    return 2 * elements_to_bytes(remote * d, dtype) / ranks

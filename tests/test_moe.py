@@ -4,6 +4,7 @@ Expected values are the formula written out (uniform routing: each of E experts 
 token with probability 1 - k/E) and products of the published shapes (DeepSeek-V3 arXiv:2412.19437
 sec. 4.2; Qwen/Qwen3-30B-A3B config.json), checked against the published active counts.
 """
+import numpy as np
 import pytest
 
 import mha_kit as mk
@@ -71,3 +72,44 @@ def test_expert_params_needs_a_moe_record():
         mk.expert_params(mk.MODEL_FACTS["llama-3-8b"])
     with pytest.raises(ValueError, match=r"expected a ModelFacts record"):
         mk.expert_params(mk.PRESETS["deepseek-v3"])
+
+
+def test_route_tokens_gives_distinct_experts_per_token():
+    choices = mk.route_tokens(50, 16, 4, np.random.default_rng(0))
+    assert choices.shape == (50, 4)
+    assert all(len(set(row)) == 4 for row in choices.tolist()) and choices.min() >= 0 and choices.max() < 16
+
+
+def test_uniform_routing_matches_the_formula_on_average():
+    rng = np.random.default_rng(1)
+    distinct = [len(np.unique(mk.route_tokens(5, 256, 8, rng))) for _ in range(2000)]
+    assert np.mean(distinct) == pytest.approx(256 * (1 - (248 / 256) ** 5), abs=0.15)  # 37.6
+
+
+def test_popularity_skews_the_loads():
+    rng = np.random.default_rng(2)
+    hot = np.ones(16)
+    hot[:2] = 20.0  # two hot experts, both on GPU 0 of 4
+    loads = mk.rank_loads(mk.route_tokens(400, 16, 2, rng, popularity=hot), 16, 4)
+    assert loads.sum() == 400 * 2 and loads[0] == loads.max() and loads[0] > 2 * loads[1:].mean()
+
+
+def test_rank_loads_by_hand():
+    choices = [[0, 1], [1, 5], [6, 7]]  # experts 0..7 on 2 GPUs: 0-3 and 4-7
+    assert mk.rank_loads(choices, 8, 2).tolist() == [3, 3]
+    with pytest.raises(ValueError, match=r"num_experts \(8\) must be divisible by ep \(3\)"):
+        mk.rank_loads(choices, 8, 3)
+
+
+def test_route_tokens_rejects_bad_popularity():
+    with pytest.raises(ValueError, match=r"popularity must be 8 positive weights, got shape \(3,\)"):
+        mk.route_tokens(2, 8, 2, np.random.default_rng(0), popularity=[1, 2, 3])
+
+
+def test_expert_all_to_all_bytes_by_hand():
+    # 256 tokens over 8 GPUs: 32 each, 8 experts a token, 7/8 of them remote, d = 7168, bf16, both ways
+    assert mk.expert_all_to_all_bytes(256, 7168, 8, 8) == 2 * 32 * 8 * 7 / 8 * 7168 * 2
+    assert mk.expert_all_to_all_bytes(256, 7168, 8, 1) == 0  # one GPU holds every expert
+    assert mk.expert_all_to_all_bytes(256, 7168, 8, 8, dtype="fp8") == 32 * 8 * 7 / 8 * 7168 * 2
+    with pytest.raises(ValueError, match=r"num_tokens \(10\) must be divisible by ep \(4\)"):
+        mk.expert_all_to_all_bytes(10, 7168, 8, 4)
