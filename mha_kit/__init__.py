@@ -39,10 +39,11 @@ from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work
                       flash_loop_io, split_kv_heuristic, wave_efficiency)
 from .hardware import LINKS, NODES, Link, Node
 from .deployment import DeploymentPlan, plan_deployment
+from .mla_cost import FLASHMLA_FP8_BYTES_PER_TOKEN, mla_attention_macs, mla_decode_intensity
 from .moe import (expert_all_to_all_bytes, expert_params, experts_touched, params_read_per_step, rank_loads,
                   route_tokens, routed_expert_params)
-from .parallel import (all_reduce_bytes_per_gpu, kv_cache_bytes_per_gpu, kv_elements_per_token_per_gpu,
-                       kv_heads_per_gpu, ring_attention_bytes)
+from .parallel import (all_reduce_bytes_per_gpu, causal_pairs_per_rank, kv_cache_bytes_per_gpu,
+                       kv_elements_per_token_per_gpu, kv_heads_per_gpu, ring_attention_bytes, ring_overlap_min_tokens)
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,

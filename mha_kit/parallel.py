@@ -17,8 +17,10 @@ sequence and passes its keys and values around the ring.
 """
 from __future__ import annotations
 
+import math
+
 from .config import AttentionConfig, LatentAttentionConfig, check_positive_int
-from .counting import kv_elements_per_token
+from .counting import attention_macs, kv_elements_per_token
 from .units import elements_to_bytes
 
 
@@ -89,3 +91,43 @@ def all_reduce_bytes_per_gpu(num_elements, tp, dtype="bf16") -> int:
     if n % t:
         raise ValueError(f"num_elements ({n}) must be divisible by tp ({t}): the ring splits it into tp chunks")
     return elements_to_bytes(2 * (t - 1) * (n // t), dtype)
+
+
+def ring_overlap_min_tokens(cfg, flop_rate, link_bytes_per_s, dtype="bf16") -> int:
+    """Fewest tokens per rank for which one ring step's attention hides the next block's transfer.
+
+    A step computes ``(s/c)^2`` query-key pairs (``2 * attention_macs`` FLOPs each: ``4 h d_h``,
+    MLA in its naive prefill form) and sends ``s/c`` tokens of cache: the transfer is hidden when
+    ``s/c >= bytes_per_token * flop_rate / (flops_per_pair * link_bytes_per_s)``, both at peak.
+    """
+    for name, rate in (("flop_rate", flop_rate), ("link_bytes_per_s", link_bytes_per_s)):
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+            raise ValueError(f"{name} must be a positive number, got {rate!r}")
+    flops_per_pair = 2 * attention_macs(cfg, 1, form="naive")
+    bytes_per_token = elements_to_bytes(kv_elements_per_token(cfg), dtype)
+    return math.ceil(bytes_per_token * flop_rate / (flops_per_pair * link_bytes_per_s))
+
+
+def causal_pairs_per_rank(num_tokens, cp, layout="contiguous") -> list:
+    """Causal query-key pairs each of ``cp`` ranks computes when the queries are split by position.
+
+    ``"contiguous"``: rank ``r`` takes the ``r``-th run of ``n / cp`` queries, so the last rank
+    does the most work. ``"zigzag"``: the sequence is cut into ``2 cp`` chunks and rank ``r`` takes
+    chunks ``r`` and ``2 cp - 1 - r``, an early and a late one, which evens the work (Llama 3's
+    context parallelism, arXiv:2407.21783 sec. 3.3.2).
+    """
+    n, c = check_positive_int("num_tokens", num_tokens), check_positive_int("cp", cp)
+    if layout not in ("contiguous", "zigzag"):
+        raise ValueError(f"layout must be 'contiguous' or 'zigzag', got {layout!r}")
+    chunks = c if layout == "contiguous" else 2 * c
+    if n % chunks:
+        raise ValueError(f"num_tokens ({n}) must be divisible by {chunks} chunks ({layout}, cp = {c})")
+    size = n // chunks
+
+    def pairs(k):  # queries k*size .. (k+1)*size - 1, query i sees i + 1 keys
+        first, last = k * size + 1, (k + 1) * size
+        return (first + last) * size // 2
+
+    if layout == "contiguous":
+        return [pairs(r) for r in range(c)]
+    return [pairs(r) + pairs(2 * c - 1 - r) for r in range(c)]

@@ -35,6 +35,7 @@ UNIT = frozenset({
     "test_layers.py",
     "test_linear_attention.py",
     "test_masks.py",
+    "test_mla_cost.py",
     "test_nbval_kernels.py",
     "test_notebooks_contain_article_figures.py",
     "test_numerics.py",

@@ -102,3 +102,33 @@ def test_all_reduce_bytes_ring():
     assert mk.all_reduce_bytes_per_gpu(8192, 1) == 0
     with pytest.raises(ValueError, match=r"num_elements \(10\) must be divisible by tp \(4\)"):
         mk.all_reduce_bytes_per_gpu(10, 4)
+
+
+def test_ring_overlap_min_tokens_by_hand():
+    # Llama 3 70B: 2 x 8 x 128 x 2 bytes a token a layer; 4 x 64 x 128 FLOPs a pair
+    bytes_per_token, flops_per_pair = 2 * 8 * 128 * 2, 4 * 64 * 128
+    expected = -(-bytes_per_token * 989e12 // (flops_per_pair * 450e9))
+    assert mk.ring_overlap_min_tokens(LLAMA_70B, 989e12, 450e9) == expected == 275
+    assert mk.ring_overlap_min_tokens(LLAMA_70B, 989e12, 50e9) == 2473  # InfiniBand: 9 times the block
+    with pytest.raises(ValueError, match=r"link_bytes_per_s must be a positive number, got 0"):
+        mk.ring_overlap_min_tokens(LLAMA_70B, 989e12, 0)
+
+
+def test_causal_pairs_per_rank_sum_to_the_causal_total():
+    n = 1024
+    for layout in ("contiguous", "zigzag"):
+        assert sum(mk.causal_pairs_per_rank(n, 4, layout)) == n * (n + 1) // 2
+
+
+def test_causal_pairs_contiguous_and_zigzag_by_hand():
+    # 8 tokens on 2 ranks. Contiguous: queries 0-3 see 1+2+3+4 keys, queries 4-7 see 5+6+7+8.
+    assert mk.causal_pairs_per_rank(8, 2) == [10, 26]
+    # Zigzag: 4 chunks of 2; rank 0 takes chunks 0 and 3 (1+2 + 7+8), rank 1 chunks 1 and 2 (3+4 + 5+6)
+    assert mk.causal_pairs_per_rank(8, 2, "zigzag") == [18, 18]
+
+
+def test_causal_pairs_rules():
+    with pytest.raises(ValueError, match=r"num_tokens \(10\) must be divisible by 8 chunks \(zigzag, cp = 4\)"):
+        mk.causal_pairs_per_rank(10, 4, "zigzag")
+    with pytest.raises(ValueError, match=r"layout must be 'contiguous' or 'zigzag', got 'random'"):
+        mk.causal_pairs_per_rank(8, 2, "random")
