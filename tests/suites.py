@@ -11,6 +11,9 @@ module is placed on purpose, never silently left out of `make check`.
 UNIT = frozenset({
     "test_article_numbers.py",
     "test_attention.py",
+    "test_backends.py",
+    "test_eviction.py",
+    "test_tree.py",
     "test_benchmark_decode.py",
     "test_cache.py",
     "test_chapter_chains.py",
