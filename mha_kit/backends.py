@@ -87,7 +87,7 @@ def flex_attention(q, k, v, score_mod=None, mask_mod=None, block_size=16):
     s, bs = k.shape[1], check_positive_int("block_size", block_size)
     mask_mod = mask_mod or (lambda head, qi, ki: np.ones(np.broadcast_shapes(head.shape, qi.shape, ki.shape), bool))
     kinds = block_mask_from_mask_mod(mask_mod, h, n, s, bs)
-    m, l, acc = np.full((h, n), -np.inf), np.zeros((h, n)), np.zeros((h, n, d_h))
+    m, tot, acc = np.full((h, n), -np.inf), np.zeros((h, n)), np.zeros((h, n, d_h))
     for j in range(kinds.shape[2]):
         heads, qi, ki = _index_grids(h, n, s)
         ki = ki[..., j * bs:(j + 1) * bs]
@@ -98,8 +98,8 @@ def flex_attention(q, k, v, score_mod=None, mask_mod=None, block_size=16):
         scores = np.where(mask_mod(heads, qi, ki) & live[..., None], scores, -np.inf)
         block_m = scores.max(axis=-1)
         p = np.exp(scores - np.where(np.isneginf(block_m), 0.0, block_m)[..., None])
-        m, l, acc = merge_softmax_states((m, l, acc), (block_m, p.sum(-1), p @ v[:, ki[0, 0]]))
-    return acc / np.where(l > 0, l, 1.0)[..., None], int(np.count_nonzero(kinds))
+        m, tot, acc = merge_softmax_states((m, tot, acc), (block_m, p.sum(-1), p @ v[:, ki[0, 0]]))
+    return acc / np.where(tot > 0, tot, 1.0)[..., None], int(np.count_nonzero(kinds))
 
 
 def vllm_capture_sizes(max_size=512):
@@ -180,7 +180,7 @@ def lazy_rescale_attention(scores, v, threshold_log2, block_size):
     """
     n, s = scores.shape
     bs = check_positive_int("block_size", block_size)
-    m, l, acc, rescales = np.full(n, -np.inf), np.zeros(n), np.zeros((n, v.shape[1])), 0
+    m, tot, acc, rescales = np.full(n, -np.inf), np.zeros(n), np.zeros((n, v.shape[1])), 0
     for j in range(0, s, bs):
         block = scores[:, j:j + bs]
         new_m = np.maximum(m, block.max(axis=1))
@@ -190,8 +190,8 @@ def lazy_rescale_attention(scores, v, threshold_log2, block_size):
         m_used = np.where(keep, m, new_m)
         alpha = np.exp(m - m_used)  # 1 where kept
         p = np.exp(block - m_used[:, None])
-        l, acc, m = alpha * l + p.sum(axis=1), alpha[:, None] * acc + p @ v[j:j + bs], m_used
-    return acc / l[:, None], rescales
+        tot, acc, m = alpha * tot + p.sum(axis=1), alpha[:, None] * acc + p @ v[j:j + bs], m_used
+    return acc / tot[:, None], rescales
 
 
 def quantize_int8_blocks(x, block_size):

@@ -204,8 +204,8 @@ def cascade_attention(q, k_prefix, v_prefix, k_suffix, v_suffix, suffix_mask=Non
     o_p = np.swapaxes(o_p.reshape(h, b, n, d_h), 0, 1)  # (h, b*n, d_h) -> (b, h, n, d_h)
     lse_p = np.swapaxes(lse_p.reshape(h, b, n), 0, 1)  # (b, h, n)
     o_s, lse_s = attention_with_lse(q, k_suffix, v_suffix, suffix_mask)
-    _, l, acc = merge_softmax_states((lse_p, np.ones_like(lse_p), o_p), (lse_s, np.ones_like(lse_s), o_s))
-    return acc / l[..., None]
+    _, tot, acc = merge_softmax_states((lse_p, np.ones_like(lse_p), o_p), (lse_s, np.ones_like(lse_s), o_s))
+    return acc / tot[..., None]
 
 
 def shared_prefix_read_bytes(cfg, prefix_len, batch_size, dtype="bf16"):
