@@ -242,3 +242,53 @@ def int8_scores(q, k, block_q, block_k, smooth_k):
     k_codes, k_scales = quantize_int8_blocks(k - mean, block_k)
     exact_int = q_codes.astype(np.int32) @ k_codes.astype(np.int32).T  # INT8 x INT8 -> INT32 accumulate
     return exact_int * q_scales * k_scales.T + q @ mean.T  # (n, s) + the row constant, (n, 1)
+
+
+#: What two of vLLM's attention backends accept, as their ``supports_*`` methods say (vLLM source
+#: read December 2026: ``vllm/v1/attention/backends/flash_attn.py`` and ``flashinfer.py``), per GPU
+#: family: ``fp8_cache`` (an FP8 KV cache), ``sinks`` (learned attention sinks, gpt-oss),
+#: ``head_sizes`` (allowed head sizes) and ``block_sizes`` (allowed KV-cache block sizes, tokens).
+#: FlashAttention: FP8 only from the FA3 build (Hopper), sinks from FA3 on and compute capability
+#: 9.0 up, head sizes multiples of 8 up to 256, blocks multiples of 16. FlashInfer: FP8 caches,
+#: sinks only through its TRT-LLM kernels (Blackwell), head sizes 64, 128, 256, blocks 16, 32, 64.
+VLLM_BACKEND_FEATURES = {
+    ("FLASH_ATTN", "hopper"): dict(fp8_cache=True, sinks=True, head_sizes=tuple(range(8, 257, 8)),
+                                   block_sizes=tuple(range(16, 1025, 16))),
+    ("FLASHINFER", "hopper"): dict(fp8_cache=True, sinks=False, head_sizes=(64, 128, 256), block_sizes=(16, 32, 64)),
+    ("FLASHINFER", "blackwell"): dict(fp8_cache=True, sinks=True, head_sizes=(64, 128, 256), block_sizes=(16, 32, 64)),
+}
+
+#: vLLM's order of preference for a model without MLA (``vllm/platforms/cuda.py``,
+#: ``_get_backend_priorities``): compute capability 10.x (Blackwell) against the others.
+VLLM_PRIORITIES = {
+    "hopper": ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"),
+    "blackwell": ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"),
+}
+
+
+def backend_rejections(features, head_size, block_size, fp8_cache=False, sinks=False):
+    """Why a backend with ``features`` cannot serve a layer: the list ``validate_configuration`` builds.
+
+    Parameters
+    ----------
+    features : dict
+        One entry of :data:`VLLM_BACKEND_FEATURES`.
+    head_size, block_size : int
+    fp8_cache, sinks : bool
+        Whether the model is served with an FP8 cache, and has learned sinks.
+
+    Returns
+    -------
+    list of str
+        Empty when the backend can serve it.
+    """
+    reasons = []
+    if head_size not in features["head_sizes"]:
+        reasons.append("head_size not supported")
+    if block_size not in features["block_sizes"]:
+        reasons.append("block_size not supported")
+    if fp8_cache and not features["fp8_cache"]:
+        reasons.append("kv_cache_dtype not supported")
+    if sinks and not features["sinks"]:
+        reasons.append("attention sinks not supported")
+    return reasons

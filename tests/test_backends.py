@@ -106,3 +106,12 @@ def test_errors():
         mk.padded_batch_size(0, [1, 2])
     with pytest.raises(ValueError, match="max_size must be a positive int"):
         mk.vllm_capture_sizes(0)
+
+
+def test_backend_rejections_follow_the_read_supports_methods():
+    fa, fi = mk.VLLM_BACKEND_FEATURES[("FLASH_ATTN", "hopper")], mk.VLLM_BACKEND_FEATURES[("FLASHINFER", "hopper")]
+    assert mk.backend_rejections(fa, 128, 16, fp8_cache=True, sinks=True) == []
+    assert mk.backend_rejections(fi, 128, 16, sinks=True) == ["attention sinks not supported"]
+    assert mk.backend_rejections(fi, 96, 128) == ["head_size not supported", "block_size not supported"]
+    assert mk.backend_rejections(fa, 264, 16) == ["head_size not supported"]  # FA3 stops at 256
+    assert mk.VLLM_PRIORITIES["blackwell"][0] == "FLASHINFER" and mk.VLLM_PRIORITIES["hopper"][0] == "FLASH_ATTN"
