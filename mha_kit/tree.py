@@ -228,3 +228,36 @@ def shared_prefix_read_bytes(cfg, prefix_len, batch_size, dtype="bf16"):
     b = check_positive_int("batch_size", batch_size)
     per_token = kv_cache_bytes_per_token(cfg, dtype)
     return b * p * per_token, p * per_token
+
+
+def tree_expected_length(parents, accept_probs):
+    """Expected tokens one verification step yields: accepted tree nodes plus the target's own token.
+
+    Under greedy verification the target's token at a node's depth matches at most one of the
+    siblings, so sibling acceptances are exclusive: a node is accepted with the product of the
+    conditional probabilities on its path, and the expected count is their sum plus one (the token
+    the target produces after the last accepted node). For a chain of ``k`` nodes each accepted
+    with probability ``alpha`` this is ``(1 - alpha**(k+1)) / (1 - alpha)``, as
+    :func:`mha_kit.speculative_expected_tokens`.
+
+    Parameters
+    ----------
+    parents : sequence of int, length t
+    accept_probs : sequence of float, length t
+        Probability that node ``i`` is accepted given that its parent is; siblings' sum at most 1.
+
+    Returns
+    -------
+    float
+    """
+    parents = _check_parents(parents)
+    p = np.asarray(accept_probs, dtype=np.float64)
+    if p.shape != parents.shape or ((p < 0) | (p > 1)).any():
+        raise ValueError(f"accept_probs must be {parents.size} probabilities in [0, 1], got {accept_probs!r}")
+    sibling_sums = np.bincount(parents + 1, weights=p)  # index 0: the top level
+    if (sibling_sums > 1 + 1e-12).any():
+        raise ValueError(f"siblings' accept_probs must sum to at most 1, got sums {sibling_sums.tolist()}")
+    reach = np.empty_like(p)
+    for i, parent in enumerate(parents):
+        reach[i] = p[i] * (1.0 if parent < 0 else reach[parent])
+    return float(1.0 + reach.sum())

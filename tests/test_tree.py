@@ -106,3 +106,23 @@ def test_bad_prefix_and_paths():
         mk.accepted_path_slots(PARENTS, [2], prefix_len=0)
     with pytest.raises(ValueError, match="node 4 is not a child of 0"):
         mk.accepted_path_slots(PARENTS, [0, 4], prefix_len=0)
+
+
+@pytest.mark.parametrize("alpha, k", [(0.7, 4), (0.9, 6), (0.5, 1)])
+def test_chain_expected_length_is_the_geometric_formula(alpha, k):
+    got = mk.tree_expected_length([-1] + list(range(k - 1)), [alpha] * k)
+    assert got == pytest.approx((1 - alpha ** (k + 1)) / (1 - alpha), rel=1e-12)
+    assert got == pytest.approx(mk.speculative_expected_tokens(alpha, k), rel=1e-12)
+
+
+def test_tree_expected_length_by_hand():
+    # two top candidates (0.6, 0.3); node 0 has a child accepted with 0.5
+    got = mk.tree_expected_length([-1, -1, 0], [0.6, 0.3, 0.5])
+    assert got == pytest.approx(1 + 0.6 + 0.3 + 0.6 * 0.5)
+
+
+def test_tree_expected_length_errors():
+    with pytest.raises(ValueError, match="siblings' accept_probs must sum to at most 1"):
+        mk.tree_expected_length([-1, -1], [0.7, 0.5])
+    with pytest.raises(ValueError, match=r"accept_probs must be 2 probabilities in \[0, 1\]"):
+        mk.tree_expected_length([-1, 0], [0.7])
