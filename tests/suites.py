@@ -12,8 +12,6 @@ UNIT = frozenset({
     "test_article_numbers.py",
     "test_attention.py",
     "test_backends.py",
-    "test_eviction.py",
-    "test_tree.py",
     "test_benchmark_decode.py",
     "test_cache.py",
     "test_chapter_attention_backends.py",
@@ -29,6 +27,7 @@ UNIT = frozenset({
     "test_config.py",
     "test_counting.py",
     "test_disaggregation.py",
+    "test_eviction.py",
     "test_flash.py",
     "test_grading_expect.py",
     "test_hardware.py",
@@ -64,6 +63,7 @@ UNIT = frozenset({
     "test_speculative.py",
     "test_stored_outputs_portable.py",
     "test_suites.py",
+    "test_tree.py",
     "test_units.py",
 })
 
