@@ -56,3 +56,13 @@ def test_sage_smoothing_claim():
     plain = np.abs(mk.int8_scores(q, k, 64, 64, smooth_k=False) - exact).mean()
     smooth = np.abs(mk.int8_scores(q, k, 64, 64, smooth_k=True) - exact).mean()
     assert round(plain / smooth) == 4
+
+
+def test_split_cap_occupancy_claim():
+    h100 = mk.GPUS["h100-sxm"]
+    slots, items = 2 * 132, 8  # two thread blocks per SM on 132 SMs; batch 1 x 8 KV heads
+    assert h100.num_sms == 132
+    free = mk.split_kv_heuristic(items, slots, 8192 // 128)
+    assert free == 32
+    assert items * 32 / (slots * -(-items * 32 // slots)) == pytest.approx(0.970, abs=5e-4)
+    assert items * 16 / slots == pytest.approx(0.485, abs=5e-4)
