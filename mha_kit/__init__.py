@@ -112,6 +112,11 @@ from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep
 from .speculative import rollback_cache, speculative_expected_tokens, speculative_speedup, speculative_step
 from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
                     format_percent)
+from .tree import (accepted_path_slots, attention_with_lse, cascade_attention, shared_prefix_read_bytes, tree_expected_length,
+                   tree_attention_mask, tree_depths, tree_paths)
+from .backends import (EMPTY, FULL, PARTIAL, POLY_EX2_DEG3, VLLM_BACKEND_FEATURES, VLLM_PRIORITIES, backend_rejections, block_mask_from_mask_mod, exp2_poly, flex_attention, int8_scores,
+                       lazy_rescale_attention, padded_batch_size, quantize_int8_blocks, vllm_capture_sizes)
+from .eviction import cross_layer_cache_bytes, h2o_keep, snapkv_keep, yoco_cache_bytes
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 
 __version__ = "0.1.0"

@@ -11,10 +11,13 @@ module is placed on purpose, never silently left out of `make check`.
 UNIT = frozenset({
     "test_article_numbers.py",
     "test_attention.py",
+    "test_backends.py",
     "test_benchmark_decode.py",
     "test_cache.py",
+    "test_chapter_attention_backends.py",
     "test_chapter_chains.py",
     "test_chapter_map.py",
+    "test_chapter_tree_attention.py",
     "test_chapters_read_records.py",
     "test_chapters_rope_sinks.py",
     "test_chapters_serving_heads.py",
@@ -24,6 +27,7 @@ UNIT = frozenset({
     "test_config.py",
     "test_counting.py",
     "test_disaggregation.py",
+    "test_eviction.py",
     "test_flash.py",
     "test_grading_expect.py",
     "test_hardware.py",
@@ -64,6 +68,7 @@ UNIT = frozenset({
     "test_speculative.py",
     "test_stored_outputs_portable.py",
     "test_suites.py",
+    "test_tree.py",
     "test_units.py",
 })
 

@@ -1,0 +1,68 @@
+"""The numbers chapter "Attention backends in 2026" states, recomputed independently."""
+import numpy as np
+import pytest
+
+import mha_kit as mk
+
+
+def test_capture_sizes_and_padding_claims():
+    sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 513, 16))  # vllm/config/compilation.py, written out
+    assert mk.vllm_capture_sizes(512) == sizes
+    assert len(sizes) == 51
+    assert min(x for x in sizes if x >= 257) == 272  # 15 padded rows of 272: 5.5%
+    assert round(15 / 272 * 100, 1) == 5.5
+
+
+def test_split_buffer_for_llama3_8b():
+    splits, heads, tokens, head_dim, fp32 = 16, 32, 512, 128, 4
+    assert splits * heads * tokens * head_dim * fp32 == 128 * 2**20  # "128 MiB"
+    cfg = mk.PRESETS["llama-3-8b"]
+    assert (cfg.num_heads, cfg.head_dim) == (heads, head_dim)
+
+
+def test_fa4_growth_and_exp2_accuracy():
+    assert 2.25 / 1.0 == 2.25
+    x = np.linspace(-40.0, 0.0, 400_001)
+    err = np.abs(mk.exp2_poly(x).astype(np.float64) / 2.0**x - 1).max()
+    assert 5e-5 < err < 1e-4  # "9e-05"
+    assert 2.0**-8 / err == pytest.approx(44, abs=1)
+
+
+def test_lazy_rescale_claim():
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(128, 8192)) * 2.0
+    values = rng.normal(size=(8192, 64))
+    _, eager = mk.lazy_rescale_attention(scores, values, 0.0, 128)
+    lazy_out, lazy = mk.lazy_rescale_attention(scores, values, 8.0, 128)
+    assert lazy == 0 < eager
+    np.testing.assert_allclose(lazy_out, mk.softmax(scores) @ values, rtol=0, atol=1e-12)
+
+
+def test_document_mask_tiles():
+    lengths = [300, 120, 500, 104]
+    doc = np.repeat(np.arange(4), lengths)
+    allowed = (doc[:, None] == doc[None, :]) & np.tri(1024, dtype=bool)  # document-causal mask, written out
+    tiles = allowed.reshape(8, 128, 8, 128).any(axis=(1, 3))
+    assert int(tiles.sum()) == 22
+    assert int(np.tri(8, dtype=bool).sum()) == 36
+
+
+def test_sage_smoothing_claim():
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(256, 128))
+    k = rng.normal(size=(1024, 128))
+    k[:, 5] += 20.0
+    exact = q @ k.T
+    plain = np.abs(mk.int8_scores(q, k, 64, 64, smooth_k=False) - exact).mean()
+    smooth = np.abs(mk.int8_scores(q, k, 64, 64, smooth_k=True) - exact).mean()
+    assert round(plain / smooth) == 4
+
+
+def test_split_cap_occupancy_claim():
+    h100 = mk.GPUS["h100-sxm"]
+    slots, items = 2 * 132, 8  # two thread blocks per SM on 132 SMs; batch 1 x 8 KV heads
+    assert h100.num_sms == 132
+    free = mk.split_kv_heuristic(items, slots, 8192 // 128)
+    assert free == 32
+    assert items * 32 / (slots * -(-items * 32 // slots)) == pytest.approx(0.970, abs=5e-4)
+    assert items * 16 / slots == pytest.approx(0.485, abs=5e-4)
