@@ -11,6 +11,7 @@ module is placed on purpose, never silently left out of `make check`.
 UNIT = frozenset({
     "test_article_numbers.py",
     "test_attention.py",
+    "test_attention_design.py",
     "test_benchmark_decode.py",
     "test_cache.py",
     "test_chapter_chains.py",
@@ -48,6 +49,7 @@ UNIT = frozenset({
     "test_plots_positions.py",
     "test_plots_serving.py",
     "test_positions.py",
+    "test_position_family.py",
     "test_prefix_cache.py",
     "test_presets.py",
     "test_quantization.py",
