@@ -85,7 +85,8 @@ from .positions import alibi_bias, alibi_slopes
 from .rope_scaling import rope_inv_freq, stretch_per_pair, yarn_mscale
 from .attention_design import (LAYER_TYPES, additive_scores, bilinear_scores, layer_complexity, score_flops,
                                sigmoid_attention, sparsemax)
-from .position_family import (PHI35_MINI_LONGROPE, ROPE_LAYOUTS, LongRopeConfig, RopeLayout, learned_position_params,
+from .position_family import (LEARNED_TABLES, PHI35_MINI_LONGROPE, ROPE_LAYOUTS, LearnedPositionTable, LongRopeConfig,
+                              RopeLayout, learned_position_params,
                               llama4_attention_scale, longrope_inv_freq, rope_layer_mask, shaw_relative_index,
                               slowest_wavelength, t5_bucket_ranges, t5_relative_bucket)
 from .serving import (

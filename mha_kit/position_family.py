@@ -314,3 +314,32 @@ _LAYOUTS = (
 
 #: Read-only table of the RoPE layouts the chapter compares.
 ROPE_LAYOUTS = {layout.name: layout for layout in _LAYOUTS}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearnedPositionTable:
+    """A model with a learned absolute position table, ``max_positions`` rows of ``d_model``."""
+
+    name: str  # key of LEARNED_TABLES
+    title: str  # "BERT-base"
+    max_positions: int  # config max_position_embeddings
+    d_model: int  # hidden_size
+    cite: str  # references.bib key(s)
+    source: str  # where the numbers were read
+
+    @property
+    def params(self) -> int:
+        """Parameters of the table: ``max_positions * d_model``."""
+        return learned_position_params(self.max_positions, self.d_model)
+
+
+_BERT = ("BERT paper arXiv:1810.04805 sec. 3 (H = 768 base, 1024 large) and App. A.2 (512-token sequences); "
+         "transformers BertConfig default max_position_embeddings 512")
+
+#: BERT's learned tables (GPT-2's is read from ``MODEL_FACTS["gpt2"]``: ``context_length`` x ``d_model``).
+LEARNED_TABLES = {
+    "bert-base": LearnedPositionTable(name="bert-base", title="BERT-base", max_positions=512, d_model=768,
+                                      cite="devlin2019bert,hfbertconfig", source=_BERT),
+    "bert-large": LearnedPositionTable(name="bert-large", title="BERT-large", max_positions=512, d_model=1024,
+                                       cite="devlin2019bert,hfbertconfig", source=_BERT),
+}
