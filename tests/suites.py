@@ -16,6 +16,8 @@ UNIT = frozenset({
     "test_cache.py",
     "test_chapter_chains.py",
     "test_chapter_map.py",
+    "test_chapter_position_encodings.py",
+    "test_chapter_why_attention.py",
     "test_chapters_read_records.py",
     "test_chapters_rope_sinks.py",
     "test_chapters_serving_heads.py",
