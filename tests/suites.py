@@ -48,6 +48,7 @@ UNIT = frozenset({
     "test_plots_context.py",
     "test_plots_cost.py",
     "test_plots_decode.py",
+    "test_plots_family.py",
     "test_plots_positions.py",
     "test_plots_serving.py",
     "test_positions.py",
