@@ -89,6 +89,12 @@ from .latent import (
 from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
 from .positions import alibi_bias, alibi_slopes
 from .rope_scaling import rope_inv_freq, stretch_per_pair, yarn_mscale
+from .attention_design import (LAYER_TYPES, additive_scores, bilinear_scores, layer_complexity, score_flops,
+                               sigmoid_attention, sparsemax)
+from .position_family import (LEARNED_TABLES, PHI35_MINI_LONGROPE, ROPE_LAYOUTS, LearnedPositionTable, LongRopeConfig,
+                              RopeLayout, learned_position_params,
+                              llama4_attention_scale, longrope_inv_freq, rope_layer_mask, shaw_relative_index,
+                              slowest_wavelength, t5_bucket_ranges, t5_relative_bucket)
 from .serving import (
     BlockPool,
     CacheSlots,
