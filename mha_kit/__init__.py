@@ -40,6 +40,7 @@ from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work
 from .hardware import LINKS, NODES, Link, Node
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
+from .moe import experts_touched
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,
                        soft_cap, soft_cap_grad, softmax_in_format, storage_dtype)
 from .counting import (

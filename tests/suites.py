@@ -37,6 +37,7 @@ UNIT = frozenset({
     "test_masks.py",
     "test_nbval_kernels.py",
     "test_notebooks_contain_article_figures.py",
+    "test_moe.py",
     "test_numerics.py",
     "test_pipeline.py",
     "test_offline_site.py",
