@@ -37,6 +37,7 @@ UNIT = frozenset({
     "test_masks.py",
     "test_nbval_kernels.py",
     "test_notebooks_contain_article_figures.py",
+    "test_chapter_corrections35.py",
     "test_moe.py",
     "test_numerics.py",
     "test_pipeline.py",
@@ -65,6 +66,7 @@ UNIT = frozenset({
 
 FULL = frozenset({
     "test_benchmark.py",  # runs the decode benchmark script
+    "test_chapter_decode_benchmark_no_numba.py",  # executes the chapter with numba unimportable
     "test_course_folders.py",
     "test_exercises_book.py",
     "test_exercises_format.py",
