@@ -14,12 +14,14 @@ latent, absorbed form), through three paths on the same caches:
 Each step is judged against two roofs measured in the same run, round by round beside the steps:
 
 * classic: a STREAM-style copy (reads and writes) and a large square float32 GEMM;
-* achievable: a read-only stream (what reading a KV cache needs) and the rate of the step's own
-  products on a block in cache, by the faster of BLAS and the fused kernel.
+* achievable: a read-only stream (what reading a KV cache needs), the best of several streaming
+  reads (NumPy's sums, BLAS's matrix-vector products, the fused kernel's own loop), and the rate of
+  the step's own products on a block in cache, by the faster of BLAS and the fused kernel.
 
-A roof is an upper bound, so each roof is the best of its rounds, printed with its spread; the
-steps are judged on their medians. A step faster than its roof means the roof was measured low:
-the report then says so instead of giving a verdict.
+A roof is an upper bound, so each roof is the best of its rounds (and of its kernels), printed with
+its spread; the steps are read on their medians. The last line gives each path's fraction of its
+achievable roof and what bounds that roof (bytes or products), not a pass or a fail. A step faster
+than its roof means the roof was measured low: the report then says so instead.
 
     python benchmarks/decode_benchmark.py                 # full run, a few minutes on 2 quiet cores
     python benchmarks/decode_benchmark.py --quick         # small contexts, five rounds
@@ -61,14 +63,15 @@ from mha_kit import roofline  # noqa: E402
 FULL_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
 QUICK_CONTEXTS = (256, 512)
 MIN_REPEATS = 5  # every figure is the median of at least this many rounds
-TARGET_CONTEXT = 32768
-TARGET_ACHIEVABLE = 0.70  # every variant: fraction of its achievable roof's speed at 32K
-TARGET_READ = 0.70  # MHA on the NumPy path: fraction of the read-bandwidth roof's speed at 32K
+REPORT_CONTEXT = 32768  # the context whose fractions of the roofs the last line reports
+BOUND_NAMES = {"memory": "bytes", "compute": "products"}  # what sets an achievable roof, as the report says it
 PATHS = ("numpy", "fused", "torch")  # the baseline, the fused kernel, the peer
 PEER_SKIPS_MLA = ("MLA: no peer row; with values narrower than keys, sdpa falls back to its math kernel, which "
                   "copies the one latent head to all 64 query heads (9 GB at 32K tokens)")
 FUSED_CACHE_BYTES = 2 << 20  # the fused kernel's products "in cache": a cache of about 2 MiB, read again and again
 FIT_FROM = 8192  # contexts used for the linear fit of time against bytes
+READ_PREFIX = "read_bandwidth "  # the streaming reads measured each round; the roof is their best
+READ_ROW = 1024  # numbers per row of the matrix-vector read
 PRODUCT_FLOPS = 1 << 26  # FLOPs per thread in one timing of a variant's isolated products
 PRODUCT_TOKENS = 4096  # longest block the products are timed on: 2 MiB of float32 keys of 128
 COLUMNS = ("context", "variant", "path", "kernel", "layout", "kv_bytes", "macs", "median_s", "spread", "gb_per_s",
@@ -117,6 +120,41 @@ def read_stream(pool, threads, nbytes):
     src = np.ones(nbytes // 4, dtype=np.float32)
     sums = [lambda a=a, b=b: src[a:b].sum() for a, b in _thread_slices(src.size, threads)]
     return lambda: src.nbytes / run_times(lambda: on_threads(pool, sums), 1, 0)[0]
+
+
+def read_gemv(pool, threads, nbytes):
+    """One read-only pass as BLAS matrix-vector products, (rows, 1024) @ (1024,) per thread; bytes/s."""
+    src = np.ones((nbytes // 4 // READ_ROW, READ_ROW), dtype=np.float32)  # (rows, 1024)
+    ones = np.ones(READ_ROW, dtype=np.float32)
+    products = [lambda a=a, b=b: src[a:b] @ ones for a, b in _thread_slices(src.shape[0], threads)]
+    return lambda: src.nbytes / run_times(lambda: on_threads(pool, products), 1, 0)[0]
+
+
+def read_fused(threads, nbytes):
+    """One read-only pass by the fused kernel's own streaming loop (numba threads); bytes/s."""
+    src = np.ones(nbytes // 4, dtype=np.float32)
+    fd.stream_read(src, num_threads=threads)  # compiled before the first timing
+    return lambda: src.nbytes / run_times(lambda: fd.stream_read(src, num_threads=threads), 1, 0)[0]
+
+
+def read_probes(pool, threads, nbytes):
+    """The streaming reads whose best round is the read-bandwidth roof: NumPy sums, BLAS gemv, fused (with numba)."""
+    probes = {f"{READ_PREFIX}sum": read_stream(pool, threads, nbytes), f"{READ_PREFIX}gemv": read_gemv(pool, threads, nbytes)}
+    if not fd.MISSING:
+        probes[f"{READ_PREFIX}fused"] = read_fused(threads, nbytes)
+    return probes
+
+
+def with_read_roof(rates):
+    """``rates`` plus ``read_bandwidth``: in each round, the fastest of the streaming reads.
+
+    A roof is an upper bound only if it is the best of kernels that read as fast as the machine can,
+    so the read-bandwidth roof is the best of several reads, not of one formulation of it.
+    """
+    readers = [values for name, values in rates.items() if name.startswith(READ_PREFIX)]
+    if not readers:
+        return dict(rates)
+    return dict(rates) | {"read_bandwidth": [max(round_) for round_ in zip(*readers)]}
 
 
 def gemm_rate(pool, threads, size):
@@ -298,13 +336,13 @@ def time_rounds(probes, steps, repeats, warmup):
 
 
 def roof_probes(pool, threads, quick, kernels, inputs=None, context=None):
-    """The roofs measured each round: copy, read, GEMM, and each variant's products (BLAS, and fused).
+    """The roofs measured each round: copy, the streaming reads, GEMM, and each variant's products (BLAS, and fused).
 
     With ``inputs`` (each variant's cache) and ``context``, also each variant's BLAS products
     streamed over that cache (:func:`streamed_products`), for the overlap line.
     """
     nbytes = (16 if quick else 512) << 20
-    probes = {"copy_bandwidth": copy_stream(pool, threads, nbytes), "read_bandwidth": read_stream(pool, threads, nbytes),
+    probes = {"copy_bandwidth": copy_stream(pool, threads, nbytes), **read_probes(pool, threads, nbytes),
               "gemm_flop_rate": gemm_rate(pool, threads, 256 if quick else 2048)}
     for label, cfg in roofline.benchmark_variants().items():
         probes[f"products {label}"] = product_rate(pool, threads, cfg, kernels[label])  # kernels: label -> choice
@@ -378,42 +416,46 @@ def linear_fit(rows, variant, path="numpy", from_context=FIT_FROM):
     return 1 / slope, float(r2)
 
 
-def summary_lines(rows, target_context=TARGET_CONTEXT):
-    """PASS/FAIL per target at ``target_context``, GQA-8's speed-up explained, and the verdict last.
+def summary_lines(rows, context=REPORT_CONTEXT):
+    """What each path reached at ``context``: its fraction of its achievable roof and what bounds that roof.
 
-    The verdict is replaced by "roof measured low, rerun" when any step beat its achievable roof.
+    No pass or fail: a roof is what this machine allows, and a fraction of it says how far a kernel
+    is from it and why (bytes or products), not whether it met a number of ours. The last line
+    sums them up, or says "roof measured low, rerun" when any step beat its achievable roof, since
+    the fractions then mean little.
     """
     low = roof_low_lines(rows)
-    at = {(r["variant"], r["path"]): r for r in rows if r["context"] == target_context}
+    at = {(r["variant"], r["path"]): r for r in rows if r["context"] == context}
     if not at:
-        return low + [f"targets: not checked (no {target_context:,}-token run; use the full benchmark)"]
-    checks = fused_checks(at, target_context) + peer_checks(at, target_context)
-    mha = at[("MHA", "numpy")]["read_fraction"]
-    checks.append((f"MHA (numpy) at {target_context:,}: {mha:.0%} of the read-bandwidth roof's speed "
-                   f"(target {TARGET_READ:.0%})", mha >= TARGET_READ))
-    lines = [f"{'PASS' if ok else 'FAIL'}  {text}" for text, ok in checks]
-    lines += [gqa_speedup_line(at, path) for path in PATHS if ("GQA-8", path) in at]
-    failed = sum(not ok for _, ok in checks)
+        return low + [f"fractions of the roofs: not reported (no {context:,}-token run; use the full benchmark)"]
+    lines = [peer_line(v, r) for (v, path), r in at.items() if path == "fused" and r["vs_torch"] != ""]
+    lines += [read_line(at[("MHA", "numpy")])] if ("MHA", "numpy") in at else []
+    lines += [gqa_speedup_line(at, path) for path in PATHS if ("GQA-8", path) in at and ("MHA", path) in at]
     if low:
         return lines + low + [f"roof measured low, rerun: {len(low)} step(s) faster than their achievable roof"]
-    return lines + ["targets met: all" if not failed else f"targets NOT met: {failed} of {len(checks)} failed"]
+    return lines + [bounds_line(at, context)]
 
 
-def fused_checks(at, target_context):
-    """(text, passed): the fused kernel at ``TARGET_ACHIEVABLE`` of each variant's achievable roof."""
-    variants = roofline.benchmark_variants()
-    if not any(path == "fused" for _, path in at):
-        return [(f"fused kernel at {target_context:,}: not run ({fd.MISSING})", False)]
-    return [(f"{v} (fused) at {target_context:,}: {at[(v, 'fused')]['achievable_fraction']:.0%} of its achievable "
-             f"roof's speed (target {TARGET_ACHIEVABLE:.0%})", at[(v, "fused")]["achievable_fraction"] >= TARGET_ACHIEVABLE)
-            for v in variants]
+def bounds_line(at, context):
+    """One line: per variant, each path's fraction of its achievable roof, and what sets that roof."""
+    parts = []
+    for v in roofline.benchmark_variants():
+        paths = [(path, at[(v, path)]) for path in PATHS if (v, path) in at]
+        if paths:
+            bound = BOUND_NAMES[paths[0][1]["achievable_limited_by"]]
+            parts.append(f"{v} ({bound}) " + ", ".join(f"{path} {r['achievable_fraction']:.0%}" for path, r in paths))
+    return f"at {context:,} tokens, each path's share of its achievable roof (what bounds the roof): " + "; ".join(parts)
 
 
-def peer_checks(at, target_context):
-    """(text, passed): the fused kernel not slower than the peer, for each variant the peer ran."""
-    return [(f"{v} (fused) at {target_context:,}: {r['vs_torch']:.2f}x the speed of PyTorch's sdpa "
-             f"(target: not slower)", r["vs_torch"] >= 1) for (v, path), r in at.items()
-            if path == "fused" and r["vs_torch"] != ""]
+def peer_line(variant, r):
+    """The fused kernel's speed as a ratio to the peer's, for one variant."""
+    return f"INFO  {variant} (fused) at {r['context']:,}: {r['vs_torch']:.2f}x the speed of PyTorch's sdpa"
+
+
+def read_line(r):
+    """MHA on the NumPy path, the variant that only streams, against the read-bandwidth roof alone."""
+    return (f"INFO  MHA (numpy) at {r['context']:,}: {r['read_fraction']:.0%} of the read-bandwidth roof's speed "
+            "(the best streaming read of the run)")
 
 
 def roof_low_lines(rows):
@@ -503,6 +545,7 @@ def main(argv=None):
     machine = host.describe(args.threads) | host.blas_record(INHERITED_VARIABLES) | libraries()
     with ThreadPoolExecutor(args.threads) as pool:
         kernels, times, rates = run(pool, args, contexts, repeats)
+    rates = with_read_roof(rates)
     roofs = best_roofs(rates)
     machine.update(load_average_end=host.load_average(), rounds=repeats, roofs=roofs,
                    roof_median={name: float(np.median(r)) for name, r in rates.items()},
@@ -530,7 +573,7 @@ def run(pool, args, contexts, repeats):
 
 
 def report_lines(machine, rows):
-    """What the run prints: machine and its BLAS, roofs with their spread, the table, fits, overlap, targets."""
+    """What the run prints: machine and its BLAS, roofs with their spread, the table, fits, overlap, fractions."""
     return (header_lines(machine) + roof_lines(machine) + [format_table(rows)] + fit_lines(rows)
             + overlap_lines(rows, machine["roofs"]) + peer_lines(machine) + summary_lines(rows))
 
@@ -558,8 +601,10 @@ def roof_lines(machine):
                          + (f" fused {rate(f'fused products {label}', 'GFLOP/s')}"
                             if f"fused products {label}" in roofs else "")
                          for label in roofline.benchmark_variants())
+    readers = {name[len(READ_PREFIX):]: roofs[name] for name in roofs if name.startswith(READ_PREFIX)}
+    best = f", {max(readers, key=readers.get)} of {', '.join(readers)}" if readers else ""
     return [f"roofs, best of {machine['rounds']} rounds (IQR/median of the rounds): read bandwidth "
-            f"{rate('read_bandwidth')}, copy bandwidth {rate('copy_bandwidth')}, float32 GEMM "
+            f"{rate('read_bandwidth')}{best}, copy bandwidth {rate('copy_bandwidth')}, float32 GEMM "
             f"{rate('gemm_flop_rate', 'GFLOP/s')}, classic ridge point "
             f"{roofs['gemm_flop_rate'] / roofs['copy_bandwidth']:.1f} FLOP/byte",
             f"decode products in cache: {products}"]

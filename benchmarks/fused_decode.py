@@ -244,6 +244,39 @@ def fused_decode_attention(q, k_cache, v_cache, *, length=None, num_threads=None
     return merge_states(row_max, row_sum, acc).reshape(h, d_v)
 
 
+@_jit(parallel=True)
+def _chunk_sums(chunks):
+    """One float32 sum per row of ``chunks`` (rows, n), the rows shared by numba's threads: a pure streaming read."""
+    sums = np.empty(chunks.shape[0], dtype=np.float32)
+    for c in prange(chunks.shape[0]):
+        total = np.float32(0)
+        for x in chunks[c]:
+            total += x
+        sums[c] = total
+    return sums
+
+
+def stream_read(x, *, num_threads=None, chunks=64):
+    """Sum a C-contiguous float32 array in ``chunks`` slices, the way the fused kernel reads a cache.
+
+    The benchmark's read-bandwidth roof takes the best of several streaming reads (NumPy's sums,
+    BLAS's matrix-vector product, and this one), so that no decode step that only streams can beat it.
+
+    Returns
+    -------
+    float
+        The sum of every element (float32 partial sums), only so that the reads cannot be skipped.
+    """
+    if MISSING:
+        raise RuntimeError(MISSING)
+    x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+    if x.size % chunks:
+        raise ValueError(f"the array's {x.size} numbers must split into {chunks} equal chunks")
+    if num_threads:
+        numba.set_num_threads(num_threads)
+    return float(_chunk_sums(x.reshape(chunks, -1)).sum())  # (chunks, size / chunks)
+
+
 def default_splits(h_kv, s, threads):
     """Slices per KV head: enough (KV head, slice) pairs for two per thread, none below ``SPLIT_MIN_TOKENS``."""
     wanted = -(-2 * threads // h_kv)  # MQA on 2 cores: 4 slices; GQA-8: 1

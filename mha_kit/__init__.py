@@ -46,6 +46,7 @@ from .parallel import (all_reduce_bytes_per_gpu, causal_pairs_per_rank, kv_cache
                        kv_elements_per_token_per_gpu, kv_heads_per_gpu, ring_attention_bytes, ring_overlap_min_tokens)
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
+from .moe import experts_touched
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,
                        soft_cap, soft_cap_grad, softmax_in_format, storage_dtype)
 from .counting import (

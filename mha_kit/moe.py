@@ -12,6 +12,8 @@ chose. Under uniform, independent routing the expected number of distinct expert
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .config import check_positive_int
@@ -24,14 +26,23 @@ def experts_touched(num_tokens, num_experts, top_k) -> float:
     """Expected distinct experts ``n`` tokens touch, each routed to ``top_k`` of ``num_experts``.
 
     ``E * (1 - (1 - k / E) ** n)`` under uniform routing: 8 for one DeepSeek-V3 token (``E = 256``,
-    ``k = 8``), about 37.6 for five, about 163 for 32. Real routers are not uniform, so a real batch
-    touches fewer distinct experts than this; it is the planning estimate.
+    ``k = 8``), about 37.6 for five (a verification of 4 drafts), about 163 for 32; 0 for no token.
+    Real routers are not uniform, so a real batch touches fewer distinct experts than this; it is
+    the planning estimate. Shared experts, read by every token, are not counted.
+
+    Book: chapters "Speculative decoding and the KV cache" and "Mixture-of-experts serving".
     """
-    n, e, k = (check_positive_int(name, value) for name, value in
-               (("num_tokens", num_tokens), ("num_experts", num_experts), ("top_k", top_k)))
+    n = _check_count("num_tokens", num_tokens, 0)
+    e, k = _check_count("num_experts", num_experts, 1), _check_count("top_k", top_k, 1)
     if k > e:
         raise ValueError(f"top_k ({k}) must not exceed num_experts ({e})")
     return e * (1.0 - (1.0 - k / e) ** n)
+
+
+def _check_count(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
 
 
 def _check_moe(facts):

@@ -47,6 +47,9 @@ UNIT = frozenset({
     "test_mla_cost.py",
     "test_nbval_kernels.py",
     "test_notebooks_contain_article_figures.py",
+    "test_chapter_corrections35.py",
+    "test_moe.py",
+    "test_moe_routing.py",
     "test_numerics.py",
     "test_parallel.py",
     "test_moe.py",
@@ -81,6 +84,7 @@ UNIT = frozenset({
 
 FULL = frozenset({
     "test_benchmark.py",  # runs the decode benchmark script
+    "test_chapter_decode_benchmark_no_numba.py",  # executes the chapter with numba unimportable
     "test_course_folders.py",
     "test_exercises_book.py",
     "test_exercises_format.py",

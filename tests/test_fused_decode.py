@@ -92,6 +92,16 @@ def test_fused_errors():
         fd.fused_decode_attention(q, k, np.ones((2, 5, 2), dtype=np.float32))
 
 
+@needs_numba
+@pytest.mark.parametrize("threads", [1, 2])
+def test_stream_read_sums_every_number(threads):
+    """The fused kernel's streaming read (one of the read-bandwidth roof's candidates) reads all of it."""
+    x = np.arange(64 * 50, dtype=np.float32) % 7  # small integers: the float32 sum is exact
+    assert fd.stream_read(x, num_threads=threads) == float(x.astype(np.float64).sum())
+    with pytest.raises(ValueError, match=r"^the array's 100 numbers must split into 64 equal chunks$"):
+        fd.stream_read(np.ones(100, dtype=np.float32))
+
+
 def test_default_splits_give_every_thread_two_slices():
     assert fd.default_splits(h_kv=1, s=32768, threads=2) == 4  # MQA and MLA: the context split in four
     assert fd.default_splits(h_kv=8, s=32768, threads=2) == 1  # GQA-8: the heads suffice
@@ -118,3 +128,5 @@ def test_without_numba_the_kernel_says_why(monkeypatch):
     assert module.MISSING.endswith("pip install -r requirements-bench.txt")
     with pytest.raises(RuntimeError, match=r"^numba is not installed \(.*\); pip install -r requirements-bench.txt$"):
         module.fused_decode_attention(np.ones((2, 2)), np.ones((1, 3, 2)), np.ones((1, 3, 2)))
+    with pytest.raises(RuntimeError, match=r"^numba is not installed"):
+        module.stream_read(np.ones(64, dtype=np.float32))
