@@ -107,6 +107,9 @@ from .speculative import rollback_cache, speculative_expected_tokens, speculativ
 from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
                     format_percent)
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
+from .generation import GenerationBytes, generation_bytes, generation_flops
+from .policy import (PreemptionCost, max_concurrent_sequences, preemption_costs, queue_finish_times,
+                     stampede_prefill, static_batches, time_average_in_system, vtc_finish_times)
 
 __version__ = "0.1.0"
 
