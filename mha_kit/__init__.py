@@ -108,7 +108,7 @@ from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, for
                     format_percent)
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 from .generation import GenerationBytes, generation_bytes, generation_flops
-from .policy import (PreemptionCost, max_concurrent_sequences, preemption_costs, queue_finish_times,
+from .policy import (PreemptionCost, block_cache_hits, max_concurrent_sequences, preemption_costs, queue_finish_times,
                      stampede_prefill, static_batches, time_average_in_system, vtc_finish_times)
 
 __version__ = "0.1.0"

@@ -5,6 +5,7 @@
 * :func:`queue_finish_times`: one server and its queue, first come first served, by priority,
   or shortest job first; :func:`vtc_finish_times` the same queue with a virtual token counter
   per client (Sheng et al., "Fairness in Serving Large Language Models", 2024).
+* :func:`block_cache_hits`: prefix reuse under LRU or LFU eviction of hashed blocks.
 * :func:`stampede_prefill`: many requests with the same new prefix at once, prefilled in chunks.
 * :func:`time_average_in_system`: the left side of Little's law, measured on a simulated run.
 
@@ -25,6 +26,7 @@ from .units import elements_to_bytes
 
 QUEUE_POLICIES = ("fcfs", "priority", "sjf")
 STAMPEDE_POLICIES = ("on_schedule", "after_step", "hold_duplicates")
+EVICTION_POLICIES = ("lru", "lfu")
 
 
 def _check_nonneg(name, value):
@@ -225,6 +227,50 @@ def vtc_finish_times(jobs, input_weight=1.0, output_weight=2.0):
         return k
 
     return _serve([j[0] for j in jobs], [j[4] for j in jobs], choose)
+
+
+# --- Eviction: least recently against least frequently used ----------------------------------
+
+def block_cache_hits(requests, capacity_blocks, block_size, policy="lru"):
+    """Prompt tokens each request reuses from a cache of hashed blocks under LRU or LFU eviction.
+
+    A block is named by its whole prefix (as vLLM's chained hashes do). A request reuses the
+    longest run of cached leading full blocks, then all its full blocks are used: their last use
+    becomes now and their use count grows by one. While the cache holds more than
+    ``capacity_blocks``, the block with the smallest key goes, never one of the current request:
+    ``(last use, -depth)`` for ``"lru"`` (the deepest block of the least recent request first, as
+    vLLM frees a request's blocks tail first), ``(use count, last use, -depth)`` for ``"lfu"``.
+
+    Parameters
+    ----------
+    requests : sequence of sequence of int
+        Prompt token ids, in arrival order.
+    capacity_blocks, block_size : int
+    policy : {"lru", "lfu"}
+
+    Returns
+    -------
+    list of int
+        Tokens reused by each request.
+
+    Book: chapter "Scheduling and cache policy".
+    """
+    capacity, size = check_positive_int("capacity_blocks", capacity_blocks), check_positive_int("block_size", block_size)
+    if policy not in EVICTION_POLICIES:
+        raise ValueError(f"policy must be one of {EVICTION_POLICIES}, got {policy!r}")
+    cache, reused = {}, []  # prefix tuple -> [last use, use count, depth]
+    for now, tokens in enumerate(requests):
+        keys = [tuple(tokens[: (i + 1) * size]) for i in range(len(tokens) // size)]  # one per full block
+        hits = next((i for i, k in enumerate(keys) if k not in cache), len(keys))
+        reused.append(hits * size)
+        for depth, k in enumerate(keys):
+            entry = cache.setdefault(k, [now, 0, depth])
+            entry[0], entry[1] = now, entry[1] + 1
+        mine = set(keys)
+        while len(cache) > capacity and len(cache) > len(mine):
+            rank = (lambda e: (e[0], -e[2])) if policy == "lru" else (lambda e: (e[1], e[0], -e[2]))
+            del cache[min((k for k in cache if k not in mine), key=lambda k: rank(cache[k]))]
+    return reused
 
 
 # --- A stampede: many requests with the same new prefix at once ------------------------------

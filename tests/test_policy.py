@@ -2,7 +2,7 @@
 import pytest
 
 import mha_kit as mk
-from mha_kit.policy import (max_concurrent_sequences, preemption_costs, queue_finish_times, stampede_prefill,
+from mha_kit.policy import (block_cache_hits, max_concurrent_sequences, preemption_costs, queue_finish_times, stampede_prefill,
                             static_batches, time_average_in_system, vtc_finish_times)
 
 LLAMA8, H100, PCIE5 = mk.MODEL_FACTS["llama-3-8b"], mk.GPUS["h100-sxm"], mk.LINKS["pcie5-x16"]
@@ -103,7 +103,24 @@ def test_max_concurrent_sequences_by_hand():
     assert max_concurrent_sequences(LLAMA8, H100, 2000) == free // (2000 * 131072)
 
 
+def test_block_cache_lru_against_lfu_hand_worked():
+    # blocks of 2, room for 2 blocks. A is used twice, then B, then C: LRU drops A, LFU keeps it
+    a, b, c = [1, 2], [3, 4], [5, 6]
+    stream = [a, a, b, c, a]
+    assert block_cache_hits(stream, 2, 2, "lru") == [0, 2, 0, 0, 0]  # C evicts A (least recent)
+    assert block_cache_hits(stream, 2, 2, "lfu") == [0, 2, 0, 0, 2]  # C evicts B (used once, older)
+
+
+def test_block_cache_reuses_leading_blocks_only():
+    # the second prompt shares the first block only: its second block differs, its third is not reached
+    assert block_cache_hits([[1, 2, 3, 4, 5, 6], [1, 2, 9, 9, 5, 6]], 10, 2) == [0, 2]
+    # deepest block of the old request goes first under LRU: the shared first block survives
+    assert block_cache_hits([[1, 2, 3, 4], [7, 8], [1, 2, 3, 4]], 2, 2) == [0, 0, 2]
+
+
 def test_errors_name_the_rule():
+    with pytest.raises(ValueError, match="policy must be one of"):
+        block_cache_hits([[1, 2]], 2, 2, "fifo")
     with pytest.raises(ValueError, match="Accelerator and a Link"):
         preemption_costs(LLAMA8, 10, H100, 64e9)
     with pytest.raises(ValueError, match="non-decreasing"):
