@@ -86,10 +86,11 @@ def preemption_costs(facts, context_tokens, gpu, link, dtype="bf16") -> Preempti
 def static_batches(arrivals, max_batch, max_wait_s, batch_seconds):
     """Request-level batching: a batch closes when full or when its oldest request has waited.
 
-    The first waiting request opens a batch; it closes at ``min(arrival of its max_batch-th
-    request, its own arrival + max_wait_s)`` with every request that arrived by then (at most
-    ``max_batch``), runs once the server is free, and takes ``batch_seconds(size)``. A request
-    arriving after the close waits for the next batch.
+    The first waiting request opens a batch. It is ready at ``min(arrival of its max_batch-th
+    request, its own arrival + max_wait_s)`` and starts when it is ready and the server is free,
+    with every request that arrived by the start (at most ``max_batch``): requests queued behind a
+    busy server join the next batch, as in Triton's dynamic batcher. It takes
+    ``batch_seconds(size)``.
 
     Parameters
     ----------
@@ -114,11 +115,11 @@ def static_batches(arrivals, max_batch, max_wait_s, batch_seconds):
     latencies, sizes, free_at, i = [], [], 0.0, 0
     while i < len(times):
         full = times[i + size - 1] if i + size <= len(times) else math.inf
-        close = min(full, times[i] + wait)
+        start = max(min(full, times[i] + wait), free_at)  # closes when full or timed out, runs when free
         j = i
-        while j < len(times) and j - i < size and times[j] <= close:
+        while j < len(times) and j - i < size and times[j] <= start:  # late arrivals join while it waits
             j += 1
-        free_at = max(close, free_at) + batch_seconds(j - i)
+        free_at = start + batch_seconds(j - i)
         latencies += [free_at - a for a in times[i:j]]
         sizes.append(j - i)
         i = j

@@ -30,6 +30,12 @@ def test_static_batches_hand_worked():
     assert latencies == [2.0, 1.0, 2.0, 1.0, 6.0]
 
 
+def test_static_batch_fills_while_the_server_is_busy():
+    # {0} starts at once and runs to t=10; 1, 2 and 3 queue meanwhile and start together at t=10
+    latencies, sizes = static_batches([0, 1, 2, 3], max_batch=4, max_wait_s=0, batch_seconds=lambda b: 10.0)
+    assert sizes == [1, 3] and latencies == [10.0, 19.0, 18.0, 17.0]
+
+
 def test_static_batch_waits_for_a_busy_server():
     # both batches close at once-filled times, the second must wait for the first to end at t=10
     latencies, sizes = static_batches([0, 0, 1, 1], max_batch=2, max_wait_s=0, batch_seconds=lambda b: 10.0)
