@@ -14,6 +14,8 @@ UNIT = frozenset({
     "test_benchmark_decode.py",
     "test_cache.py",
     "test_chapter_chains.py",
+    "test_chapter_kv_cache_basics.py",
+    "test_chapter_scheduler_design.py",
     "test_chapter_map.py",
     "test_chapters_read_records.py",
     "test_chapters_rope_sinks.py",
