@@ -189,7 +189,7 @@ def queue_finish_times(jobs, policy="fcfs"):
 
 
 def vtc_finish_times(jobs, input_weight=1.0, output_weight=2.0):
-    """Finish times under a virtual token counter per client (VTC, Sheng et al. 2024, Alg. 2).
+    """Finish times under a virtual token counter per client (VTC, Sheng et al. 2024, sec. 4).
 
     Each client has a counter of the service it has received, ``input_weight * prompt tokens +
     output_weight * output tokens`` of its served requests. The server picks the waiting request
