@@ -125,6 +125,9 @@ from .backends import (EMPTY, FULL, PARTIAL, POLY_EX2_DEG3, VLLM_BACKEND_FEATURE
                        lazy_rescale_attention, padded_batch_size, quantize_int8_blocks, vllm_capture_sizes)
 from .eviction import cross_layer_cache_bytes, h2o_keep, snapkv_keep, yoco_cache_bytes
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
+from .generation import GenerationBytes, generation_bytes, generation_flops
+from .policy import (PreemptionCost, block_cache_hits, max_concurrent_sequences, preemption_costs, queue_finish_times,
+                     stampede_prefill, static_batches, time_average_in_system, vtc_finish_times)
 
 __version__ = "0.1.0"
 

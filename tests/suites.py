@@ -18,6 +18,8 @@ UNIT = frozenset({
     "test_cache.py",
     "test_chapter_attention_backends.py",
     "test_chapter_chains.py",
+    "test_chapter_kv_cache_basics.py",
+    "test_chapter_scheduler_design.py",
     "test_chapter_map.py",
     "test_chapter_tree_attention.py",
 
@@ -34,6 +36,7 @@ UNIT = frozenset({
     "test_disaggregation.py",
     "test_eviction.py",
     "test_flash.py",
+    "test_generation.py",
     "test_grading_expect.py",
     "test_hardware.py",
     "test_heads.py",
@@ -52,7 +55,6 @@ UNIT = frozenset({
     "test_moe_routing.py",
     "test_numerics.py",
     "test_parallel.py",
-    "test_moe.py",
     "test_deployment.py",
     "test_pipeline.py",
     "test_offline_site.py",
@@ -67,6 +69,8 @@ UNIT = frozenset({
     "test_plots_serving.py",
     "test_positions.py",
     "test_position_family.py",
+
+    "test_policy.py",
     "test_prefix_cache.py",
     "test_presets.py",
     "test_quantization.py",

@@ -1,0 +1,66 @@
+"""The numbers the chapter "The KV cache from zero" states, recomputed with the products written out."""
+import pytest
+
+import mha_kit as mk
+
+L8 = mk.MODEL_FACTS["llama-3-8b"]
+LAYERS, D, H, H_KV, D_H, D_FF, VOCAB = 32, 4096, 32, 8, 128, 14336, 128256  # Llama 3 8B (Meta's config)
+PARAMS_ATTN = D * H * D_H + 2 * D * H_KV * D_H + H * D_H * D
+LINEAR = 2 * LAYERS * (PARAMS_ATTN + 3 * D * D_FF)  # FLOPs per position
+PER_KEY = 4 * LAYERS * H * D_H  # FLOPs per query-key pair
+LOGITS = 2 * VOCAB * D
+KV_PER_TOKEN = LAYERS * 2 * H_KV * D_H * 2  # bytes, bf16
+
+
+def test_record_matches_the_shape_used_here():
+    cfg = L8.config
+    assert (cfg.num_layers, cfg.d_model, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim) == (LAYERS, D, H, H_KV, D_H)
+    assert (L8.intermediate_size, L8.vocab_size) == (D_FF, VOCAB)
+
+
+def test_flops_with_and_without_a_cache_at_1k_plus_1k():
+    p, t = 1024, 1024
+    cached = sum(LINEAR + PER_KEY * i for i in range(1, p + t)) + t * LOGITS  # every position once
+    rerun = sum(LINEAR * n + PER_KEY * n * (n + 1) // 2 for n in range(p, p + t)) + t * LOGITS
+    assert f"{cached / 1e12:,.1f}" == "30.7"  # TFLOP, as printed
+    assert f"{rerun / 1e15:,.1f}" == "22.6"  # PFLOP
+    assert round(rerun / cached) == 735
+    assert cached == mk.generation_flops(L8, p, t) and rerun == mk.generation_flops(L8, p, t, cached=False)
+
+
+def test_bytes_over_a_generation():
+    p, t = 1024, 1024
+    weights = 2 * mk.dense_decoder_params(L8)
+    cache_read = sum((p + k - 1) * KV_PER_TOKEN for k in range(1, t))
+    assert f"{t * weights / 1e12:.1f}" == "16.4"  # TB of weights over 1,024 passes
+    assert f"{cache_read / 1e9:.1f}" == "205.8"  # GB of cache read
+    assert f"{(p + t - 1) * KV_PER_TOKEN / 1e6:.1f}" == "268.3"  # MB written
+    assert round(t * weights / cache_read) == 80
+
+
+def test_one_output_token_saves_nothing():
+    assert mk.generation_flops(L8, 1000, 1, cached=False) == mk.generation_flops(L8, 1000, 1)
+
+
+def test_sequences_that_fit_and_the_preallocated_pool():
+    free = int(0.9 * 80e9) - 2 * mk.dense_decoder_params(L8)
+    assert free // (2048 * KV_PER_TOKEN) == 208 and free // (8192 * KV_PER_TOKEN) == 52
+    assert free // KV_PER_TOKEN == 426_784
+
+
+def test_four_samples_share_the_prompt():
+    prompt, answer, block = 1000, 200, 16
+    unshared = 4 * -(-(prompt + answer) // block)
+    shared = prompt // block + 4 * -(-(prompt % block + answer) // block)  # partial block copied by each
+    assert (unshared, shared) == (300, 114)
+    assert unshared * block * KV_PER_TOKEN == 600 * 2**20 and shared * block * KV_PER_TOKEN == 228 * 2**20
+
+
+def test_interrupted_stream_reuses_whole_blocks():
+    assert (1000 + 300) // 16 * 16 == 1296
+
+
+@pytest.mark.parametrize("length", [1024, 2048, 4096])
+def test_the_saving_doubles_with_the_length(length):
+    ratio = mk.generation_flops(L8, length, length, cached=False) / mk.generation_flops(L8, length, length)
+    assert round(ratio) == {1024: 735, 2048: 1461, 4096: 2887}[length]

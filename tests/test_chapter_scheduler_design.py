@@ -1,0 +1,36 @@
+"""The numbers the chapter "Scheduling and cache policy" states, recomputed by hand."""
+import mha_kit as mk
+
+L8 = mk.MODEL_FACTS["llama-3-8b"]
+KV_PER_TOKEN = 32 * 2 * 8 * 128 * 2  # layers x (K, V) x h_kv x d_h x bf16 bytes
+
+
+def test_swap_against_recompute_at_4k():
+    cache = 4096 * KV_PER_TOKEN
+    assert cache == 512 * 2**20
+    swap_ms = 2 * cache / 64e9 * 1e3  # out and back over PCIe Gen5 x16, 64 GB/s each way
+    recompute_ms = mk.prefill_flops(L8, 4096) / 989e12 * 1e3  # compute-bound at the bf16 peak
+    assert f"{swap_ms:.1f}" == "16.8" and f"{recompute_ms:.1f}" == "62.3"
+
+
+def test_stampede_counts():
+    prefix, own, n = 4000, 100, 16
+    assert prefix + n * own == 5_600  # the prefix once
+    assert 2 * (prefix + own) + (n - 2) * own == 9_600  # two requests in the first step of 8,192 tokens
+    assert 4 * (prefix + own) + (n - 4) * own == 17_600  # four in a step of 16,384
+    assert mk.stampede_prefill(n, prefix, own, 16, 8192, "after_step")[0] == 9_600
+
+
+def test_hosted_cache_prices():
+    prefix, calls = 10_000, 20
+    assert f"{100 * (1.25 + 19 * 0.1) / 20:.1f}" == "15.8"  # Anthropic, 5-minute writes
+    assert f"{100 * (2.0 + 19 * 0.1) / 20:.1f}" == "19.5"  # 1-hour writes
+    hit = 1024 + (prefix - 1024) // 128 * 128
+    assert hit == 9_984
+    assert f"{100 * (prefix + 19 * (0.1 * hit + prefix - hit)) / (calls * prefix):.1f}" == "14.6"
+
+
+def test_littles_law_ceilings():
+    n_fit = (int(0.9 * 80e9) - 2 * mk.dense_decoder_params(L8)) // (1200 * KV_PER_TOKEN)
+    assert n_fit == 355
+    assert round(989e12 / mk.generation_flops(L8, 1000, 200)) == 57
