@@ -106,6 +106,12 @@ from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep
 from .speculative import rollback_cache, speculative_expected_tokens, speculative_speedup, speculative_step
 from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
                     format_percent)
+from .sparse_patterns import (bigbird_block_mask, document_windows, longformer_mask, lsh_bucket_mask, lsh_buckets,
+                              mask_density, prefix_lm_mask, shifted_sparse_masks, strided_masks)
+from .ssm import (HYBRID_MODELS, WKV_FORMS, HybridModel, favor_features, gated_deltanet_state_elements,
+                  mamba2_state_bytes, mamba2_state_elements, mamba_state_bytes, mamba_state_elements,
+                  orthogonal_gaussian, performer_attention, rwkv_wkv, selective_scan, selective_scan_parallel,
+                  selective_scan_step, ssd_mask, ssd_quadratic)
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 
 __version__ = "0.1.0"
