@@ -47,6 +47,7 @@ UNIT = frozenset({
     "test_plots_decode.py",
     "test_plots_positions.py",
     "test_plots_serving.py",
+    "test_plots_sparse.py",
     "test_positions.py",
     "test_prefix_cache.py",
     "test_presets.py",
