@@ -106,6 +106,8 @@ from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep
 from .speculative import rollback_cache, speculative_expected_tokens, speculative_speedup, speculative_step
 from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
                     format_percent)
+from .long_context_eval import (RULER_LENGTHS, RULER_RESULTS, RULER_THRESHOLD, RulerResult, derived_max_model_len,
+                                effective_length)
 from .sparse_patterns import (bigbird_block_mask, document_windows, longformer_mask, lsh_bucket_mask, lsh_buckets,
                               mask_density, prefix_lm_mask, shifted_sparse_masks, strided_masks)
 from .ssm import (HYBRID_MODELS, WKV_FORMS, HybridModel, favor_features, gated_deltanet_state_elements,

@@ -34,6 +34,7 @@ UNIT = frozenset({
     "test_latent.py",
     "test_layers.py",
     "test_linear_attention.py",
+    "test_long_context_eval.py",
     "test_masks.py",
     "test_nbval_kernels.py",
     "test_notebooks_contain_article_figures.py",
