@@ -110,7 +110,8 @@ from .long_context_eval import (RULER_LENGTHS, RULER_RESULTS, RULER_THRESHOLD, R
                                 effective_length)
 from .sparse_patterns import (bigbird_block_mask, document_windows, longformer_mask, lsh_bucket_mask, lsh_buckets,
                               mask_density, prefix_lm_mask, shifted_sparse_masks, strided_masks)
-from .ssm import (HYBRID_MODELS, WKV_FORMS, HybridModel, favor_features, gated_deltanet_state_elements,
+from .ssm import (HYBRID_MODELS, NEMOTRON_H_8B_PATTERN, WKV_FORMS, HybridModel, associative_recall_error,
+                  favor_features, gated_deltanet_state_elements,
                   mamba2_state_bytes, mamba2_state_elements, mamba_state_bytes, mamba_state_elements,
                   orthogonal_gaussian, performer_attention, rwkv_wkv, selective_scan, selective_scan_parallel,
                   selective_scan_step, ssd_mask, ssd_quadratic)

@@ -267,8 +267,7 @@ def rwkv_wkv(w, u, k, v, form="recurrent"):
     ``wkv_t = (sum_{i<t} e^{-(t-1-i) w + k_i} v_i + e^{u + k_t} v_t) / (same sums without v)``
     (Peng et al. 2023, sec. 3.1.2). ``"recurrent"`` carries two vectors of ``d`` numbers (the
     numerator and denominator sums) from token to token; ``"parallel"`` forms all ``T x T``
-    weights. No max-subtraction here: inputs must be modest (the CUDA kernel keeps a running
-    maximum as a third vector).
+    weights. No max-subtraction here, so inputs must be modest.
 
     Parameters
     ----------
@@ -389,3 +388,26 @@ HYBRID_MODELS = {
         "Qwen/Qwen3-Next-80B-A3B-Instruct config.json: 48 layers, full_attention_interval 4, 2 KV heads of "
         "256; linear_num_key_heads 16, linear_num_value_heads 32, key and value head dim 128, conv kernel 4"),
 }
+
+
+#: Nemotron-H 8B's layer pattern, the default ``hybrid_override_pattern`` of ``NemotronHConfig``
+#: (vLLM vllm/transformers_utils/configs/nemotron_h.py): M = Mamba-2, * = attention, - = MLP.
+NEMOTRON_H_8B_PATTERN = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+
+
+def associative_recall_error(num_pairs, dim, seed=0) -> float:
+    """How well a fixed ``dim x dim`` state recalls ``num_pairs`` key-value pairs written into it.
+
+    Writes ``S = sum_i k_i v_i^T`` with random unit keys and random values (the state of linear
+    attention, or of an SSM without decay), reads ``k_j^T S`` back for every key and returns the
+    relative error ``|V_hat - V| / |V|``. With at most ``dim`` orthogonal keys recall would be exact;
+    random keys interfere, and past ``dim`` pairs the state cannot hold them all.
+    """
+    n, d = check_positive_int("num_pairs", num_pairs), check_positive_int("dim", dim)
+    rng = np.random.default_rng(seed)
+    keys = rng.normal(size=(n, d))
+    keys /= np.linalg.norm(keys, axis=1, keepdims=True)  # (n, d) unit keys
+    values = rng.normal(size=(n, d))
+    state = keys.T @ values  # (d, n) @ (n, d) -> (d, d): the whole memory
+    recalled = keys @ state  # (n, d) @ (d, d) -> (n, d)
+    return float(np.linalg.norm(recalled - values) / np.linalg.norm(values))

@@ -134,6 +134,18 @@ def test_pure_ssm_state_does_not_grow():
     assert mamba.cache_bytes(4096) == mamba.cache_bytes(131072) == 64 * 2 * 97_280
 
 
+def test_nemotron_pattern_has_four_attention_layers_of_52():
+    pattern = mk.NEMOTRON_H_8B_PATTERN
+    assert len(pattern) == 52 and pattern.count("*") == 4 and pattern.count("M") == 24 and pattern.count("-") == 24
+
+
+def test_recall_is_exact_for_one_pair_and_degrades_past_the_state_size():
+    assert mk.associative_recall_error(1, 16) < 1e-12  # a unit key reads its own value back exactly
+    errors = [mk.associative_recall_error(n, 64) for n in (8, 64, 512)]
+    assert errors[0] < errors[1] < errors[2]
+    assert errors[2] > 2  # eight pairs per dimension: the readout is dominated by the others
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: mk.selective_scan(np.ones((3, 2)), np.ones((3, 3)), -np.ones((2, 4)), np.ones((3, 4)),
                                np.ones((3, 4))), "expected x and delta of shape"),
@@ -151,6 +163,7 @@ def test_pure_ssm_state_does_not_grow():
     (lambda: mk.mamba2_state_elements(100, headdim=64), "must be divisible by headdim"),
     (lambda: mk.mamba_state_elements(2560, d_state=0), "d_state must be a positive integer"),
     (lambda: mk.HYBRID_MODELS["jamba-v0.1"].cache_bytes(0), "context_len must be a positive integer"),
+    (lambda: mk.associative_recall_error(0, 4), "num_pairs must be a positive integer"),
 ])
 def test_errors_name_the_rule(call, match):
     with pytest.raises(ValueError, match=match):
