@@ -27,11 +27,11 @@ def test_in_the_toc_with_its_labels():
         assert f"({CHAPTER}-{label})=\n#" in text, label
 
 
-def test_interview_box_is_tagged_and_one_png_figure_with_alt_text():
+def test_interview_box_is_tagged_and_two_png_figures_with_alt_text():
     text = "\n".join(markdown(CHAPTER))
     box = text[text.index("```{admonition} In the interview"):]
     assert re.search(r":class: tip\n\*\*\[[EMH]\] ", box)
-    assert png_figures(CHAPTER) == 1
+    assert png_figures(CHAPTER) == 2  # the sparse patterns, causal against prefix-LM
 
 
 def test_nothing_on_stderr():
