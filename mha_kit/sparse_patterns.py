@@ -9,7 +9,7 @@ the scores a kernel that skips the rest computes (:func:`mask_density` against `
 * :func:`bigbird_block_mask`: blocks of tokens; each query block reads its neighbouring blocks,
   the global blocks and a few random blocks (BigBird, Zaheer et al. 2020, sec. 2 and app. D);
 * :func:`strided_masks`: the two heads of the Sparse Transformer's strided pattern, a local one
-  and one that reads every ``stride``-th earlier token (Child et al. 2019, sec. 4.2);
+  and one that reads every ``stride``-th earlier token (Child et al. 2019, sec. 4.2-4.3);
 * :func:`lsh_buckets`, :func:`lsh_bucket_mask`: Reformer's angular hashing; a query reads the keys
   of its own bucket (Kitaev et al. 2020, sec. 3);
 * :func:`shifted_sparse_masks`: LongLoRA's S²-Attn, attention within groups, half of the heads on
@@ -110,7 +110,7 @@ def strided_masks(n, stride):
     """The Sparse Transformer's strided pattern: two causal heads whose union covers the past.
 
     Head 1 reads the last ``stride`` positions, ``i - stride < j <= i``; head 2 reads every
-    ``stride``-th position back, ``(i - j) % stride == 0`` (sec. 4.2, with ``stride`` near
+    ``stride``-th position back, ``(i - j) % stride == 0`` (sec. 4.3, fig. 3, with ``stride`` near
     ``sqrt(n)``). Two steps, one through each head, connect any two positions.
 
     Returns

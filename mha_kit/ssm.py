@@ -265,7 +265,7 @@ def rwkv_wkv(w, u, k, v, form="recurrent"):
     """RWKV-4's WKV: per channel, a decayed average of past values plus a bonus for the current one.
 
     ``wkv_t = (sum_{i<t} e^{-(t-1-i) w + k_i} v_i + e^{u + k_t} v_t) / (same sums without v)``
-    (Peng et al. 2023, sec. 3.1.2). ``"recurrent"`` carries two vectors of ``d`` numbers (the
+    (Peng et al. 2023, sec. 3.1). ``"recurrent"`` carries two vectors of ``d`` numbers (the
     numerator and denominator sums) from token to token; ``"parallel"`` forms all ``T x T``
     weights. No max-subtraction here, so inputs must be modest.
 

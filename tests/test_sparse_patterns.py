@@ -2,7 +2,7 @@
 
 Sources: Longformer (Beltagy et al. 2020, sec. 3.1), BigBird (Zaheer et al. 2020, sec. 2; Hugging
 Face's block-sparse layout with global first and last blocks), Sparse Transformer (Child et al.
-2019, sec. 4.2), Reformer (Kitaev et al. 2020, sec. 3), LongLoRA (Chen et al. 2024, sec. 3.2),
+2019, sec. 4.2-4.3), Reformer (Kitaev et al. 2020, sec. 3), LongLoRA (Chen et al. 2024, sec. 3.2),
 T5's prefix LM (Raffel et al. 2020, sec. 3.2.1), Hugging Face tokenizers' ``stride``.
 """
 import numpy as np

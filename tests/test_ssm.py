@@ -3,7 +3,7 @@
 Sources: Mamba's ``selective_scan_ref`` (state-spaces/mamba, mamba_ssm/ops/selective_scan_interface.py:
 ``deltaA = exp(delta A)``, ``deltaB_u = delta B u``, ``x = deltaA x + deltaB_u``, ``y = C . x``,
 ``out = y + D u``); Mamba-2's SSD (Dao and Gu 2024; ``segsum`` in mamba_ssm/modules/ssd_minimal.py);
-Performer's FAVOR+ (Choromanski et al. 2021, Lemma 1); RWKV-4's WKV (Peng et al. 2023, sec. 3.1.2);
+Performer's FAVOR+ (Choromanski et al. 2021, Lemma 1); RWKV-4's WKV (Peng et al. 2023, sec. 3.1);
 the state shapes of the reference ``allocate_inference_cache`` and of vLLM's state calculator.
 """
 import math
