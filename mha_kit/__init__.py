@@ -46,7 +46,6 @@ from .parallel import (all_reduce_bytes_per_gpu, causal_pairs_per_rank, kv_cache
                        kv_elements_per_token_per_gpu, kv_heads_per_gpu, ring_attention_bytes, ring_overlap_min_tokens)
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
-from .moe import experts_touched
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,
                        soft_cap, soft_cap_grad, softmax_in_format, storage_dtype)
 from .counting import (
@@ -124,6 +123,16 @@ from .tree import (accepted_path_slots, attention_with_lse, cascade_attention, s
 from .backends import (EMPTY, FULL, PARTIAL, POLY_EX2_DEG3, VLLM_BACKEND_FEATURES, VLLM_PRIORITIES, backend_rejections, block_mask_from_mask_mod, exp2_poly, flex_attention, int8_scores,
                        lazy_rescale_attention, padded_batch_size, quantize_int8_blocks, vllm_capture_sizes)
 from .eviction import cross_layer_cache_bytes, h2o_keep, snapkv_keep, yoco_cache_bytes
+
+from .long_context_eval import (RULER_LENGTHS, RULER_RESULTS, RULER_THRESHOLD, RulerResult, derived_max_model_len,
+                                effective_length)
+from .sparse_patterns import (bigbird_block_mask, document_windows, longformer_mask, lsh_bucket_mask, lsh_buckets,
+                              mask_density, prefix_lm_mask, shifted_sparse_masks, strided_masks)
+from .ssm import (HYBRID_MODELS, NEMOTRON_H_8B_PATTERN, WKV_FORMS, HybridModel, associative_recall_error,
+                  favor_features, gated_deltanet_state_elements,
+                  mamba2_state_bytes, mamba2_state_elements, mamba_state_bytes, mamba_state_elements,
+                  orthogonal_gaussian, performer_attention, rwkv_wkv, selective_scan, selective_scan_parallel,
+                  selective_scan_step, ssd_mask, ssd_quadratic)
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 from .generation import GenerationBytes, generation_bytes, generation_flops
 from .policy import (PreemptionCost, block_cache_hits, max_concurrent_sequences, preemption_costs, queue_finish_times,

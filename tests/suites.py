@@ -25,6 +25,10 @@ UNIT = frozenset({
 
     "test_chapter_position_encodings.py",
     "test_chapter_why_attention.py",
+
+    "test_chapter_long_context_structure.py",
+    "test_chapter_map.py",
+    "test_chapter_state_space_models.py",
     "test_chapters_read_records.py",
     "test_chapters_rope_sinks.py",
     "test_chapters_serving_heads.py",
@@ -46,6 +50,7 @@ UNIT = frozenset({
     "test_latent.py",
     "test_layers.py",
     "test_linear_attention.py",
+    "test_long_context_eval.py",
     "test_masks.py",
     "test_mla_cost.py",
     "test_nbval_kernels.py",
@@ -67,6 +72,7 @@ UNIT = frozenset({
     "test_plots_positions.py",
     "test_plots_scale.py",
     "test_plots_serving.py",
+    "test_plots_sparse.py",
     "test_positions.py",
     "test_position_family.py",
 
@@ -79,7 +85,9 @@ UNIT = frozenset({
     "test_scheduling.py",
     "test_serving.py",
     "test_sinks.py",
+    "test_sparse_patterns.py",
     "test_speculative.py",
+    "test_ssm.py",
     "test_stored_outputs_portable.py",
     "test_suites.py",
     "test_tree.py",

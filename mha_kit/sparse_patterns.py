@@ -1,0 +1,220 @@
+"""Fixed sparse attention patterns, the prefix-LM mask, and windows over a long document.
+
+Every mask follows :func:`mha_kit.causal_mask`'s convention: a boolean ``(n, n)`` array, ``True``
+where query ``i`` may attend to key ``j``. What a pattern costs is the number of ``True`` entries,
+the scores a kernel that skips the rest computes (:func:`mask_density` against ``n ** 2``).
+
+* :func:`longformer_mask`: a sliding window, optionally dilated, plus global tokens that attend
+  to everything and are attended by everything (Longformer, Beltagy et al. 2020, sec. 3.1);
+* :func:`bigbird_block_mask`: blocks of tokens; each query block reads its neighbouring blocks,
+  the global blocks and a few random blocks (BigBird, Zaheer et al. 2020, sec. 2 and app. D);
+* :func:`strided_masks`: the two heads of the Sparse Transformer's strided pattern, a local one
+  and one that reads every ``stride``-th earlier token (Child et al. 2019, sec. 4.2-4.3);
+* :func:`lsh_buckets`, :func:`lsh_bucket_mask`: Reformer's angular hashing; a query reads the keys
+  of its own bucket (Kitaev et al. 2020, sec. 3);
+* :func:`shifted_sparse_masks`: LongLoRA's S²-Attn, attention within groups, half of the heads on
+  groups shifted by half a group (Chen et al. 2024, sec. 3.2);
+* :func:`prefix_lm_mask`: bidirectional over a prefix, causal after it (T5's prefix LM, UniLM,
+  GLM);
+* :func:`document_windows`: the overlapping windows that cut a document longer than an encoder's
+  limit (the ``stride`` of Hugging Face tokenizers).
+
+Book: chapter "Sparse patterns and long-context evaluation".
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .attention import causal_mask
+from .config import check_positive_int
+
+
+def _positions(n):
+    idx = np.arange(check_positive_int("n", n))
+    return idx[:, None], idx[None, :]  # query i down the rows, key j across the columns
+
+
+def mask_density(mask) -> float:
+    """The share of the ``n x s`` scores a mask keeps: ``mask.sum() / mask.size``.
+
+    A kernel that skips masked blocks computes ``mask.sum()`` scores instead of ``n * s``.
+    """
+    mask = np.asarray(mask)
+    if mask.dtype != bool or mask.ndim != 2:
+        raise ValueError(f"expected a 2-D boolean mask, got dtype {mask.dtype} and shape {mask.shape}")
+    return float(mask.sum()) / mask.size
+
+
+def longformer_mask(n, window, global_tokens=(), dilation=1):
+    """Longformer's pattern: a (dilated) sliding window plus symmetric global attention.
+
+    Query ``i`` reads keys ``j`` with ``|i - j| <= window // 2`` and ``(i - j) % dilation == 0``
+    ("a fixed-size window ... ``w/2`` tokens on each side", with gaps of ``dilation - 1`` between
+    the keys it reads); a global token reads every key and every query reads it (sec. 3.1).
+    Bidirectional, as in an encoder.
+
+    Parameters
+    ----------
+    n : int
+    window : int
+        ``w``, the width of the window (``w // 2`` keys on each side).
+    global_tokens : sequence of int
+        Positions with global attention (``[CLS]``, the question tokens in QA).
+    dilation : int
+        ``d``; 1 is the plain sliding window.
+
+    Returns
+    -------
+    ndarray of bool, shape (n, n)
+    """
+    i, j = _positions(n)
+    half = check_positive_int("window", window) // 2
+    d = check_positive_int("dilation", dilation)
+    mask = (np.abs(i - j) <= half * d) & ((i - j) % d == 0)
+    g = np.asarray(global_tokens, dtype=int).reshape(-1)
+    if g.size and (g.min() < 0 or g.max() >= n):
+        raise ValueError(f"global_tokens must be positions in 0 .. {n - 1}, got {g.tolist()}")
+    mask[g, :] = True  # a global token reads everything
+    mask[:, g] = True  # and everything reads it
+    return mask
+
+
+def bigbird_block_mask(num_blocks, block_size, num_random_blocks=3, window_blocks=3, seed=0):
+    """BigBird's block-sparse pattern (ITC): window, global and random blocks, as a token mask.
+
+    The sequence is ``num_blocks`` blocks of ``block_size`` tokens. The first and last blocks are
+    global (they read every block and every block reads them); every other query block reads the
+    ``window_blocks`` blocks centred on it and ``num_random_blocks`` other blocks drawn at random
+    (sec. 2; app. D blockifies the pattern; Hugging Face's ``BigBirdConfig`` defaults are a block
+    of 64 tokens and 3 random blocks).
+
+    Returns
+    -------
+    ndarray of bool, shape (num_blocks * block_size, num_blocks * block_size)
+    """
+    nb, b = check_positive_int("num_blocks", num_blocks), check_positive_int("block_size", block_size)
+    r, w = int(num_random_blocks), check_positive_int("window_blocks", window_blocks)
+    if r < 0 or nb < 2 + w + r:
+        raise ValueError(f"num_blocks ({nb}) must leave room for 2 global, {w} window and {r} random blocks")
+    qb, kb = _positions(nb)
+    blocks = np.abs(qb - kb) <= w // 2  # (nb, nb) the window
+    blocks[[0, -1], :] = blocks[:, [0, -1]] = True  # global blocks
+    rng = np.random.default_rng(seed)
+    for q in range(1, nb - 1):
+        free = np.flatnonzero(~blocks[q])  # blocks not already read
+        blocks[q, rng.choice(free, size=min(r, free.size), replace=False)] = True
+    return np.kron(blocks, np.ones((b, b), dtype=bool)).astype(bool)  # (nb, nb) -> (nb * b, nb * b)
+
+
+def strided_masks(n, stride):
+    """The Sparse Transformer's strided pattern: two causal heads whose union covers the past.
+
+    Head 1 reads the last ``stride`` positions, ``i - stride < j <= i``; head 2 reads every
+    ``stride``-th position back, ``(i - j) % stride == 0`` (sec. 4.3, fig. 3, with ``stride`` near
+    ``sqrt(n)``). Two steps, one through each head, connect any two positions.
+
+    Returns
+    -------
+    local, strided : ndarray of bool, shape (n, n) each
+    """
+    i, j = _positions(n)
+    step = check_positive_int("stride", stride)
+    causal = j <= i
+    return causal & (i - j < step), causal & ((i - j) % step == 0)
+
+
+def lsh_buckets(x, num_buckets, seed=0):
+    """Reformer's angular LSH: ``h(x) = argmax([xR; -xR])`` with a random ``R`` of ``num_buckets / 2`` columns.
+
+    Vectors at a small angle land in the same bucket with high probability (sec. 3).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d_h)
+        The shared query-key vectors (Reformer ties queries and keys).
+    num_buckets : int
+        Even.
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+    """
+    x = np.asarray(x, dtype=float)
+    nbk = check_positive_int("num_buckets", num_buckets)
+    if nbk % 2 or x.ndim != 2:
+        raise ValueError(f"num_buckets must be even and x of shape (n, d_h); got {nbk} and {x.shape}")
+    rotation = np.random.default_rng(seed).normal(size=(x.shape[1], nbk // 2))  # (d_h, b/2)
+    projected = x @ rotation  # (n, d_h) @ (d_h, b/2) -> (n, b/2)
+    return np.argmax(np.concatenate([projected, -projected], axis=1), axis=1)
+
+
+def lsh_bucket_mask(buckets, causal=True):
+    """Query ``i`` reads key ``j`` when they share a bucket (and ``j <= i`` when ``causal``).
+
+    Reformer then sorts by bucket and attends within fixed-size chunks; this mask is the ideal it
+    approximates, one hashing round.
+    """
+    buckets = np.asarray(buckets).reshape(-1)
+    same = buckets[:, None] == buckets[None, :]  # (n, n)
+    return same & causal_mask(buckets.size) if causal else same
+
+
+def shifted_sparse_masks(n, group_size):
+    """LongLoRA's S²-Attn: causal attention within groups; half of the heads use groups shifted by half.
+
+    Pattern 1 cuts the ``n`` tokens into groups of ``group_size``. Pattern 2 rolls the tokens by
+    ``group_size // 2`` before grouping, so its groups straddle pattern 1's boundaries and
+    information flows between neighbouring groups (sec. 3.2, fig. 2); the roll wraps, so the last
+    half-group and the first share a group. Used to fine-tune; the model then runs with full
+    attention.
+
+    Returns
+    -------
+    plain, shifted : ndarray of bool, shape (n, n) each
+    """
+    i, j = _positions(n)
+    g = check_positive_int("group_size", group_size)
+    if n % g or g % 2:
+        raise ValueError(f"n ({n}) must be a multiple of group_size ({g}), and group_size even")
+    rolled_i, rolled_j = (i - g // 2) % n, (j - g // 2) % n  # position after rolling by g/2
+    plain = (i // g == j // g) & (j <= i)
+    shifted = (rolled_i // g == rolled_j // g) & (rolled_j <= rolled_i)  # causal in the rolled order
+    return plain, shifted
+
+
+def prefix_lm_mask(n, prefix_len):
+    """Prefix-LM mask: every token reads the whole prefix; after it, attention is causal.
+
+    ``True`` where ``j < prefix_len`` or ``j <= i``. ``prefix_len = 0`` (or 1) is the causal mask;
+    ``prefix_len = n`` is full bidirectional attention (T5's prefix LM, Raffel et al. 2020,
+    sec. 3.2.1, fig. 3; UniLM's sequence-to-sequence mask; GLM's Part A).
+
+    Returns
+    -------
+    ndarray of bool, shape (n, n)
+    """
+    i, j = _positions(n)
+    if isinstance(prefix_len, bool) or not isinstance(prefix_len, (int, np.integer)) or not 0 <= prefix_len <= n:
+        raise ValueError(f"prefix_len must be an integer in 0 .. n ({n}), got {prefix_len!r}")
+    return (j < prefix_len) | (j <= i)
+
+
+def document_windows(num_tokens, max_len, stride):
+    """The windows that cover a document of ``num_tokens`` with ``max_len`` tokens each.
+
+    Consecutive windows overlap by ``stride`` tokens, so each starts ``max_len - stride`` after
+    the previous one and the last one ends at the document's end (Hugging Face tokenizers'
+    ``return_overflowing_tokens`` with ``stride``). ``max_len`` counts content tokens: for BERT
+    it is 512 less the special tokens and the question.
+
+    Returns
+    -------
+    list of (start, end)
+        Half-open token ranges.
+    """
+    total, size = check_positive_int("num_tokens", num_tokens), check_positive_int("max_len", max_len)
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or not 0 <= stride < size:
+        raise ValueError(f"stride must be an integer in 0 .. max_len - 1 ({size - 1}), got {stride!r}")
+    step = size - stride
+    count = 1 + -(-max(total - size, 0) // step)  # ceil: each window after the first adds step tokens
+    return [(k * step, min(k * step + size, total)) for k in range(count)]
