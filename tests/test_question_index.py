@@ -3,9 +3,10 @@
 The page lists interview questions under one heading per topic. Each question is one numbered
 list item::
 
-    17. **[M]** <the question> {cite:p}`key,key`\\
+    17. **[M]** <the question> {cite:p}`key,key{page}`\\
         Answer: {ref}`label`          (or {doc}`chapter` when the whole chapter is the answer)
 
+(a source's post-text in braces names the page of a collection cited by one entry)
 optionally followed by a note on a source's wrong answer. These tests parse the source, not the
 built page (tests/test_question_index_site.py checks the built links): at least 200 questions, each
 with a difficulty tag, a topic, sources that references.bib holds, and a link whose target exists
@@ -33,7 +34,7 @@ class Question:
     tag: str
     text: str
     topic: str
-    sources: tuple
+    sources: tuple  # the citations as written, "key" or "key{page}"
     kind: str  # "ref" or "doc"
     target: str
 
@@ -63,6 +64,11 @@ def parse(cells):
                                       tuple(k.strip() for k in item["keys"].split(",")),
                                       answer["kind"], answer["target"]))
     return questions
+
+
+def bib_key(source):
+    """The references.bib key of a citation ``key`` or ``key{page}``."""
+    return re.sub(r"\{[^}]*\}", "", source).strip()
 
 
 def defined_labels(book=REPO_ROOT / "book"):
@@ -110,9 +116,11 @@ def test_every_question_has_a_topic_with_a_label():
 @pytest.mark.parametrize("q", QUESTIONS, ids=lambda q: f"Q{q.number}")
 def test_question_sources_are_in_the_bibliography(q):
     assert q.sources, f"Q{q.number} names no source"
-    missing = [key for key in q.sources if key not in BIB_KEYS]
+    missing = [source for source in q.sources if bib_key(source) not in BIB_KEYS]
     assert not missing, f"Q{q.number}: {missing} not in references.bib"
-    assert len(set(q.sources)) == len(q.sources), f"Q{q.number} names a source twice"
+    keys = [bib_key(source) for source in q.sources]
+    # the bibliography shows one citation per key: two pages of one collection share one key{page; page}
+    assert len(set(keys)) == len(keys), f"Q{q.number} cites a key twice: {keys}"
 
 
 def test_every_ref_target_is_a_label_of_the_book():
@@ -139,7 +147,7 @@ def test_each_tag_is_used():
 
 def test_sources_include_chinese_and_english_collections():
     bib = (REPO_ROOT / "references.bib").read_text(encoding="utf-8")
-    keys = {k for q in QUESTIONS for k in q.sources}
+    keys = {bib_key(s) for q in QUESTIONS for s in q.sources}
     chinese = {k for k in keys if re.search(r"@misc\{" + re.escape(k) + r",[^@]*in Chinese", bib)}
     assert chinese and keys - chinese, "the index draws on collections in both languages"
 
@@ -155,6 +163,12 @@ def test_the_parser_reads_a_well_formed_item():
     (q,) = parse([GOOD])
     assert (q.number, q.tag, q.topic, q.sources, q.kind, q.target) == (
         1, "E", "Topic", ("qa_kalyanks",), "doc", "first_principles")
+
+
+def test_a_page_of_a_collection_is_cited_by_its_key():
+    (q,) = parse([GOOD.replace("`qa_kalyanks`", "`qa_faisal{serving grill},qa_kalyanks`")])
+    assert [bib_key(s) for s in q.sources] == ["qa_faisal", "qa_kalyanks"]
+    assert bib_key("qa_faisal{serving grill}") in BIB_KEYS
 
 
 @pytest.mark.parametrize("broken, problem", [
