@@ -125,3 +125,39 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
         weight_bytes_per_gpu=weights, kv_bytes_per_sequence_per_gpu=per_seq, max_sequences=int(max_seq),
         fits=free > 0 and b <= max_seq, decode_step_s=decode_s, decode_bound=bound, prefill_s=prefill_s,
         tokens_per_s_per_gpu=b / decode_s / t)
+
+
+@dataclass(frozen=True)
+class FleetEstimate:
+    """Little's law over one plan: requests in flight, replicas, GPUs, and the cost of a token."""
+
+    in_flight: float  # L = rate * (prefill + output_tokens * TPOT), requests decoding or prefilling at once
+    replicas: int  # ceil(L / batch + rate * prefill): decode slots, plus the replicas busy prefilling
+    gpus: int  # replicas * tp
+    output_cost_per_million: float  # dollars per million output tokens at the decode floor
+    input_cost_per_million: float  # dollars per million prompt tokens at the prefill floor
+
+
+def fleet_estimate(plan, *, rate, output_tokens, price_per_gpu_hour) -> FleetEstimate:
+    """GPUs and cost for ``rate`` requests/s of a ``plan.context_len``-token prompt and ``output_tokens`` out.
+
+    Little's law, ``L = rate * W`` with ``W = prefill + output_tokens * TPOT`` (both floors), gives
+    the requests in flight; each replica decodes ``plan.batch_size`` of them and spends
+    ``rate * prefill`` of its time on prompts. A decode step of ``tp`` GPUs makes ``batch_size``
+    tokens; a prefill makes ``context_len``. The prompt is taken as long as the plan's context: an
+    upper bound on its prefill.
+
+    Book: chapter "Plan a deployment"; the deployment planner.
+    """
+    if not isinstance(plan, DeploymentPlan):
+        raise ValueError(f"expected a DeploymentPlan (mk.plan_deployment), got {type(plan).__name__}")
+    for name, value in (("rate", rate), ("price_per_gpu_hour", price_per_gpu_hour)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise ValueError(f"{name} must be a positive number, got {value!r}")
+    out = check_positive_int("output_tokens", output_tokens)
+    in_flight = rate * (plan.prefill_s + out * plan.decode_step_s)
+    replicas = math.ceil(in_flight / plan.batch_size + rate * plan.prefill_s)
+    per_second = plan.tp * price_per_gpu_hour / 3600  # dollars per second of one replica
+    return FleetEstimate(in_flight=in_flight, replicas=replicas, gpus=replicas * plan.tp,
+                         output_cost_per_million=1e6 * per_second * plan.decode_step_s / plan.batch_size,
+                         input_cost_per_million=1e6 * per_second * plan.prefill_s / plan.context_len)

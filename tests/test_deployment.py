@@ -3,6 +3,8 @@
 Llama 3 70B on one 8-GPU H100 SXM node, tensor parallel 8, 8K context, bf16 (the H100 datasheet's
 80 GB and 3.35 TB/s; NVLink 4 at 450 GB/s each way; the parameter count of tests/test_presets.py).
 """
+import math
+
 import pytest
 
 import mha_kit as mk
@@ -94,3 +96,22 @@ def test_unknown_model_and_gpu():
         mk.plan_deployment("llama-9", "h100-sxm", num_gpus=1, tp=1, context_len=1, batch_size=1)
     with pytest.raises(ValueError, match=r"unknown gpu 'b200'"):
         mk.plan_deployment("llama-3-8b", "b200", num_gpus=1, tp=1, context_len=1, batch_size=1)
+
+
+def test_fleet_estimate_by_hand():
+    plan = _plan(batch_size=64)
+    fleet = mk.fleet_estimate(plan, rate=20.0, output_tokens=500, price_per_gpu_hour=2.0)
+    in_flight = 20.0 * (plan.prefill_s + 500 * plan.decode_step_s)
+    assert fleet.in_flight == pytest.approx(in_flight, rel=1e-15)
+    assert fleet.replicas == math.ceil(in_flight / 64 + 20.0 * plan.prefill_s)
+    assert fleet.gpus == 8 * fleet.replicas
+    assert fleet.output_cost_per_million == pytest.approx(1e6 * 8 * 2.0 / 3600 * plan.decode_step_s / 64)
+    assert fleet.input_cost_per_million == pytest.approx(1e6 * 8 * 2.0 / 3600 * plan.prefill_s / 8192)
+    assert fleet.output_cost_per_million > fleet.input_cost_per_million  # a decode step makes 64 tokens
+
+
+def test_fleet_estimate_rules():
+    with pytest.raises(ValueError, match=r"rate must be a positive number, got 0"):
+        mk.fleet_estimate(_plan(), rate=0, output_tokens=10, price_per_gpu_hour=1.0)
+    with pytest.raises(ValueError, match=r"expected a DeploymentPlan"):
+        mk.fleet_estimate({}, rate=1.0, output_tokens=10, price_per_gpu_hour=1.0)

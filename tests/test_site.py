@@ -637,6 +637,122 @@ def test_calculator_presets_are_mha_kits(calculator_tab):
     assert names == [*mk.PRESETS, ""]  # "" is "your own"
 
 
+# --- the deployment planner ------------------------------------------------------------------
+
+PLANNER = "book/deployment_planner"
+PLAN_ALL = """
+(cases) => cases.map(([model, gpu, opts, fleet]) => {
+  try {
+    const plan = window.MHA.plan(model, gpu, opts);
+    return {plan, fleet: window.MHA.fleet(plan, ...fleet)};
+  } catch (error) { return {error: error.message}; }
+})
+"""
+
+
+@pytest.fixture(scope="module")
+def planner_tab(server, browser):
+    """One visit to the planner: the tests call its pure functions and read what it shows."""
+    tab = PageVisit(browser)
+    load(tab, f"{server}/{PLANNER}.html")
+    tab.page.wait_for_function("() => window.MHA && window.MHA.plan")
+    yield tab
+    tab.close()
+
+
+def _planner_expected(model, gpu, opts, fleet):
+    try:
+        plan = mk.plan_deployment(model, gpu, **opts)
+    except ValueError as error:
+        return {"error": str(error)}
+    rate, output_tokens, price = fleet
+    estimate = mk.fleet_estimate(plan, rate=rate, output_tokens=output_tokens, price_per_gpu_hour=price)
+    return {"plan": dataclasses.asdict(plan), "fleet": dataclasses.asdict(estimate)}
+
+
+def _same(page, expected, path=""):
+    """Differences between the page's plan and mha_kit's: integers, flags and names exactly, floats to 1e-12."""
+    if isinstance(expected, dict):
+        if not isinstance(page, dict) or set(page) != set(expected):
+            return [f"{path}: keys {sorted(page) if isinstance(page, dict) else page!r} != {sorted(expected)}"]
+        return [d for key in expected for d in _same(page[key], expected[key], f"{path}.{key}")]
+    if isinstance(expected, float):
+        return [] if page == pytest.approx(expected, rel=1e-12, abs=0) else [f"{path}: page {page!r}, mha_kit {expected!r}"]
+    if isinstance(expected, bool):
+        return [] if page is expected else [f"{path}: page {page!r}, mha_kit {expected!r}"]
+    return [] if page == expected and not isinstance(page, bool) else [f"{path}: page {page!r}, mha_kit {expected!r}"]
+
+
+def _compare_plans(tab, cases):
+    shown = tab.page.evaluate(PLAN_ALL, [[m, g, o, list(f)] for m, g, o, f in cases])
+    differences = []
+    for case, page in zip(cases, shown):
+        found = _same(page, _planner_expected(*case))
+        if found:
+            differences.append(f"{case}: " + "; ".join(found[:4]))
+    return differences
+
+
+def _planner_models():
+    return [facts.name for facts in mk.MODEL_FACTS.values()
+            if facts.total_params is not None or facts.param_layout is not None]
+
+
+def test_planner_matches_mha_kit_on_every_model_and_gpu(planner_tab):
+    """Every model the planner offers on every GPU record, a few shardings and formats: the page equals mha_kit."""
+    settings = [dict(num_gpus=8, tp=8, context_len=8192, batch_size=32),
+                dict(num_gpus=16, tp=16, context_len=131072, batch_size=4, kv_dtype="fp8_e4m3"),
+                dict(num_gpus=8, tp=2, context_len=4096, batch_size=64, weight_dtype="fp8"),
+                dict(num_gpus=1, tp=1, context_len=1, batch_size=1, weight_dtype="int4", kv_dtype="int8")]
+    cases = [(model, gpu, opts, (10.0, 500, 2.0)) for model in _planner_models() for gpu in mk.GPUS for opts in settings]
+    differences = _compare_plans(planner_tab, cases)
+    assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences[:20])
+
+
+def test_planner_matches_mha_kit_on_random_settings(planner_tab):
+    """Random shardings (invalid ones included: the page must give mha_kit's message), contexts, batches, formats."""
+    rng = random.Random(20261205)
+    formats = list(mk.DTYPE_BITS)
+    cases = []
+    for _ in range(600):
+        tp = rng.choice([1, 2, 3, 4, 8, 16, 32, 64])
+        opts = dict(num_gpus=tp * rng.choice([1, 2, 4]) + (1 if rng.random() < 0.05 else 0), tp=tp,
+                    context_len=rng.choice([1, 7, 4096, 8192, 32768, rng.randint(1, 262144)]),
+                    batch_size=rng.choice([1, 3, 32, 256, rng.randint(1, 2048)]),
+                    weight_dtype=rng.choice(formats), kv_dtype=rng.choice(formats))
+        fleet = (rng.choice([0.5, 10.0, rng.uniform(0.01, 500)]), rng.randint(1, 4000), rng.uniform(0.5, 10))
+        cases.append((rng.choice(_planner_models()), rng.choice(list(mk.GPUS)), opts, fleet))
+    differences = _compare_plans(planner_tab, cases)
+    assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences[:20])
+
+
+def test_planner_shows_the_plan_and_its_chart(planner_tab):
+    """The page's defaults (Llama 3 70B on 8 H100s) are shown as mha_kit computes them, with the chart."""
+    page = planner_tab.page
+    shown = page.eval_on_selector_all("#mha-deployment-planner .mha-results dd strong", "nodes => nodes.map(n => n.textContent)")
+    plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=8192, batch_size=32)
+    assert shown[0] == mk.format_bytes(plan.weight_bytes_per_gpu, "GB")
+    assert shown[2] == f"{plan.max_sequences:,}"
+    assert shown[3] == f"{1e3 * plan.decode_step_s:.2f} ms"
+    assert page.locator("#mha-deployment-planner svg[role=img] title").count() == 1
+    options = page.eval_on_selector_all("#mha-deployment-planner [data-name=model] option", "os => os.map(o => o.value)")
+    assert options == _planner_models()
+
+
+def test_planner_reports_a_rule_it_breaks(planner_tab):
+    """Typing a tensor-parallel degree that does not divide the heads shows mha_kit's message, not a number."""
+    page = planner_tab.page
+    page.fill("#mha-deployment-planner [data-name=tp]", "3")
+    page.fill("#mha-deployment-planner [data-name=num_gpus]", "3")
+    message = page.text_content("#mha-deployment-planner .mha-error")
+    with pytest.raises(ValueError) as error:
+        mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=3, tp=3, context_len=8192, batch_size=32)
+    assert message == str(error.value)
+    page.fill("#mha-deployment-planner [data-name=tp]", "8")
+    page.fill("#mha-deployment-planner [data-name=num_gpus]", "8")
+    assert page.text_content("#mha-deployment-planner .mha-error") == ""
+
+
 def _results(page):
     return page.eval_on_selector_all(".mha-results dd strong", "nodes => nodes.map(n => n.textContent)")
 

@@ -8,6 +8,8 @@ Directives (MyST: a fenced block with the name and no body)::
     ```
     ```{flashcards}
     ```
+    ```{deployment-planner}
+    ```
 
 Each becomes an empty container that ``book/_static/mha-practice.js`` fills in the browser. A page
 holding one gets that script, its style sheet and ``_static/mha-data.js``, the data the formulas
@@ -70,6 +72,30 @@ def preset_record(cfg):
     return record
 
 
+def deployment_model(facts):
+    """One model as the deployment planner computes with it (mha_kit.deployment.plan_deployment)."""
+    cfg = facts.config
+    record = {"name": facts.name, "title": facts.title, "d_model": cfg.d_model, "num_layers": cfg.num_layers,
+              "num_heads": cfg.num_heads, "mla": cfg.variant == "mla", "vocab_size": facts.vocab_size or 0,
+              "total_params": mk.model_params(facts), "moe": None}
+    if cfg.variant == "mla":
+        record.update(kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim,
+                      qk_nope_head_dim=cfg.qk_nope_head_dim, v_head_dim=cfg.v_head_dim)
+    else:
+        record.update(num_kv_heads=cfg.num_kv_heads, head_dim=cfg.head_dim)
+    if facts.is_moe:
+        record["moe"] = {"num_experts": facts.num_experts, "top_k": facts.experts_per_token,
+                         "moe_layers": facts.moe_layers, "expert_params": mk.expert_params(facts),
+                         "routed_params": mk.routed_expert_params(facts)}
+    return record
+
+
+def deployment_models():
+    """The records plan_deployment can plan: those whose parameters mha_kit can count."""
+    return [facts for facts in mk.MODEL_FACTS.values()
+            if facts.total_params is not None or facts.param_layout is not None]
+
+
 def site_data():
     """Everything the page's formulas read, from mha_kit (and the drills' hints)."""
     return {
@@ -79,6 +105,13 @@ def site_data():
         "decimal_units": dict(units._DECIMAL),
         "drill_hints": DRILL_HINTS,
         "float_rtol": 1e-9,
+        "deployment": {
+            "models": [deployment_model(facts) for facts in deployment_models()],
+            "gpus": [{"name": g.name, "title": g.title, "hbm_bytes": g.hbm_bytes, "hbm_bandwidth": g.hbm_bandwidth,
+                      "bf16_flops": g.bf16_flops} for g in mk.GPUS.values()],
+            "links": [{"name": link.name, "title": link.title, "bytes_per_s": link.bytes_per_s}
+                      for link in mk.LINKS.values()],
+        },
     }
 
 
@@ -123,6 +156,11 @@ class Flashcards(_Widget):
     fallback = "The flashcards need JavaScript."
 
 
+class DeploymentPlanner(_Widget):
+    widget = "deployment-planner"
+    fallback = "The deployment planner needs JavaScript; the chapter Plan a deployment computes the same plans."
+
+
 def add_assets(app, pagename, templatename, context, doctree):
     """Load the data, the script and the style sheet on the pages that hold a widget."""
     body = context.get("body") or ""
@@ -144,6 +182,7 @@ def setup(app):
     app.add_directive("kv-calculator", KVCalculator)
     app.add_directive("drills", Drills)
     app.add_directive("flashcards", Flashcards)
+    app.add_directive("deployment-planner", DeploymentPlanner)
     app.connect("config-inited", add_static_path)
     app.connect("html-page-context", add_assets)
     app.connect("build-finished", write_data)

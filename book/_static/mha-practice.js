@@ -230,6 +230,117 @@
     };
   }
 
+  // --- mha_kit.deployment: the deployment planner ----------------------------------------------
+  // A copy of plan_deployment and fleet_estimate (mha_kit/deployment.py, parallel.py, moe.py), in the
+  // same order of operations, so that the page's floats equal Python's; tests/test_site.py compares them.
+
+  function planModel(name) {
+    const m = DATA.deployment.models.find((x) => x.name === name);
+    if (!m) throw new RangeError(`unknown model ${name}`);
+    return m;
+  }
+
+  function expertsTouched(n, e, k) {
+    return e * (1.0 - Math.pow(1.0 - k / e, n));
+  }
+
+  function paramsReadPerStep(m, n) {
+    if (!m.moe) return m.total_params;
+    const always = m.total_params - m.moe.routed_params;
+    return always + m.moe.moe_layers * expertsTouched(n, m.moe.num_experts, m.moe.top_k) * m.moe.expert_params;
+  }
+
+  function kvHeadsPerGpu(hKv, t) {
+    if (t <= hKv && hKv % t) throw new RangeError(`tp (${t}) must divide num_kv_heads (${hKv}) when tp <= num_kv_heads`);
+    if (t > hKv && t % hKv) throw new RangeError(`tp (${t}) must be a multiple of num_kv_heads (${hKv}) when tp > num_kv_heads: each key-value head is replicated on tp / num_kv_heads GPUs`);
+    return Math.max(Math.floor(hKv / t), 1);
+  }
+
+  function kvElementsPerGpu(m, t) {
+    if (m.num_heads % t) throw new RangeError(`tp (${t}) must divide num_heads (${m.num_heads}): each GPU computes whole heads`);
+    return m.mla ? m.kv_lora_rank + m.qk_rope_head_dim : 2 * kvHeadsPerGpu(m.num_kv_heads, t) * m.head_dim;
+  }
+
+  function allReduceBytes(n, t) {
+    if (n % t) throw new RangeError(`num_elements (${n}) must be divisible by tp (${t}): the ring splits it into tp chunks`);
+    return 2 * (2 * (t - 1) * Math.floor(n / t)); // bf16: two bytes a number
+  }
+
+  // attention_macs(cfg, context_len, num_queries, form) as a BigInt
+  function planAttentionMacs(m, s, n, form) {
+    const [S, N, H] = [BigInt(s), BigInt(n), BigInt(m.num_heads)];
+    if (!m.mla) return 2n * H * N * S * BigInt(m.head_dim);
+    if (form === "absorbed") return H * N * S * (2n * BigInt(m.kv_lora_rank) + BigInt(m.qk_rope_head_dim));
+    return H * N * S * BigInt(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
+  }
+
+  function stepSeconds(m, gpu, t, tokens, logitTokens, attentionFlops, readBytes, link) {
+    const embed = m.vocab_size * m.d_model;
+    const layers = paramsReadPerStep(m, 1) - 2 * embed;
+    const matmul = 2 * layers * tokens + 2 * embed * logitTokens;
+    const memoryS = readBytes / gpu.hbm_bandwidth;
+    const computeS = (matmul + Number(attentionFlops)) / t / gpu.bf16_flops;
+    const comm = t === 1 ? 0.0 : (2 * m.num_layers * allReduceBytes(tokens * m.d_model, t)) / link.bytes_per_s;
+    return [Math.max(memoryS, computeS) + comm, memoryS >= computeS ? "memory" : "compute"];
+  }
+
+  function intOf(name, value) {
+    return Number(positiveInt(name, value));
+  }
+
+  // plan_deployment(model, gpu, num_gpus=, tp=, context_len=, batch_size=, weight_dtype=, kv_dtype=, link=)
+  function plan(name, gpuName, opts) {
+    const m = planModel(name);
+    const gpu = DATA.deployment.gpus.find((g) => g.name === gpuName);
+    if (!gpu) throw new RangeError(`unknown gpu ${gpuName}`);
+    const nGpu = intOf("num_gpus", opts.num_gpus), t = intOf("tp", opts.tp);
+    const s = intOf("context_len", opts.context_len), b = intOf("batch_size", opts.batch_size);
+    if (nGpu % t) throw new RangeError(`num_gpus (${nGpu}) must be a multiple of tp (${t}): each replica has tp GPUs`);
+    const link = DATA.deployment.links.find((l) => l.name === (opts.link || "nvlink4"));
+    if (!link) throw new RangeError(`unknown link ${opts.link}`);
+    const weightBytes = Number(dtypeBits(opts.weight_dtype || "bf16")) / 8;
+    const kvBits = dtypeBits(opts.kv_dtype || "bf16");
+    const weights = Math.ceil((m.total_params * weightBytes) / t);
+    const perSeq = ceilDiv(BigInt(s) * BigInt(m.num_layers) * BigInt(kvElementsPerGpu(m, t)) * kvBits, 8n);
+    const free = BigInt(gpu.hbm_bytes) - BigInt(weights);
+    const maxSeqBig = free / perSeq;
+    const maxSeq = maxSeqBig > 0n ? Number(maxSeqBig) : 0;
+    const weightsRead = (tokens) => ((paramsReadPerStep(m, tokens) - m.vocab_size * m.d_model) * weightBytes) / t;
+    const decodeRead = weightsRead(b) + b * Number(perSeq);
+    const decodeAttention = 2n * BigInt(m.num_layers) * planAttentionMacs(m, s, 1, "absorbed") * BigInt(b);
+    const [decodeS, bound] = stepSeconds(m, gpu, t, b, b, decodeAttention, decodeRead, link);
+    const prefillRead = weightsRead(s) + Number(perSeq);
+    const prefillAttention = (2n * BigInt(m.num_layers) * planAttentionMacs(m, s, s, "naive")) / 2n;
+    const [prefillS] = stepSeconds(m, gpu, t, s, 1, prefillAttention, prefillRead, link);
+    return {
+      model: m.name, gpu: gpu.name, num_gpus: nGpu, tp: t, context_len: s, batch_size: b,
+      weight_bytes_per_gpu: weights, kv_bytes_per_sequence_per_gpu: Number(perSeq), max_sequences: maxSeq,
+      fits: free > 0n && b <= maxSeq, decode_step_s: decodeS, decode_bound: bound, prefill_s: prefillS,
+      tokens_per_s_per_gpu: b / decodeS / t,
+    };
+  }
+
+  function positiveNumber(name, value) {
+    const x = Number(String(value).trim());
+    if (String(value).trim() === "" || !Number.isFinite(x) || !(x > 0)) throw new RangeError(`${name} must be a positive number, got ${value === "" ? "nothing" : value}`);
+    return x;
+  }
+
+  // fleet_estimate(plan, rate=, output_tokens=, price_per_gpu_hour=)
+  function fleet(p, rate, outputTokens, price) {
+    rate = positiveNumber("rate", rate);
+    price = positiveNumber("price_per_gpu_hour", price);
+    const out = intOf("output_tokens", outputTokens);
+    const inFlight = rate * (p.prefill_s + out * p.decode_step_s);
+    const replicas = Math.ceil(inFlight / p.batch_size + rate * p.prefill_s);
+    const perSecond = (p.tp * price) / 3600;
+    return {
+      in_flight: inFlight, replicas, gpus: replicas * p.tp,
+      output_cost_per_million: (1e6 * perSecond * p.decode_step_s) / p.batch_size,
+      input_cost_per_million: (1e6 * perSecond * p.prefill_s) / p.context_len,
+    };
+  }
+
   // --- mha_course.judge.expect: the exercises' messages ---------------------------------------------
 
   function gcd(a, b) {
@@ -521,6 +632,7 @@
     positiveInt, divide, dtypeBits, formatInt, formatFixed, formatGeneral, formatBytes, checkConfig,
     kvElementsPerToken, cachePerToken, cacheBytes, kvBytesRead, attentionMacs, intensity, maxContext,
     scoreCount, projectionParams, memoryBytes, compute, intMessage, floatMessage, shapeMessage, tupleText,
+    plan, fleet, expertsTouched,
   };
 })();
 
@@ -901,7 +1013,126 @@
     show();
   }
 
-  const WIDGETS = { "kv-calculator": calculator, drills: drillsWidget, flashcards };
+  // --- the deployment planner -------------------------------------------------------------------
+
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+
+  // TPOT (ms) and decode tokens/s per GPU against the batch, for the batches that fit
+  function batchChart(points) {
+    const [W, H, L, R, T, B] = [560, 240, 56, 64, 12, 40];
+    const xs = points.map((p) => Math.log2(p.batch));
+    const x0 = Math.min(...xs), x1 = Math.max(...xs) || 1;
+    const tp = points.map((p) => p.tpot_ms), rate = points.map((p) => p.rate);
+    const yMax = (v) => Math.max(...v) * 1.1 || 1;
+    const [tMax, rMax] = [yMax(tp), yMax(rate)];
+    const X = (x) => L + ((x - x0) / (x1 - x0 || 1)) * (W - L - R);
+    const Y = (y, max) => T + (1 - y / max) * (H - T - B);
+    const line = (vals, max, cls) => svg("polyline", { class: cls, fill: "none", "stroke-width": "2",
+      points: points.map((p, i) => `${X(xs[i]).toFixed(1)},${Y(vals[i], max).toFixed(1)}`).join(" ") });
+    const text = (x, y, t, anchor, cls) => { const n = svg("text", { x, y, "text-anchor": anchor || "middle", class: cls || "mha-chart-label" }); n.textContent = t; return n; };
+    const last = points[points.length - 1];
+    const title = svg("title");
+    title.textContent = `Time per output token rises from ${tp[0].toFixed(1)} to ${last.tpot_ms.toFixed(1)} ms and decode tokens per second per GPU from ${rate[0].toFixed(0)} to ${last.rate.toFixed(0)} as the batch grows from ${points[0].batch} to ${last.batch}.`;
+    return svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "mha-chart", "aria-labelledby": "mha-planner-chart-title" },
+      Object.assign(title, { id: "mha-planner-chart-title" }),
+      svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "mha-chart-axis" }),
+      svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "mha-chart-axis" }),
+      svg("line", { x1: W - R, y1: T, x2: W - R, y2: H - B, class: "mha-chart-axis" }),
+      line(tp, tMax, "mha-chart-tpot"), line(rate, rMax, "mha-chart-rate"),
+      text(L - 6, T + 4, tMax.toFixed(1), "end"), text(L - 6, H - B, "0", "end"),
+      text(W - R + 6, T + 4, rMax.toFixed(0), "start"), text(W - R + 6, H - B, "0", "start"),
+      text(X(x0), H - B + 16, String(points[0].batch)), text(X(x1), H - B + 16, String(last.batch)),
+      text((L + W - R) / 2, H - 6, "batch (sequences decoding together, log scale)"),
+      text(L, T - 2, "TPOT floor (ms)", "start", "mha-chart-label mha-chart-tpot-label"),
+      text(W - R, T - 2, "tokens/s per GPU", "end", "mha-chart-label mha-chart-rate-label"));
+  }
+
+  function planner(root) {
+    const D = DATA.deployment;
+    const model = el("select", { "data-name": "model" }, ...D.models.map((m) => el("option", { value: m.name, text: m.title })));
+    const gpu = el("select", { "data-name": "gpu" }, ...D.gpus.map((g) => el("option", { value: g.name, text: g.title })));
+    const formats = Object.keys(DATA.dtype_bits);
+    const fmt = (name, value) => {
+      const select = el("select", { "data-name": name }, ...formats.map((f) => el("option", { value: f, text: f })));
+      select.value = value;
+      return select;
+    };
+    const inputs = {
+      num_gpus: numberInput(8, "num_gpus"), tp: numberInput(8, "tp"), context: numberInput(8192, "context"),
+      batch: numberInput(32, "batch"), output: numberInput(500, "output"),
+      rate: el("input", { type: "text", inputmode: "decimal", autocomplete: "off", value: "10", "data-name": "rate" }),
+      price: el("input", { type: "text", inputmode: "decimal", autocomplete: "off", value: "2", "data-name": "price" }),
+    };
+    const weightFmt = fmt("weight_dtype", "bf16"), kvFmt = fmt("kv_dtype", "bf16");
+    const results = el("dl", { class: "mha-results" });
+    const status = el("p", { class: "mha-error", role: "alert" });
+    const chart = el("figure", { class: "mha-figure" });
+    const form = el("form", { class: "mha-calc", "aria-label": "Deployment planner", onsubmit: (e) => e.preventDefault() },
+      el("fieldset", {}, el("legend", { text: "Model and hardware" }),
+        el("div", { class: "mha-row" }, field("Model", model), field("GPU", gpu), field("GPUs in all", inputs.num_gpus),
+          field("Tensor parallel <var>t</var> (GPUs per replica)", inputs.tp))),
+      el("fieldset", {}, el("legend", { text: "Workload" }),
+        el("div", { class: "mha-row" }, field("Context <var>s</var> (tokens)", inputs.context), field("Batch <var>B</var> (sequences)", inputs.batch),
+          field("Weights", weightFmt), field("KV cache", kvFmt)),
+        el("div", { class: "mha-row" }, field("Requests per second", inputs.rate), field("Output tokens per request", inputs.output),
+          field("Dollars per GPU-hour", inputs.price))),
+      el("output", { class: "mha-output", "aria-live": "polite" }, results, status), chart);
+
+    function row(term, value, detail) {
+      results.append(el("dt", { text: term }), el("dd", {}, el("strong", { text: value }), detail ? el("span", { class: "mha-detail", text: " " + detail }) : null));
+    }
+
+    function update() {
+      results.textContent = "";
+      status.textContent = "";
+      chart.replaceChildren();
+      try {
+        const opts = { num_gpus: inputs.num_gpus.value, tp: inputs.tp.value, context_len: inputs.context.value,
+                       batch_size: inputs.batch.value, weight_dtype: weightFmt.value, kv_dtype: kvFmt.value };
+        const p = M.plan(model.value, gpu.value, opts);
+        const f = M.fleet(p, inputs.rate.value, inputs.output.value, inputs.price.value);
+        row("Weights per GPU", M.formatBytes(BigInt(p.weight_bytes_per_gpu), "GB"));
+        row("Cache per sequence per GPU", M.formatBytes(BigInt(p.kv_bytes_per_sequence_per_gpu)));
+        row("Sequences that fit beside the weights", M.formatInt(p.max_sequences), p.fits ? "(the batch fits)" : "(the batch does NOT fit)");
+        row("Decode step floor = time per output token", `${M.formatFixed(1e3 * p.decode_step_s, 2)} ms`, `(${p.decode_bound}-bound)`);
+        row("Decode tokens/s per GPU", M.formatFixed(p.tokens_per_s_per_gpu, 0));
+        row("Prefill floor for one prompt of the context", `${M.formatFixed(1e3 * p.prefill_s, 1)} ms`, "(time to first token, alone on the replica)");
+        row("Requests in flight (Little's law)", M.formatFixed(f.in_flight, 1));
+        row("GPUs for the request rate", M.formatInt(f.gpus), `(${f.replicas} replica(s) of ${p.tp})`);
+        row("Cost per million output / input tokens", `$${M.formatFixed(f.output_cost_per_million, 3)} / $${M.formatFixed(f.input_cost_per_million, 3)}`);
+        const points = [];
+        for (let b = 1; b <= Math.min(p.max_sequences, 4096); b *= 2) {
+          const q = M.plan(model.value, gpu.value, { ...opts, batch_size: b });
+          points.push({ batch: b, tpot_ms: 1e3 * q.decode_step_s, rate: q.tokens_per_s_per_gpu });
+        }
+        if (points.length > 1) chart.append(batchChart(points), el("figcaption", { text: "Floors at the GPU's peak rates: time per output token (solid) and decode tokens per second per GPU (dashed) against the batch." }));
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error;
+        status.textContent = error.message;
+      }
+    }
+
+    model.addEventListener("change", () => {
+      const m = D.models.find((x) => x.name === model.value);
+      if (m && m.name === "deepseek-v3") weightFmt.value = "fp8";
+      update();
+    });
+    form.addEventListener("input", update);
+    form.addEventListener("change", update);
+    root.replaceChildren(form);
+    model.value = D.models.some((m) => m.name === "llama-3-70b") ? "llama-3-70b" : D.models[0].name;
+    gpu.value = D.gpus.some((g) => g.name === "h100-sxm") ? "h100-sxm" : D.gpus[0].name;
+    update();
+  }
+
+  const WIDGETS = { "kv-calculator": calculator, drills: drillsWidget, flashcards, "deployment-planner": planner };
 
   function start() {
     document.querySelectorAll("[data-mha-widget]").forEach((root) => WIDGETS[root.dataset.mhaWidget](root));
