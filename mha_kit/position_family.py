@@ -293,6 +293,7 @@ class RopeLayout:
     no_rope_layer_interval: int | None = None  # every k-th layer is NoPE (Llama 4)
     floor_scale: int | None = None  # Llama 4's attention temperature: positions per step
     attn_scale: float | None = None  # Llama 4's attention temperature: slope of the log
+    attention_chunk_size: int | None = None  # Llama 4's RoPE layers attend within chunks of this many tokens
     num_layers: int | None = None  # decoder layers, where the layout needs them
     cite: str = ""  # references.bib key(s)
     source: str = ""  # where the numbers were read
@@ -300,10 +301,13 @@ class RopeLayout:
 
 _LAYOUTS = (
     RopeLayout(name="llama-4-scout", title="Llama 4 Scout", num_layers=48, head_dim=128, rope_theta=500000.0,
-               no_rope_layer_interval=4, floor_scale=8192, attn_scale=0.1, cite="hfllama4,meta2025llama4",
+               no_rope_layer_interval=4, floor_scale=8192, attn_scale=0.1, attention_chunk_size=8192,
+               cite="hfllama4,meta2025llama4",
                source=("transformers models/llama4/configuration_llama4.py Llama4TextConfig defaults (documented "
                        "as the Llama 4 Scout shape: 48 layers, head_dim 128, rope_theta 500000, "
-                       "no_rope_layer_interval 4, floor_scale 8192, attn_scale 0.1); modeling_llama4.py "
+                       "no_rope_layer_interval 4, floor_scale 8192, attn_scale 0.1, attention_chunk_size 8192; "
+                       "layer_types: chunked_attention for the RoPE layers, full_attention for the NoPE "
+                       "layers); modeling_llama4.py "
                        "Llama4TextAttention (use_rope, attn_temperature_tuning)")),
     RopeLayout(name="gemma-3", title="Gemma 3", head_dim=256, rope_theta=1_000_000.0,
                local_rope_theta=10_000.0, cite="gemma3report,hfgemma3",

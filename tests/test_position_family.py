@@ -164,4 +164,6 @@ def test_slowest_wavelength():
 def test_layouts():
     scout, gemma = mk.ROPE_LAYOUTS["llama-4-scout"], mk.ROPE_LAYOUTS["gemma-3"]
     assert (scout.no_rope_layer_interval, scout.floor_scale, scout.attn_scale) == (4, 8192, 0.1)
+    assert scout.attention_chunk_size == 8192  # Llama4TextConfig.attention_chunk_size, the RoPE layers' chunk
+    assert gemma.attention_chunk_size is None  # Gemma 3 has sliding windows, not chunks
     assert (gemma.rope_theta, gemma.local_rope_theta, gemma.head_dim) == (1e6, 1e4, 256)
