@@ -47,7 +47,10 @@ def test_preset_name_and_record_agree():
 
 def test_generation_bytes_by_hand():
     per_token = mk.kv_cache_bytes_per_token(LLAMA8.config)
-    weights = 2 * mk.dense_decoder_params(LLAMA8)  # bf16
+    cfg = LLAMA8.config
+    # bf16; the input embedding table is looked up, not streamed (its 128,256 x 4,096 entries)
+    weights = 2 * (mk.dense_decoder_params(LLAMA8) - 128_256 * 4_096)
+    assert LLAMA8.vocab_size == 128_256 and cfg.d_model == 4_096
     p, t = 4, 3  # prefill (writes 4), step 1 reads 4 and writes 1, step 2 reads 5 and writes 1
     assert generation_bytes(LLAMA8, p, t) == GenerationBytes(
         weights_read=3 * weights, cache_read=(4 + 5) * per_token, cache_written=6 * per_token)
