@@ -94,3 +94,17 @@ def test_unknown_model_and_gpu():
         mk.plan_deployment("llama-9", "h100-sxm", num_gpus=1, tp=1, context_len=1, batch_size=1)
     with pytest.raises(ValueError, match=r"unknown gpu 'b200'"):
         mk.plan_deployment("llama-3-8b", "b200", num_gpus=1, tp=1, context_len=1, batch_size=1)
+
+
+def test_fp8_weights_run_their_products_at_twice_the_bf16_peak():
+    # H100 datasheet: FP8 3,958 against BF16 1,979 TFLOPS (with sparsity): an FP8 prefill's weight products
+    # take half the time, attention over a bf16 cache keeps the bf16 rate
+    plan = _plan(weight_dtype="fp8")
+    matmul = 2 * (LLAMA_PARAMS - 2 * EMBED) * 8192 + 2 * EMBED
+    attention = 2 * 80 * (2 * 64 * 8192 * 8192 * 128) // 2
+    all_reduce = 2 * 80 * (2 * 7 * (8192 * 8192 // 8) * 2) / 450e9
+    expected = (matmul / (2 * 989e12) + attention / 989e12) / 8 + all_reduce
+    assert plan.prefill_s == pytest.approx(expected, rel=1e-12)
+    both = _plan(weight_dtype="fp8", kv_dtype="fp8")
+    assert both.prefill_s == pytest.approx((matmul + attention) / (2 * 989e12) / 8 + all_reduce, rel=1e-12)
+    assert mk.EIGHT_BIT_SPEEDUP == 2
