@@ -18,6 +18,7 @@ UNIT = frozenset({
     "test_cache.py",
     "test_chapter_attention_backends.py",
     "test_chapter_chains.py",
+    "test_chapter_deployment_plan.py",
     "test_chapter_map.py",
     "test_chapter_tree_attention.py",
 
