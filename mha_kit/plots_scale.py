@@ -33,7 +33,7 @@ def tpot_and_throughput_vs_batch(plans, title=None):
     right = ax.twinx()
     right.plot(batches, [p.tokens_per_s_per_gpu for p in fitting], "s--", color="#C44E52",
                label="decode tokens/s per GPU")
-    right.set_ylabel("decode tokens/s per GPU (floor)", color="#C44E52")
+    right.set_ylabel("decode tokens/s per GPU (ceiling)", color="#C44E52")
     first = fitting[0]
     ax.set_title(title or f"{first.model} on {first.tp} x {first.gpu}, {first.context_len:,}-token context")
     lines = ax.get_lines() + right.get_lines()
