@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .config import check_positive_int
 from .counting import attention_macs, model_params
-from .hardware import GPUS, LINKS, Accelerator
+from .hardware import GPUS, LINKS, Accelerator, Link
 from .models import MODEL_FACTS, ModelFacts
 from .moe import params_read_per_step
 from .parallel import all_reduce_bytes_per_gpu, kv_cache_bytes_per_gpu
@@ -97,7 +97,7 @@ def _step_seconds(facts, chip, tp, tokens, logit_tokens, attention_flops, read_b
     compute_s = (matmul / _matmul_rate(chip, dtypes[0]) + attention_flops / _matmul_rate(chip, dtypes[1])) / tp
     memory_s = read_bytes / chip.hbm_bandwidth
     comm = 0.0 if tp == 1 else 2 * facts.config.num_layers * all_reduce_bytes_per_gpu(
-        tokens * facts.config.d_model, tp) / LINKS[link].bytes_per_s
+        tokens * facts.config.d_model, tp) / link.bytes_per_s
     return max(memory_s, compute_s) + comm, "memory" if memory_s >= compute_s else "compute"
 
 
@@ -113,7 +113,8 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     Decode step floor per GPU: the weights it reads (MoE: the experts the batch's tokens touch,
     :func:`mha_kit.params_read_per_step`) plus the batch's cache at ``context_len``, over HBM
     bandwidth, or the step's FLOPs over the peak if larger; plus two all-reduces of ``(batch, d)``
-    per layer over ``link``. Prefill floor: one ``context_len`` prompt, the same way. 8-bit
+    per layer over ``link`` (a key of :data:`mha_kit.LINKS` or a :class:`mha_kit.Link`: the rate each
+    GPU's share of a ring all-reduce moves at). Prefill floor: one ``context_len`` prompt, the same way. 8-bit
     ``weight_dtype`` means 8-bit matrix products (W8A8, as FP8 checkpoints run on Hopper), at
     twice the bf16 peak; an 8-bit ``kv_dtype`` runs attention at that rate too.
 
@@ -124,8 +125,9 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     s, b = check_positive_int("context_len", context_len), check_positive_int("batch_size", batch_size)
     if n_gpu % t:
         raise ValueError(f"num_gpus ({n_gpu}) must be a multiple of tp ({t}): each replica has tp GPUs")
-    if link not in LINKS:
-        raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
+    wire = LINKS.get(link) if isinstance(link, str) else link
+    if not isinstance(wire, Link):
+        raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}, or a Link record")
     cfg, weight_bytes = facts.config, dtype_bits(weight_dtype) / 8
     weights = math.ceil(model_params(facts) * weight_bytes / t)
     per_seq = kv_cache_bytes_per_gpu(cfg, s, t, dtype=kv_dtype)
@@ -134,10 +136,10 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     decode_read = _weights_read(facts, b, weight_bytes, t) + b * per_seq  # and the whole cache of the batch
     decode_attention = 2 * cfg.num_layers * attention_macs(cfg, s) * b
     dtypes = (weight_dtype, kv_dtype)  # W8A8 with FP8 weights; attention at the cache's precision
-    decode_s, bound = _step_seconds(facts, chip, t, b, b, decode_attention, decode_read, link, dtypes)
+    decode_s, bound = _step_seconds(facts, chip, t, b, b, decode_attention, decode_read, wire, dtypes)
     prefill_read = _weights_read(facts, s, weight_bytes, t) + per_seq  # and the cache it writes
     prefill_attention = 2 * cfg.num_layers * attention_macs(cfg, s, num_queries=s, form="naive") // 2  # causal
-    prefill_s, _ = _step_seconds(facts, chip, t, s, 1, prefill_attention, prefill_read, link, dtypes)
+    prefill_s, _ = _step_seconds(facts, chip, t, s, 1, prefill_attention, prefill_read, wire, dtypes)
     return DeploymentPlan(
         model=facts.name, gpu=chip.name, num_gpus=n_gpu, tp=t, context_len=s, batch_size=b,
         weight_bytes_per_gpu=weights, kv_bytes_per_sequence_per_gpu=per_seq, max_sequences=int(max_seq),

@@ -108,3 +108,17 @@ def test_fp8_weights_run_their_products_at_twice_the_bf16_peak():
     both = _plan(weight_dtype="fp8", kv_dtype="fp8")
     assert both.prefill_s == pytest.approx((matmul + attention) / (2 * 989e12) / 8 + all_reduce, rel=1e-12)
     assert mk.EIGHT_BIT_SPEEDUP == 2
+
+
+def test_a_link_record_sets_the_all_reduce_rate():
+    # two nodes' ring all-reduce crossing on all eight 400 Gb/s ports of a node: 8 x 50 GB/s
+    ports = mk.Link(name="ib-ndr-x8", title="eight NDR ports", cite="nvidiadgxh100", source="test",
+                    bytes_per_s=8 * 50e9)
+    base = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=16, tp=16, context_len=2000, batch_size=1,
+                              weight_dtype="fp8", link="ib-ndr")
+    fast = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=16, tp=16, context_len=2000, batch_size=1,
+                              weight_dtype="fp8", link=ports)
+    sent = 2 * 61 * (2 * 15 * (2000 * 7168 // 16) * 2)  # bytes per GPU: two ring all-reduces a layer, bf16
+    assert base.prefill_s - fast.prefill_s == pytest.approx(sent / 50e9 - sent / 400e9, rel=1e-9)
+    with pytest.raises(ValueError, match="unknown link 'nvlink9'"):
+        mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=8, batch_size=1, link="nvlink9")
