@@ -113,10 +113,12 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     Decode step floor per GPU: the weights it reads (MoE: the experts the batch's tokens touch,
     :func:`mha_kit.params_read_per_step`) plus the batch's cache at ``context_len``, over HBM
     bandwidth, or the step's FLOPs over the peak if larger; plus two all-reduces of ``(batch, d)``
-    per layer over ``link`` (a key of :data:`mha_kit.LINKS` or a :class:`mha_kit.Link`: the rate each
-    GPU's share of a ring all-reduce moves at). Prefill floor: one ``context_len`` prompt, the same way. 8-bit
-    ``weight_dtype`` means 8-bit matrix products (W8A8, as FP8 checkpoints run on Hopper), at
-    twice the bf16 peak; an 8-bit ``kv_dtype`` runs attention at that rate too.
+    per layer over ``link`` (a key of :data:`mha_kit.LINKS`, or a :class:`mha_kit.Link` whose rate
+    is what each GPU's share of a ring all-reduce moves at). Prefill floor: one ``context_len``
+    prompt, the same way. MLA is counted in its absorbed form in decode and its naive form in
+    prefill (:func:`mha_kit.attention_macs`). An 8-bit ``weight_dtype`` means 8-bit matrix products
+    (W8A8, as FP8 checkpoints run on Hopper), at twice the bf16 peak; an 8-bit ``kv_dtype`` runs
+    attention at that rate too.
 
     Book: part "Serving at scale", chapter "Plan a deployment".
     """
