@@ -1,9 +1,12 @@
 """Plan a deployment: weights and cache per GPU, what fits, and the roofline floors of a step.
 
 Every time here is a **floor**: the least a step can take on the GPU's peak rates (HBM bandwidth,
-dense bf16 FLOP/s) plus the tensor-parallel all-reduces at the link's peak, not overlapped. A real
-server runs above it (kernels below peak, scheduling, sampling); the plan says what bounds each step
-and how far levers move the floors, which is what the system round of an interview asks.
+dense tensor-core FLOP/s: bf16, or twice that for matrix products whose operands are 8-bit, as the
+H100 and H200 datasheets give FP8 and INT8 at twice BF16) plus the tensor-parallel all-reduces at the
+link's peak, ring algorithm, not overlapped with compute and without their fixed per-call latency.
+A real server runs above it (kernels below peak, all-reduce latency, scheduling, sampling); the plan
+says what bounds each step and how far levers move the floors, which is what the system round of an
+interview asks. Mixtures of experts are read under uniform routing (:func:`mha_kit.experts_touched`).
 
 >>> import mha_kit as mk
 >>> plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=8192, batch_size=32)
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 from .config import check_positive_int
 from .counting import attention_macs, model_params
-from .hardware import GPUS, LINKS, Accelerator
+from .hardware import GPUS, LINKS, Accelerator, Link
 from .models import MODEL_FACTS, ModelFacts
 from .moe import params_read_per_step
 from .parallel import all_reduce_bytes_per_gpu, kv_cache_bytes_per_gpu
@@ -72,17 +75,29 @@ def _embedding_params(facts):
     return (facts.vocab_size or 0) * facts.config.d_model
 
 
-def _step_seconds(facts, chip, tp, tokens, logit_tokens, attention_flops, read_bytes, link):
+#: Tensor-core speed of 8-bit operands against bf16: the H100 and H200 SXM datasheets give FP8 and INT8
+#: at 3,958 against BF16 at 1,979 TFLOPS (both with sparsity; dense is half of each).
+EIGHT_BIT_SPEEDUP = 2
+
+
+def _matmul_rate(chip, dtype):
+    """Peak FLOP/s of matrix products on ``dtype`` operands: 8-bit at twice bf16, anything else at bf16."""
+    return chip.bf16_flops * (EIGHT_BIT_SPEEDUP if dtype_bits(dtype) == 8 else 1)
+
+
+def _step_seconds(facts, chip, tp, tokens, logit_tokens, attention_flops, read_bytes, link, dtypes):
     """``(seconds, bound)``: max(bytes / bandwidth, FLOPs / peak) per GPU, plus two all-reduces a layer.
 
     FLOPs: ``2 * (active - 2 V d)`` per token for the layers' weights, ``2 V d`` per token whose
-    logits are computed (every token of a decode step, the last one of a prefill), and attention.
+    logits are computed (every token of a decode step, the last one of a prefill), and attention;
+    the weights' products at the rate of ``dtypes[0]``, attention's at that of ``dtypes[1]``.
     """
     layers = params_read_per_step(facts, 1) - 2 * _embedding_params(facts)  # one token's layer weights
     matmul = 2 * layers * tokens + 2 * _embedding_params(facts) * logit_tokens
-    memory_s, compute_s = read_bytes / chip.hbm_bandwidth, (matmul + attention_flops) / tp / chip.bf16_flops
+    compute_s = (matmul / _matmul_rate(chip, dtypes[0]) + attention_flops / _matmul_rate(chip, dtypes[1])) / tp
+    memory_s = read_bytes / chip.hbm_bandwidth
     comm = 0.0 if tp == 1 else 2 * facts.config.num_layers * all_reduce_bytes_per_gpu(
-        tokens * facts.config.d_model, tp) / LINKS[link].bytes_per_s
+        tokens * facts.config.d_model, tp) / link.bytes_per_s
     return max(memory_s, compute_s) + comm, "memory" if memory_s >= compute_s else "compute"
 
 
@@ -98,7 +113,12 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     Decode step floor per GPU: the weights it reads (MoE: the experts the batch's tokens touch,
     :func:`mha_kit.params_read_per_step`) plus the batch's cache at ``context_len``, over HBM
     bandwidth, or the step's FLOPs over the peak if larger; plus two all-reduces of ``(batch, d)``
-    per layer over ``link``. Prefill floor: one ``context_len`` prompt, the same way.
+    per layer over ``link`` (a key of :data:`mha_kit.LINKS`, or a :class:`mha_kit.Link` whose rate
+    is what each GPU's share of a ring all-reduce moves at). Prefill floor: one ``context_len``
+    prompt, the same way. MLA is counted in its absorbed form in decode and its naive form in
+    prefill (:func:`mha_kit.attention_macs`). An 8-bit ``weight_dtype`` means 8-bit matrix products
+    (W8A8, as FP8 checkpoints run on Hopper), at twice the bf16 peak; an 8-bit ``kv_dtype`` runs
+    attention at that rate too.
 
     Book: part "Serving at scale", chapter "Plan a deployment".
     """
@@ -107,8 +127,9 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     s, b = check_positive_int("context_len", context_len), check_positive_int("batch_size", batch_size)
     if n_gpu % t:
         raise ValueError(f"num_gpus ({n_gpu}) must be a multiple of tp ({t}): each replica has tp GPUs")
-    if link not in LINKS:
-        raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}")
+    wire = LINKS.get(link) if isinstance(link, str) else link
+    if not isinstance(wire, Link):
+        raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}, or a Link record")
     cfg, weight_bytes = facts.config, dtype_bits(weight_dtype) / 8
     weights = math.ceil(model_params(facts) * weight_bytes / t)
     per_seq = kv_cache_bytes_per_gpu(cfg, s, t, dtype=kv_dtype)
@@ -116,10 +137,11 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     max_seq = max(free // per_seq, 0)
     decode_read = _weights_read(facts, b, weight_bytes, t) + b * per_seq  # and the whole cache of the batch
     decode_attention = 2 * cfg.num_layers * attention_macs(cfg, s) * b
-    decode_s, bound = _step_seconds(facts, chip, t, b, b, decode_attention, decode_read, link)
+    dtypes = (weight_dtype, kv_dtype)  # W8A8 with FP8 weights; attention at the cache's precision
+    decode_s, bound = _step_seconds(facts, chip, t, b, b, decode_attention, decode_read, wire, dtypes)
     prefill_read = _weights_read(facts, s, weight_bytes, t) + per_seq  # and the cache it writes
     prefill_attention = 2 * cfg.num_layers * attention_macs(cfg, s, num_queries=s, form="naive") // 2  # causal
-    prefill_s, _ = _step_seconds(facts, chip, t, s, 1, prefill_attention, prefill_read, link)
+    prefill_s, _ = _step_seconds(facts, chip, t, s, 1, prefill_attention, prefill_read, wire, dtypes)
     return DeploymentPlan(
         model=facts.name, gpu=chip.name, num_gpus=n_gpu, tp=t, context_len=s, batch_size=b,
         weight_bytes_per_gpu=weights, kv_bytes_per_sequence_per_gpu=per_seq, max_sequences=int(max_seq),

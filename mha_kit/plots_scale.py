@@ -1,6 +1,8 @@
 """Figures of the part "Serving at scale": PNG, labelled axes with units, one message per figure."""
 from __future__ import annotations
 
+from .hardware import GPUS
+from .models import MODEL_FACTS
 from .plots import _figure
 
 
@@ -33,9 +35,11 @@ def tpot_and_throughput_vs_batch(plans, title=None):
     right = ax.twinx()
     right.plot(batches, [p.tokens_per_s_per_gpu for p in fitting], "s--", color="#C44E52",
                label="decode tokens/s per GPU")
-    right.set_ylabel("decode tokens/s per GPU (floor)", color="#C44E52")
+    right.set_ylabel("decode tokens/s per GPU (ceiling)", color="#C44E52")
     first = fitting[0]
-    ax.set_title(title or f"{first.model} on {first.tp} x {first.gpu}, {first.context_len:,}-token context")
+    model = MODEL_FACTS[first.model].title if first.model in MODEL_FACTS else first.model
+    gpu = GPUS[first.gpu].title if first.gpu in GPUS else first.gpu
+    ax.set_title(title or f"{model} on {first.tp} x {gpu}, {first.context_len:,}-token context")
     lines = ax.get_lines() + right.get_lines()
     ax.legend(lines, [line.get_label() for line in lines], loc="upper left", fontsize=8)
     return fig

@@ -20,6 +20,8 @@ UNIT = frozenset({
     "test_chapter_chains.py",
     "test_chapter_kv_cache_basics.py",
     "test_chapter_scheduler_design.py",
+
+    "test_chapter_deployment_plan.py",
     "test_chapter_map.py",
     "test_chapter_tree_attention.py",
 
@@ -27,7 +29,6 @@ UNIT = frozenset({
     "test_chapter_why_attention.py",
 
     "test_chapter_long_context_structure.py",
-    "test_chapter_map.py",
     "test_chapter_state_space_models.py",
     "test_chapters_read_records.py",
     "test_chapters_rope_sinks.py",

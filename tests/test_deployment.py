@@ -115,3 +115,31 @@ def test_fleet_estimate_rules():
         mk.fleet_estimate(_plan(), rate=0, output_tokens=10, price_per_gpu_hour=1.0)
     with pytest.raises(ValueError, match=r"expected a DeploymentPlan"):
         mk.fleet_estimate({}, rate=1.0, output_tokens=10, price_per_gpu_hour=1.0)
+
+
+def test_fp8_weights_run_their_products_at_twice_the_bf16_peak():
+    # H100 datasheet: FP8 3,958 against BF16 1,979 TFLOPS (with sparsity): an FP8 prefill's weight products
+    # take half the time, attention over a bf16 cache keeps the bf16 rate
+    plan = _plan(weight_dtype="fp8")
+    matmul = 2 * (LLAMA_PARAMS - 2 * EMBED) * 8192 + 2 * EMBED
+    attention = 2 * 80 * (2 * 64 * 8192 * 8192 * 128) // 2
+    all_reduce = 2 * 80 * (2 * 7 * (8192 * 8192 // 8) * 2) / 450e9
+    expected = (matmul / (2 * 989e12) + attention / 989e12) / 8 + all_reduce
+    assert plan.prefill_s == pytest.approx(expected, rel=1e-12)
+    both = _plan(weight_dtype="fp8", kv_dtype="fp8")
+    assert both.prefill_s == pytest.approx((matmul + attention) / (2 * 989e12) / 8 + all_reduce, rel=1e-12)
+    assert mk.EIGHT_BIT_SPEEDUP == 2
+
+
+def test_a_link_record_sets_the_all_reduce_rate():
+    # two nodes' ring all-reduce crossing on all eight 400 Gb/s ports of a node: 8 x 50 GB/s
+    ports = mk.Link(name="ib-ndr-x8", title="eight NDR ports", cite="nvidiadgxh100", source="test",
+                    bytes_per_s=8 * 50e9)
+    base = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=16, tp=16, context_len=2000, batch_size=1,
+                              weight_dtype="fp8", link="ib-ndr")
+    fast = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=16, tp=16, context_len=2000, batch_size=1,
+                              weight_dtype="fp8", link=ports)
+    sent = 2 * 61 * (2 * 15 * (2000 * 7168 // 16) * 2)  # bytes per GPU: two ring all-reduces a layer, bf16
+    assert base.prefill_s - fast.prefill_s == pytest.approx(sent / 50e9 - sent / 400e9, rel=1e-9)
+    with pytest.raises(ValueError, match="unknown link 'nvlink9'"):
+        mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=8, batch_size=1, link="nvlink9")

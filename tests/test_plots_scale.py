@@ -30,6 +30,7 @@ def test_tpot_and_throughput_lines_hold_the_plans_values():
     assert list(tpot.get_ydata()) == [1e3 * p.tpot_s for p in plans]
     assert list(rate.get_ydata()) == [p.tokens_per_s_per_gpu for p in plans]
     assert "ms" in left.get_ylabel() and "tokens/s" in right.get_ylabel()
+    assert "floor" in left.get_ylabel() and "ceiling" in right.get_ylabel()  # a rate from a time floor bounds it above
 
 
 def test_plans_that_do_not_fit_are_left_out():

@@ -106,6 +106,7 @@ def site_data():
         "drill_hints": DRILL_HINTS,
         "float_rtol": 1e-9,
         "deployment": {
+            "eight_bit_speedup": mk.EIGHT_BIT_SPEEDUP,
             "models": [deployment_model(facts) for facts in deployment_models()],
             "gpus": [{"name": g.name, "title": g.title, "hbm_bytes": g.hbm_bytes, "hbm_bandwidth": g.hbm_bandwidth,
                       "bf16_flops": g.bf16_flops} for g in mk.GPUS.values()],

@@ -274,12 +274,15 @@
     return H * N * S * BigInt(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
   }
 
-  function stepSeconds(m, gpu, t, tokens, logitTokens, attentionFlops, readBytes, link) {
+  // _matmul_rate: products on 8-bit operands at EIGHT_BIT_SPEEDUP times the bf16 peak
+  const matmulRate = (gpu, bits) => gpu.bf16_flops * (bits === 8n ? DATA.deployment.eight_bit_speedup : 1);
+
+  function stepSeconds(m, gpu, t, tokens, logitTokens, attentionFlops, readBytes, link, bits) {
     const embed = m.vocab_size * m.d_model;
     const layers = paramsReadPerStep(m, 1) - 2 * embed;
     const matmul = 2 * layers * tokens + 2 * embed * logitTokens;
+    const computeS = (matmul / matmulRate(gpu, bits[0]) + Number(attentionFlops) / matmulRate(gpu, bits[1])) / t;
     const memoryS = readBytes / gpu.hbm_bandwidth;
-    const computeS = (matmul + Number(attentionFlops)) / t / gpu.bf16_flops;
     const comm = t === 1 ? 0.0 : (2 * m.num_layers * allReduceBytes(tokens * m.d_model, t)) / link.bytes_per_s;
     return [Math.max(memoryS, computeS) + comm, memoryS >= computeS ? "memory" : "compute"];
   }
@@ -298,7 +301,8 @@
     if (nGpu % t) throw new RangeError(`num_gpus (${nGpu}) must be a multiple of tp (${t}): each replica has tp GPUs`);
     const link = DATA.deployment.links.find((l) => l.name === (opts.link || "nvlink4"));
     if (!link) throw new RangeError(`unknown link ${opts.link}`);
-    const weightBytes = Number(dtypeBits(opts.weight_dtype || "bf16")) / 8;
+    const weightBits = dtypeBits(opts.weight_dtype || "bf16");
+    const weightBytes = Number(weightBits) / 8;
     const kvBits = dtypeBits(opts.kv_dtype || "bf16");
     const weights = Math.ceil((m.total_params * weightBytes) / t);
     const perSeq = ceilDiv(BigInt(s) * BigInt(m.num_layers) * BigInt(kvElementsPerGpu(m, t)) * kvBits, 8n);
@@ -308,10 +312,11 @@
     const weightsRead = (tokens) => ((paramsReadPerStep(m, tokens) - m.vocab_size * m.d_model) * weightBytes) / t;
     const decodeRead = weightsRead(b) + b * Number(perSeq);
     const decodeAttention = 2n * BigInt(m.num_layers) * planAttentionMacs(m, s, 1, "absorbed") * BigInt(b);
-    const [decodeS, bound] = stepSeconds(m, gpu, t, b, b, decodeAttention, decodeRead, link);
+    const bits = [weightBits, kvBits]; // W8A8 with 8-bit weights; attention at the cache's precision
+    const [decodeS, bound] = stepSeconds(m, gpu, t, b, b, decodeAttention, decodeRead, link, bits);
     const prefillRead = weightsRead(s) + Number(perSeq);
     const prefillAttention = (2n * BigInt(m.num_layers) * planAttentionMacs(m, s, s, "naive")) / 2n;
-    const [prefillS] = stepSeconds(m, gpu, t, s, 1, prefillAttention, prefillRead, link);
+    const [prefillS] = stepSeconds(m, gpu, t, s, 1, prefillAttention, prefillRead, link, bits);
     return {
       model: m.name, gpu: gpu.name, num_gpus: nGpu, tp: t, context_len: s, batch_size: b,
       weight_bytes_per_gpu: weights, kv_bytes_per_sequence_per_gpu: Number(perSeq), max_sequences: maxSeq,

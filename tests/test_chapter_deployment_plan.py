@@ -1,0 +1,53 @@
+"""Claims of book/deployment_plan.ipynb's table (both models on H100 and H200 nodes), recomputed by hand.
+
+Products written out from the records' sources: DeepSeek-V3 (arXiv:2412.19437 sec. 4.2 and its config:
+671B parameters, 61 layers, 58 of them MoE with 256 routed experts of width 2,048, top-8, d = 7,168,
+vocabulary 129,280, an MLA cache of 512 + 64 numbers a token and layer), the H100 and H200 SXM
+datasheets (80 and 141 GB; 3.35 and 4.8 TB/s; 989 TFLOPS dense bf16), NVLink 4 at 450 GB/s each way.
+"""
+import pytest
+
+import mha_kit as mk
+
+V3_PARAMS = 671 * 10**9
+V3_EXPERT = 3 * 7168 * 2048
+V3_EMBED = 129280 * 7168
+
+
+def test_deepseek_v3_fp8_weights_fit_eight_h200s_but_not_eight_h100s():
+    per_gpu = -(-V3_PARAMS // 8)  # one byte a parameter over 8 GPUs
+    assert 80 * 10**9 < per_gpu < 141 * 10**9
+    h100 = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=8, tp=8, context_len=2500, batch_size=1,
+                              weight_dtype="fp8")
+    h200 = mk.plan_deployment("deepseek-v3", "h200-sxm", num_gpus=8, tp=8, context_len=2500, batch_size=1,
+                              weight_dtype="fp8")
+    assert h100.weight_bytes_per_gpu == per_gpu and not h100.fits and h100.max_sequences == 0
+    assert h200.fits
+    two_nodes = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=16, tp=16, context_len=2500, batch_size=1,
+                                   weight_dtype="fp8", link="ib-ndr")
+    assert two_nodes.weight_bytes_per_gpu == -(-V3_PARAMS // 16) and two_nodes.fits
+
+
+def _v3_decode_floor(batch, context, tp, bandwidth, link_rate):
+    # weights read under uniform routing, FP8 (one byte), without the input table, split over tp GPUs
+    touched = 256 * (1 - (1 - 8 / 256) ** batch)
+    params = V3_PARAMS - 58 * 256 * V3_EXPERT + 58 * touched * V3_EXPERT - V3_EMBED
+    cache = batch * context * 61 * (512 + 64) * 2  # the whole bf16 latent on every rank
+    all_reduce = 2 * 61 * (2 * (tp - 1) * (batch * 7168 // tp) * 2) / link_rate
+    return (params / tp + cache) / bandwidth + all_reduce
+
+
+def test_deepseek_v3_on_h200_decode_floor_and_the_batch_a_20_ms_target_allows():
+    kw = dict(num_gpus=8, tp=8, context_len=2500, weight_dtype="fp8")
+    for batch in (84, 85, 86):
+        plan = mk.plan_deployment("deepseek-v3", "h200-sxm", batch_size=batch, **kw)
+        assert plan.decode_bound == "memory"
+        assert plan.tpot_s == pytest.approx(_v3_decode_floor(batch, 2500, 8, 4.8e12, 450e9), rel=1e-9)
+    assert _v3_decode_floor(85, 2500, 8, 4.8e12, 450e9) <= 0.020 < _v3_decode_floor(86, 2500, 8, 4.8e12, 450e9)
+
+
+def test_llama_3_70b_bf16_same_prefill_floor_on_h100_and_h200():
+    # a 2,000-token prefill is compute-bound, and both chips have the same bf16 peak
+    h100, h200 = (mk.plan_deployment("llama-3-70b", gpu, num_gpus=8, tp=8, context_len=2000, batch_size=1)
+                  for gpu in ("h100-sxm", "h200-sxm"))
+    assert h100.prefill_s == pytest.approx(h200.prefill_s, rel=1e-12)
