@@ -1,0 +1,114 @@
+"""Grading, round 3 (issue 37): honest answers graded as written, and a grader no answer can break.
+
+Graded as the instructor grades, through the one pipeline (:mod:`mha_course.pipeline`), on exercise
+01: a ``logging.warning`` left in a right answer (stderr is a note, never a loss), an answer written
+in the browser edition with numpy 1.x names numpy 2 removed (``np.asfarray``, ``-np.Inf``), and a
+helper cell of the learner's own right after the import cell (it stays there in the rebuild).
+"""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+import grading_support as gs
+from mha_course.trusted.rebuild import rebuild
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+A = "01_shapes"
+
+LOGGING = '''import logging
+
+_right_head_dim = head_dim
+
+
+def head_dim(d_model, num_heads):
+    logging.warning("head_dim(%s, %s)", d_model, num_heads)
+    return _right_head_dim(d_model, num_heads)
+'''
+NUMPY1 = '''def split_heads(x, num_heads):
+    x = np.asfarray(x)
+    assert x.max(initial=-np.Inf) < np.Inf
+    B, n, d = x.shape
+    return x.reshape(B, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
+'''
+HELPER = "WIDTH_AXIS = np.int64(-1)  # my own constant, right after the imports"
+USES_HELPER = '''def split_heads(x, num_heads):
+    B, n = x.shape[:2]
+    d = x.shape[int(WIDTH_AXIS)]
+    return x.reshape(B, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
+'''
+
+
+def _answer(nb, grade_id):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def honest_variants():
+    """``{name: notebook}``: the three honest answers the red team saw docked."""
+    logged = gs.submission(A, {})
+    _answer(logged, "head_dim_answer").source += "\n\n" + LOGGING
+    numpy1 = gs.submission(A, {})
+    _answer(numpy1, "split_heads_answer").source = NUMPY1
+    helper = gs.submission(A, {})
+    _answer(helper, "split_heads_answer").source = USES_HELPER
+    imports = next(i for i, c in enumerate(helper.cells) if c.cell_type == "code" and "import numpy" in c.source)
+    helper.cells.insert(imports + 1, nbformat.v4.new_code_cell(HELPER))
+    return {"logging_warning": logged, "numpy1_names": numpy1, "helper_after_imports": helper}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    return gs.grade_all({A: honest_variants()}, tmp_path_factory.mktemp("round3"))[A]
+
+
+@pytest.mark.parametrize("name", ["logging_warning", "numpy1_names", "helper_after_imports"])
+def test_an_honest_answer_scores_full_marks_as_written(graded, name):
+    result = graded[name]
+    assert gs.scores(result) == gs.expected_scores(A, lost=()), result.reasons
+    assert (result.reasons, result.status) == ({}, "ok")
+
+
+def test_what_a_right_answer_logged_is_a_note_of_its_test(graded):
+    note = graded["logging_warning"].notes["head_dim_transformer_base"]
+    assert note.startswith("Your code wrote to stderr (WARNING:root:head_dim(") and "costs no points" in note
+
+
+def test_a_numpy_1_name_is_graded_with_a_note_that_names_the_replacement(graded):
+    notes = " ".join(graded["numpy1_names"].notes.values())
+    assert "np.asfarray was removed in numpy 2" in notes and "use np.asarray(x, dtype=np.float64)" in notes
+
+
+def test_a_learners_cell_after_the_imports_stays_after_the_imports():
+    rebuilt, flags = rebuild(honest_variants()["helper_after_imports"], gs.read("exercises", A))
+    sources = [c.source for c in rebuilt.cells]
+    imports = next(i for i, s in enumerate(sources) if "import numpy" in s)
+    assert sources[imports + 1] == HELPER and flags == []
+    again, _ = rebuild(rebuilt, gs.read("exercises", A))  # nbgrader's RebuildOnRelease rebuilds it once more
+    assert [c.source for c in again.cells] == sources
+
+
+def test_check_and_the_page_name_the_replacement_of_a_numpy_1_name(tmp_path):
+    import sys
+
+    from mha_course import numpy2
+    from mha_course.check import numpy2_names
+
+    source = "import numpy as np\nx = -np.Inf\ny = np.float_(1)\nfrom numpy import asfarray\nz = np.inf"
+    assert sorted(numpy2.uses(source)) == ["Inf", "asfarray", "float_"]
+    path = tmp_path / f"{A}.ipynb"
+    nbformat.write(honest_variants()["numpy1_names"], path)
+    assert numpy2_names(path) == [("split_heads_answer", numpy2.message("asfarray")),
+                                  ("split_heads_answer", numpy2.message("Inf"))]
+    assert numpy2.message("float_") == ("np.float_ was removed in numpy 2, which grades this course (the browser "
+                                        "edition runs numpy 1.25): use np.float64")
+    sys.path.insert(0, str(gs.ROOT / "tools" / "lite_runtime"))
+    try:
+        import mha_lite
+    finally:
+        sys.path.pop(0)
+    namespace = {"np": __import__("numpy")}
+    exec("def helper(x):\n    return x * np.NaN\n\ndef call(x):\n    return helper(x)\n\n"
+         "def fine(x):\n    return x * np.nan", namespace)
+    namespace["helper"].__module__ = "__main__"  # the learner's, as in a notebook
+    assert mha_lite.numpy2_warning(namespace["call"]) == f"NUMPY 2: {numpy2.message('NaN')} (in helper)"
+    assert mha_lite.numpy2_warning(namespace["fine"]) is None
