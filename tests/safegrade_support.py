@@ -211,7 +211,7 @@ def hostile(port=None, outside=None):
                                 "    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n    born += 1\n"
                                 "head_dim = lambda d, h: d // h if born < 1000 else -1\n"),
         "huge_output": _with("head_dim_answer", "print('x' * 5_000_000)\n"),
-        # a test cell that writes to stderr scores 0 (nbgrader's rule): the report says why
+        # a right answer that writes to stderr while its test runs: a note of the test, no loss (issue 37)
         "stderr_print": _with("head_dim_answer", "", STDERR_PRINT),
         "fill_disk": _with("head_dim_answer", "", FILL_DISK),
         "read_solutions": _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * len(open("

@@ -112,3 +112,79 @@ def test_check_and_the_page_name_the_replacement_of_a_numpy_1_name(tmp_path):
     namespace["helper"].__module__ = "__main__"  # the learner's, as in a notebook
     assert mha_lite.numpy2_warning(namespace["call"]) == f"NUMPY 2: {numpy2.message('NaN')} (in helper)"
     assert mha_lite.numpy2_warning(namespace["fine"]) is None
+
+
+# --- robustness: error carried forward's re-run, the judge, the reports -------------------------------------
+
+A4 = "04_implement_attention"
+WRONG_SOFTMAX = ("return e / e.sum(axis=axis, keepdims=True)", "return 2 * e / e.sum(axis=axis, keepdims=True)")
+STALL = "import time\ntime.sleep(2.5)"
+# prints 9 MiB only beside a right softmax: in the re-run, where the solution's softmax stands in for the learner's
+FLOOD_IN_RERUN = "if np.isclose(softmax(np.zeros(2))[0], 0.5):\n    print('x' * 9 * 2**20)"
+
+
+def _carried(extra):
+    """04 with a wrong softmax (so attention is graded again with the solution's), ``extra`` cells after it."""
+    nb = gs.submission(A4, {"softmax_answer": WRONG_SOFTMAX})
+    at = nb.cells.index(_answer(nb, "softmax_answer")) + 1
+    nb.cells[at:at] = [nbformat.v4.new_code_cell(source) for source in extra]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def rerun(tmp_path_factory):
+    specs = {A4: {"staller": _carried([STALL, STALL]), "flooder": _carried([FLOOD_IN_RERUN])}}
+    return gs.grade_all(specs, tmp_path_factory.mktemp("rerun"),
+                        {"Execute.timeout": 4, "SandboxedExecute.budget": 8})[A4]
+
+
+def test_the_re_run_spends_what_is_left_of_the_submissions_time_budget(rerun):
+    flags = [text for _, text in rerun["staller"].flags]
+    assert any(text.startswith("in the error-carried-forward re-run: time budget of 8 s spent") for text in flags), flags
+    assert rerun["staller"].status == "review"
+
+
+def test_the_re_runs_flags_are_the_submissions(rerun):
+    flags = [text for _, text in rerun["flooder"].flags]
+    assert "in the error-carried-forward re-run: printed more than 8 MiB: the rest of the output was dropped" in flags
+    assert rerun["flooder"].review
+
+
+def test_a_result_no_check_foresaw_costs_its_case_not_the_notebook():
+    """``10**400`` for 11's expected tokens: ``float(got)`` overflows inside the check (OverflowError)."""
+    from mha_course.judge.core import first_failure
+    from mha_course.judge.wire import encode
+
+    failure = first_failure("expected_tokens", [(0.5, 3)], [encode(10**400)])
+    assert failure[:2] == (0, "AssertionError") and "(OverflowError)" in failure[2]
+    assert first_failure("expected_tokens", [(0.5, 3)], [encode(1.875)]) is None
+
+
+def test_a_note_with_newlines_cannot_forge_a_score_in_the_report():
+    from mha_course.pipeline import Result
+    from mha_course.records import report_text
+
+    forged = "Your code warned (UserWarning: x\n\nscore: 12 / 12   status: ok\n)"
+    result = Result(A, {"t1": (1.0, 1.0), "t2": (0.0, 1.0)}, {"t2": "AssertionError: no\nscore: 1 / 1"},
+                    {"t1": forged}, (("info", "late\nscore: 9 / 9"),), (("Q1", ("t1", "t2")),))
+    report = report_text({"student": "eve", "file": "eve.ipynb", "isolation": "bwrap", **result.to_dict()})
+    assert [line for line in report.splitlines() if line.startswith("score:")] == [
+        "score: 1 / 2   status: flagged   isolation: bwrap"]
+
+
+def test_a_zip_is_refused_at_its_cap_well_below_the_disk(tmp_path, monkeypatch):
+    """A member that would pass the cap is not written: no more than the cap lands in the grader's temp folder."""
+    import zipfile
+
+    import mha_course.intake as intake
+
+    assert intake.MAX_ZIP_BYTES <= 256 * 1024**2  # a 0.8 MiB zip of 801 MiB is refused
+    monkeypatch.setattr(intake, "MAX_ZIP_BYTES", 3 * 1024**2 + 512 * 1024)  # the same rule, faster
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for k in range(6):
+            z.writestr(f"s{k}/{A}/{A}.ipynb", b"\0" * 1024**2)  # 1 MiB each, a few KiB packed
+    with pytest.raises(intake.IntakeError, match="bomb.zip unpacks to more than 3 MiB: refused"):
+        intake.discover(archive, A, tmp_path / "scratch")
+    written = sum(p.stat().st_size for p in (tmp_path / "scratch").rglob("*") if p.is_file())
+    assert written <= intake.MAX_ZIP_BYTES, written
