@@ -236,11 +236,15 @@ def write(students, folder, assignment=A):
     return Path(folder)
 
 
-def safegrade(folder, out, course, *extra, wait=True, tmpdir=None, env=None):
-    """Run ``python -m mha_course.safegrade`` (a subprocess, its own process group; scratch in ``tmpdir``)."""
+def safegrade(folder, out, course, *extra, wait=True, tmpdir=None, env=None, similarity=False):
+    """Run ``python -m mha_course.safegrade`` (a subprocess, its own process group; scratch in ``tmpdir``).
+
+    Without ``similarity`` the similarity pass is skipped: these classes are copies of one solution by design.
+    """
     Path(course).mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "mha_course.safegrade", "--assignment", A, str(folder), "--out", str(out),
-               "--course", str(course), "--workers", "2", "--no-progress", *extra]
+               "--course", str(course), "--workers", "2", "--no-progress", *extra,
+               *([] if similarity else ["--no-similarity"])]
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1", **(env or {})}
     if tmpdir:
         Path(tmpdir).mkdir(parents=True, exist_ok=True)

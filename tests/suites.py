@@ -76,6 +76,7 @@ FULL = frozenset({
     "test_grading_hostile.py",
     "test_grading_pipeline.py",
     "test_grading_round3.py",
+    "test_grading_similarity.py",
     "test_grading_scores_a.py",
     "test_grading_scores_b.py",
     "test_grading_scores_c.py",
