@@ -144,3 +144,37 @@ def mark(out, assignment, release_answers, root=REPO_ROOT):
         os.replace(tmp, path)
         changed.append(result["student"])
     return changed
+
+
+def normalised_lines(source, min_tokens=10):
+    """Python ``source`` as its logical lines, each normalised: every name the author chose ``V``, every string
+    ``S``, comments and layout gone; keywords, builtins, numpy's and mha_kit's names (``np``, ``mk``), attributes
+    (``.shape``, ``.exp``), numbers and operators kept; only lines of at least ``min_tokens`` tokens.
+
+    Two lines that differ only in their names, comments, strings or spacing normalise alike: the leak test of the
+    learner edition compares solution lines with the code it ships this way (``tests/test_learner_edition_code.py``).
+    """
+    import builtins
+    import keyword
+    import tokenize
+
+    kept = set(dir(builtins)) | {"np", "numpy", "math", "mk", "mha_kit"}
+    lines, current, previous = set(), [], None
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.NEWLINE:
+                if len(current) >= min_tokens:
+                    lines.add(" ".join(current))
+                current = []
+            elif token.type == tokenize.NAME:
+                plain = keyword.iskeyword(token.string) or token.string in kept or previous == "."
+                current.append(token.string if plain else "V")
+            elif token.type == tokenize.STRING or token.type in getattr(tokenize, "FSTRING_TYPES", ()):
+                current.append("S")
+            elif token.type not in skip:
+                current.append(token.string)
+            previous = token.string if token.type not in skip else previous
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return lines

@@ -33,6 +33,7 @@ UNIT = frozenset({
     "test_kernels.py",
     "test_latent.py",
     "test_layers.py",
+    "test_learner_edition_code.py",
     "test_linear_attention.py",
     "test_masks.py",
     "test_nbval_kernels.py",
