@@ -126,9 +126,10 @@ def main(argv=None):
         flagged = set() if args.no_similarity or args.shard else set(_similarity(out, args.assignment))
         results = write_reports(out, args.assignment)
         for result in results if record else ():
-            # graded earlier (resumed, merged shards), or flagged by the similarity pass after it was recorded
-            if result["student"] not in writer.recorded or result["student"] in flagged:
+            if result["student"] not in writer.recorded:  # graded earlier (resumed, merged shards)
                 writer.record(result)
+            elif result["student"] in flagged:  # recorded as it arrived; the similarity pass came after
+                writer.reflag(result)
     review = sum(r["review"] for r in results)
     print(f"{len(results)} graded, {review} flagged for manual review; reports in {out / 'reports'}")
     return 0
