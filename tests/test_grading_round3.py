@@ -188,3 +188,73 @@ def test_a_zip_is_refused_at_its_cap_well_below_the_disk(tmp_path, monkeypatch):
         intake.discover(archive, A, tmp_path / "scratch")
     written = sum(p.stat().st_size for p in (tmp_path / "scratch").rglob("*") if p.is_file())
     assert written <= intake.MAX_ZIP_BYTES, written
+
+
+# --- 04's copy test: decided from the answer's code, read by the grading process ----------------------------
+
+# the red team's two copies: out of the test's watch through np.asarray, and a computed name with the record emptied
+COPY_AFTER_ASARRAY = '''def grouped_attention(q, k, v):
+    h, n, d_h = q.shape
+    h_kv = k.shape[0]
+    g = h // h_kv
+    k2, v2 = np.asarray(k), np.asarray(v)
+    kk = np.broadcast_to(k2[:, None], (h_kv, g) + k2.shape[1:]).reshape(h, -1, d_h)
+    vb = np.broadcast_to(v2[:, None], (h_kv, g) + v2.shape[1:])
+    vv = vb.reshape(h, -1, v2.shape[-1])
+    return softmax(q @ kk.transpose(0, 2, 1) / np.sqrt(d_h)) @ vv'''
+COMPUTED_NAME = '''def grouped_attention(q, k, v):
+    g = q.shape[0] // k.shape[0]
+    rep = getattr(np, "rep" + "eat")
+    kk, vv = rep(k, g, axis=0), rep(v, g, axis=0)
+    for watched in (k, v):
+        if hasattr(watched, "record"):
+            watched.record.clear()
+    return softmax(q @ kk.transpose(0, 2, 1) / np.sqrt(q.shape[-1])) @ vv'''
+CONCATENATED = '''def grouped_attention(q, k, v):
+    g = q.shape[0] // k.shape[0]
+    k2, v2 = np.array(k), np.array(v)
+    kk = np.concatenate([k2[:, None]] * g, axis=1).reshape(q.shape[0], -1, q.shape[-1])
+    vv = np.concatenate([v2[:, None]] * g, axis=1).reshape(q.shape[0], -1, v2.shape[-1])
+    return softmax(q @ kk.transpose(0, 2, 1) / np.sqrt(q.shape[-1])) @ vv'''
+LOOP_OVER_HEADS = '''def grouped_attention(q, k, v):
+    g = q.shape[0] // k.shape[0]
+    k, v = np.asarray(k), np.asarray(v)
+    heads = [softmax(q[i] @ k[i // g].T / np.sqrt(q.shape[-1])) @ v[i // g] for i in range(q.shape[0])]
+    return np.stack(heads)'''
+
+
+def _gqa(source):
+    nb = gs.submission(A4, {})
+    _answer(nb, "gqa_answer").source = source
+    return nb
+
+
+def test_04s_code_reading_names_every_copy_and_no_honest_answer():
+    from mha_course.judge.questions import course_questions
+
+    static = course_questions()["grouped_attention_no_copies"].static
+    solution = gs.notebook.answers(gs.read("solutions", A4))
+    assert static(solution) is None and static({**solution, "gqa_answer": LOOP_OVER_HEADS}) is None
+    assert "reshapes a broadcast K or V" in static({**solution, "gqa_answer": COPY_AFTER_ASARRAY})
+    assert "computed name (getattr)" in static({**solution, "gqa_answer": COMPUTED_NAME})
+    assert "np.concatenate" in static({**solution, "gqa_answer": CONCATENATED})
+    for _, variant, _ in gs.designed(A4).HONEST:
+        assert static({**solution, **variant}) is None
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory):
+    specs = {A4: {"asarray_then_reshape": _gqa(COPY_AFTER_ASARRAY), "computed_name": _gqa(COMPUTED_NAME),
+                  "loop_over_heads": _gqa(LOOP_OVER_HEADS)}}
+    return gs.grade_all(specs, tmp_path_factory.mktemp("copies"))[A4]
+
+
+@pytest.mark.parametrize("name", ["asarray_then_reshape", "computed_name"])
+def test_04s_copies_out_of_the_kernels_record_lose_the_copy_test_only(copies, name):
+    result = copies[name]
+    assert gs.scores(result) == gs.expected_scores(A4, {"gqa_without_copies"}), result.reasons
+    assert "grouped_attention" in result.reasons["gqa_without_copies"]
+
+
+def test_04s_loop_over_heads_keeps_every_point(copies):
+    assert gs.scores(copies["loop_over_heads"]) == gs.expected_scores(A4, lost=())
