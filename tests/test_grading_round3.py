@@ -258,3 +258,18 @@ def test_04s_copies_out_of_the_kernels_record_lose_the_copy_test_only(copies, na
 
 def test_04s_loop_over_heads_keeps_every_point(copies):
     assert gs.scores(copies["loop_over_heads"]) == gs.expected_scores(A4, lost=())
+
+
+def test_check_passes_a_right_answer_that_logs_and_names_a_numpy_1_name(tmp_path, capsys):
+    """``python -m mha_course.check``: stderr in a test cell is no failure there either; a numpy 1.x name gets its line."""
+    from mha_course.check import main
+
+    logged = tmp_path / "logged" / f"{A}.ipynb"
+    logged.parent.mkdir()
+    nbformat.write(honest_variants()["logging_warning"], logged)
+    assert main([str(logged)]) == 0, capsys.readouterr().out
+    numpy1 = tmp_path / "numpy1" / f"{A}.ipynb"
+    numpy1.parent.mkdir()
+    nbformat.write(honest_variants()["numpy1_names"], numpy1)
+    main([str(numpy1)])  # the desktop's numpy 2 has no np.asfarray: its test fails here, and the line says why
+    assert "NUMPY 2: np.asfarray was removed in numpy 2" in capsys.readouterr().out
