@@ -22,7 +22,8 @@ LAYERS = [
     ("the notebook conventions", ("mha_course.notebook",)),
     ("the judge", ("mha_course.judge",)),
     ("what nbgrader_config.py plugs in", ("mha_course.trusted", "mha_course.feedback")),
-    ("the pipeline", ("mha_course.pipeline", "mha_course.intake", "mha_course.pool", "mha_course.records")),
+    ("the pipeline", ("mha_course.pipeline", "mha_course.intake", "mha_course.pool", "mha_course.records",
+                      "mha_course.similarity")),
     ("the commands", ("mha_course.check", "mha_course.selfgrade", "mha_course.safegrade", "mha_course.release",
                       "mha_course.lab")),
 ]
