@@ -43,7 +43,8 @@ c.Execute.timeout = 60
 # kit of mha_kit (the helpers the assignment allows). The judge (mha_course.judge): test cells only
 # send the learner's results; JudgeCells, right after Execute, compares them with mha_kit's reference
 # outside the kernel and turns a failing case into an error output, which SaveAutoGrades scores as
-# any failing cell; a warning the learner's code raised is a note of its test, never a failure.
+# any failing cell; a warning the learner's code raised is a note of its test, never a failure, and so
+# is what it wrote to stderr (StderrNotes: a logging.warning left in a right answer costs nothing).
 # CarryForward (error carried forward): a question that builds on an earlier answer that failed its
 # own tests, and failed with it, is run once more with the solution's answer in its place (same
 # sandbox, same judge); only that question's failed test cells can take the new verdict.
@@ -59,6 +60,7 @@ c.Autograde.sanitize_preprocessors = [
 c.Autograde.autograde_preprocessors = [
     "mha_course.trusted.execute.SandboxedExecute",
     "mha_course.judge.preprocessor.JudgeCells",
+    "mha_course.trusted.streams.StderrNotes",
     "mha_course.judge.preprocessor.CarryForward",
     "nbgrader.preprocessors.IgnorePattern",
     "nbgrader.preprocessors.LimitOutput",

@@ -1,9 +1,10 @@
 """Grade one synthetic class with plain ``nbgrader autograde`` and with ``mha_course.safegrade``.
 
     .venv/bin/python benchmarks/grading_benchmark.py [--students 60] [--workers 2xCORES] [--timeout 5]
+    .venv/bin/python benchmarks/grading_benchmark.py --similarity-rounds 3   # the similarity pass's cost
 
 The class (exercise 01) mixes full, partial and blank answers with hostile submissions (patched
-numpy, a fake int, an endless loop, a corrupt file, edited tests, a crash). Both graders run on the
+numpy, a fake int, a cell that sleeps past the time limit, a corrupt file, edited tests, a crash). Both graders run on the
 same machine, one after the other, with the course's own ``nbgrader_config.py`` (so both rebuild
 each notebook and run it in the sandboxed kernel) and the same per-cell timeout; the script prints
 both wall times, their ratio, the machine's load before each run, and whether the honest
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,7 +27,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from safegrade_support import A, honest, hostile, results, scores, write  # noqa: E402
 
-HOSTILE = ("patch_isclose", "fake_int", "endless_loop", "corrupt", "edit_tests", "exit_kernel")
+#: Hostile kinds of ``safegrade_support.hostile`` (a name it no longer has fails at once: tests/test_grading_benchmark.py).
+HOSTILE = ("patch_isclose", "fake_int", "sleep", "corrupt", "edit_tests", "exit_kernel")
 
 
 def make_class(n, folder):
@@ -66,13 +69,23 @@ def plain_nbgrader(submitted, work, timeout):
     return wall, grades
 
 
-def safe(submitted, work, workers, timeout):
+def safe(submitted, work, workers, timeout, similarity=True, tag="safe"):
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "mha_course.safegrade", "--assignment", A, str(submitted), "--out",
-                    str(work / "safe_out"), "--course", str(work / "safe_course"), "--workers", str(workers),
-                    "--timeout", str(timeout), "--no-progress"], cwd=ROOT, capture_output=True, check=True)
+                    str(work / f"{tag}_out"), "--course", str(work / f"{tag}_course"), "--workers", str(workers),
+                    "--timeout", str(timeout), "--no-progress", *([] if similarity else ["--no-similarity"])],
+                   cwd=ROOT, capture_output=True, check=True)
     wall = time.perf_counter() - start
-    return wall, {s: scores(r) for s, r in results(work / "safe_out").items()}
+    return wall, {s: scores(r) for s, r in results(work / f"{tag}_out").items()}
+
+
+def similarity_overhead(submitted, work, workers, timeout, rounds):
+    """safegrade without and with the similarity pass, interleaved ``rounds`` times (a loaded machine drifts)."""
+    walls = {False: [], True: []}
+    for k in range(rounds):
+        for on in (False, True) if k % 2 == 0 else (True, False):
+            walls[on].append(safe(submitted, work, workers, timeout, on, f"r{k}_{int(on)}")[0])
+    return walls
 
 
 def main(argv=None):
@@ -80,7 +93,19 @@ def main(argv=None):
     parser.add_argument("--students", type=int, default=60)
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1), help="as safegrade's default")
     parser.add_argument("--timeout", type=int, default=5, help="seconds a cell may run, both graders")
+    parser.add_argument("--similarity-rounds", type=int, default=0,
+                        help="instead: safegrade without and with the similarity pass, interleaved, this many rounds")
     args = parser.parse_args(argv)
+    if args.similarity_rounds:
+        with tempfile.TemporaryDirectory(prefix="mha_grading_bench_") as tmp:
+            make_class(args.students, Path(tmp) / "submitted")
+            walls = similarity_overhead(Path(tmp) / "submitted", Path(tmp), args.workers, args.timeout,
+                                        args.similarity_rounds)
+        for on in (False, True):
+            print(f"safegrade {'with' if on else 'without'} the similarity pass: "
+                  + ", ".join(f"{w:.1f}" for w in walls[on]) + f" s (median {statistics.median(walls[on]):.1f} s)")
+        print(f"overhead of the median: {statistics.median(walls[True]) / statistics.median(walls[False]) - 1:+.1%}")
+        return 0
     with tempfile.TemporaryDirectory(prefix="mha_grading_bench_") as tmp:
         work = Path(tmp)
         honest_names = make_class(args.students, work / "submitted")

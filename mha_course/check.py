@@ -23,11 +23,20 @@ from pathlib import Path
 from nbgrader.validator import Validator
 from traitlets.config import Config
 
+from . import numpy2
 from .course import prepare_environment
 from .notebook import answers, assignment_of, explain, first_line, load
 from .trusted.graded_kit import refused
+from .trusted.streams import stderr_to_notes
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class _Validator(Validator):
+    """nbgrader's Validator, with stderr in a test cell a note, as in grading (:mod:`mha_course.trusted.streams`)."""
+
+    def _preprocess(self, nb):
+        return stderr_to_notes(super()._preprocess(nb))
 
 
 def validate(notebook, timeout=60):
@@ -35,7 +44,14 @@ def validate(notebook, timeout=60):
     prepare_environment()
     config = Config()
     config.Execute.timeout = timeout
-    return Validator(config=config).validate(str(Path(notebook).resolve()))
+    return _Validator(config=config).validate(str(Path(notebook).resolve()))
+
+
+def numpy2_names(notebook):
+    """``[(answer grade_id, line)]``: answers that use a numpy 1.x name numpy 2 removed (:mod:`mha_course.numpy2`)."""
+    nb, _ = load(notebook)
+    return [(grade_id, numpy2.message(name)) for grade_id, source in (answers(nb).items() if nb is not None else ())
+            for name in numpy2.uses(source)]
 
 
 def _root(node):
@@ -87,6 +103,8 @@ def main(argv=None):
     for grade_id, rule in reference_calls(args.notebook, assignment) if assignment else ():
         print(f"NOT ALLOWED: {rule} (in {grade_id}; it scores 0 when graded)")
         results.setdefault("reference", []).append(grade_id)
+    for grade_id, line in numpy2_names(args.notebook):  # graded as written, with a note: a warning, not a failure
+        print(f"NUMPY 2: {line} (in {grade_id})")
     for cell in results.get("type_changed", []):
         print(f"CHANGED TYPE: a {cell['old_type']} cell became {cell['new_type']}: {first_line(cell['source'])}")
     for cell in results.get("changed", []):

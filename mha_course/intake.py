@@ -19,8 +19,9 @@ from .notebook import MAX_BYTES
 
 #: File names of an LMS download (Canvas's): ``<student>_[LATE_]<lms id>_<submission id>_<file>[-<n>].ipynb``.
 LMS_PATTERN = r"(?P<student>[A-Za-z0-9]+)_(?P<late>LATE_)?(?P<lms_id>\d+)_(?P<submission>\d+)_(?P<file>.+?)(?:-(?P<copy>\d+))?\.ipynb"
-#: A zip is not unpacked past this many bytes in all, nor past this many members.
-MAX_ZIP_BYTES, MAX_ZIP_MEMBERS = 1024**3, 10_000
+#: A zip is not unpacked past this many bytes in all (a class of 60 notebooks is a few MiB; a zip bomb stops
+#: here, well below a grader's disk, with no byte written past it), nor past this many members.
+MAX_ZIP_BYTES, MAX_ZIP_MEMBERS = 256 * 1024**2, 10_000
 
 
 class IntakeError(ValueError):
@@ -152,25 +153,32 @@ def _unzip(archive_path, assignment, scratch):
             name = member.filename
             if name.startswith("/") or ".." in Path(name).parts or member.is_dir():
                 continue
-            total += _extract(archive, member, target / name)
-            if total > MAX_ZIP_BYTES:
+            written = _extract(archive, member, target / name, MAX_ZIP_BYTES - total)
+            if written is None:
                 raise IntakeError(f"{archive_path.name} unpacks to more than {MAX_ZIP_BYTES // 2**20} MiB: refused")
+            total += written
     target.mkdir(parents=True, exist_ok=True)
     roots = [p for p in target.iterdir() if p.is_dir() and not p.name.startswith(".")]
     single = len(roots) == 1 and not (roots[0] / assignment).is_dir() and not list(target.glob("*.ipynb"))
     return roots[0] if single else target
 
 
-def _extract(archive, member, path):
-    """Copy one member to ``path`` up to ``MAX_BYTES`` (past it: ``<path>.too-large`` instead); bytes written."""
+def _extract(archive, member, path, room):
+    """Copy one member to ``path`` up to ``MAX_BYTES`` (past it: ``<path>.too-large`` instead); bytes written.
+
+    ``None`` (the member removed) when it would write more than ``room`` bytes: the zip's cap is reached.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
     with archive.open(member) as src, open(path, "wb") as dst:
         while chunk := src.read(1 << 20):
             written += len(chunk)
-            if written > MAX_BYTES:
+            if written > min(MAX_BYTES, room):
                 break
             dst.write(chunk)
+    if written > room and room < MAX_BYTES:
+        path.unlink()
+        return None
     if written > MAX_BYTES:
         path.unlink()
         Path(f"{path}.too-large").write_text(f"more than {MAX_BYTES} bytes\n")

@@ -8,7 +8,7 @@ An exercise notebook follows the conventions ``tests/test_exercises_format.py`` 
   and test cells (nbgrader ``grade`` cells with ``points``); a test cell tests the answer above it;
 * a test cell only calls ``run(question_id, _call, *literal cases)`` (:func:`parse_runs`).
 
-Once graded, a test cell that scores zero has an error output or wrote to stderr (nbgrader's rule):
+Once graded, a test cell that scores zero has an error output (what it wrote to stderr is a note):
 :func:`failure` says why in one line. What grading adds for a person travels in the notebook:
 *notes* on a test cell (one line that changes no score: an error carried forward, a warning the
 learner's code raised) and *flags* on the notebook (what a person should look at), both in the
@@ -177,16 +177,12 @@ def first_error(cell):
 def failure(cell):
     """Why a graded cell scores zero, in one line; ``None`` when it does not fail.
 
-    nbgrader's rule (``determine_grade``): an error output, or anything written to stderr.
+    An error output (the judge's verdict, an exception). What a test cell wrote to stderr is a note,
+    never a failure (:mod:`mha_course.trusted.streams` takes it out of nbgrader's rule).
     """
     error = first_error(cell)
     if error:
         return explain(one_line(f"{error[0]}: {error[1]}"))
-    stderr = [str(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream"
-              and o.get("name") == "stderr"]
-    lines = [line.strip() for line in "".join(stderr).splitlines() if line.strip()]
-    if stderr:  # its first line: a debug print of every case repeats it
-        return one_line(f"the cell wrote to stderr, which scores 0: {lines[0] if lines else ''}", 300)
     return None
 
 

@@ -37,8 +37,8 @@ import nbgrader
 from nbgrader.api import Gradebook
 
 from .course import COURSE, REPO_ROOT, course_api, run_step
-from .notebook import (add_flags, failure, first_line, flags_of, grade_id, is_test, load, notes_of, points, questions,
-                       solution_notebook)
+from .notebook import (add_flags, failure, first_line, flags_of, grade_id, is_test, load, notes_of, one_line, points,
+                       questions, solution_notebook)
 from .trusted.rebuild import rebuild
 
 #: Environment variable: a folder where :func:`template` keeps every course it generates, for reuse.
@@ -172,8 +172,9 @@ class Result:
             out.append(f"{label}: {_points(sum(s for s, _ in scored))} / {_points(sum(m for _, m in scored))}")
             for test in (t for t in tests if t in self.scores):
                 score, top = self.scores[test]
-                why = f"  <- {self.reasons[test]}" if test in self.reasons else ""
-                why = f"  ({self.notes[test]})" if not why and test in self.notes else why
+                # one line each: a warning's text (the learner's) with newlines cannot start a line of its own
+                why = f"  <- {one_line(self.reasons[test])}" if test in self.reasons else ""
+                why = f"  ({one_line(self.notes[test])})" if not why and test in self.notes else why
                 out.append(f"    {test}: {_points(score)} / {_points(top)}{why}")
         return out
 

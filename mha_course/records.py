@@ -109,6 +109,14 @@ class CourseWriter:
         self._gradebook(student, nbformat.read(graded, as_version=4) if graded.is_file() else None, result)
         self.recorded.add(student)
 
+    def reflag(self, result):
+        """Write only ``result``'s flags into the gradebook (the similarity pass ran after it was recorded)."""
+        if not self._ready:
+            self._open()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SQLAlchemy notices from inside nbgrader
+            mark_flags(self.gradebook, self.assignment, self.assignment, result["student"], result["flags"])
+
     def _folder(self, kind, student):
         folder = self.course / kind / student / self.assignment
         folder.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,11 @@ course of its own, by ``--workers`` processes at once. Written under ``--out`` (
 * ``reports/<student>.txt`` - score per question, what was flagged and why;
 * ``grades.csv`` - one line per student (``student_id``, ``assignment``, score, status, LMS id, flags).
 
+Once the class is graded, a similarity pass (:mod:`mha_course.similarity`, copydetect's winnowing)
+flags for review byte-identical notebooks, answer cells two classmates share, and answer cells
+taken from code a learner can read (``mha_kit``, the judge's files of the browser edition);
+``--no-similarity`` skips it, and a shard leaves it to ``--merge-only``.
+
 The course (``--course``, default the current folder, as for ``nbgrader`` itself) then holds what
 ``nbgrader autograde`` would have left: ``submitted/`` and ``autograded/`` for every student, and
 their grades in ``gradebook.db`` (flagged submissions marked *needs manual grade*, with the reason),
@@ -64,6 +69,8 @@ def _parser():
     parser.add_argument("--shard", help="K/N: grade only every N-th student starting at the K-th")
     parser.add_argument("--merge-only", action="store_true", help="only write reports and the course")
     parser.add_argument("--no-gradebook", action="store_true", help="do not touch the course")
+    parser.add_argument("--no-similarity", action="store_true",
+                        help="skip the similarity pass (copies between classmates, code a learner can read)")
     parser.add_argument("--no-progress", action="store_true")
     return parser
 
@@ -116,13 +123,27 @@ def main(argv=None):
         record = None if args.no_gradebook else _recorder(writer)
         if found is not None:
             _grade_batch(args, found, out, args.shard, record)
+        flagged = set() if args.no_similarity or args.shard else set(_similarity(out, args.assignment))
         results = write_reports(out, args.assignment)
         for result in results if record else ():
             if result["student"] not in writer.recorded:  # graded earlier (resumed, merged shards)
                 writer.record(result)
+            elif result["student"] in flagged:  # recorded as it arrived; the similarity pass came after
+                writer.reflag(result)
     review = sum(r["review"] for r in results)
     print(f"{len(results)} graded, {review} flagged for manual review; reports in {out / 'reports'}")
     return 0
+
+
+def _similarity(out, assignment):
+    """The similarity pass over the whole class (:mod:`mha_course.similarity`); the students whose flags changed."""
+    import nbformat
+
+    from .notebook import answers
+    from .similarity import mark
+
+    release = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"
+    return mark(out, assignment, answers(nbformat.read(release, as_version=4)))
 
 
 def _intake(args):

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from .course import ASSIGNMENTS
-from .notebook import assignment_of
+from .notebook import assignment_of, one_line
 from .pipeline import grade, quiet, template
 
 STUDENT = "me"
@@ -42,7 +42,7 @@ def print_report(result):
     print("\n".join(result.lines()))
     print(f"Total: {result.total:g} / {result.max_total:g}")
     for severity, text in result.flags:
-        print(f"Flagged ({severity}): {text}")
+        print(f"Flagged ({severity}): {one_line(text)}")
     return result.total, result.max_total
 
 

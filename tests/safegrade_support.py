@@ -211,7 +211,7 @@ def hostile(port=None, outside=None):
                                 "    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n    born += 1\n"
                                 "head_dim = lambda d, h: d // h if born < 1000 else -1\n"),
         "huge_output": _with("head_dim_answer", "print('x' * 5_000_000)\n"),
-        # a test cell that writes to stderr scores 0 (nbgrader's rule): the report says why
+        # a right answer that writes to stderr while its test runs: a note of the test, no loss (issue 37)
         "stderr_print": _with("head_dim_answer", "", STDERR_PRINT),
         "fill_disk": _with("head_dim_answer", "", FILL_DISK),
         "read_solutions": _with("head_dim_answer", "", f"\n\nhead_dim = lambda d, h: d // h + 0 * len(open("
@@ -236,11 +236,15 @@ def write(students, folder, assignment=A):
     return Path(folder)
 
 
-def safegrade(folder, out, course, *extra, wait=True, tmpdir=None, env=None):
-    """Run ``python -m mha_course.safegrade`` (a subprocess, its own process group; scratch in ``tmpdir``)."""
+def safegrade(folder, out, course, *extra, wait=True, tmpdir=None, env=None, similarity=False):
+    """Run ``python -m mha_course.safegrade`` (a subprocess, its own process group; scratch in ``tmpdir``).
+
+    Without ``similarity`` the similarity pass is skipped: these classes are copies of one solution by design.
+    """
     Path(course).mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "mha_course.safegrade", "--assignment", A, str(folder), "--out", str(out),
-               "--course", str(course), "--workers", "2", "--no-progress", *extra]
+               "--course", str(course), "--workers", "2", "--no-progress", *extra,
+               *([] if similarity else ["--no-similarity"])]
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1", **(env or {})}
     if tmpdir:
         Path(tmpdir).mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,7 @@ UNIT = frozenset({
     "test_kernels.py",
     "test_latent.py",
     "test_layers.py",
+    "test_learner_edition_code.py",
     "test_linear_attention.py",
     "test_long_context_eval.py",
     "test_masks.py",
@@ -105,10 +106,13 @@ FULL = frozenset({
     "test_exercises_release.py",
     "test_feedback_catalogue.py",  # runs every designed slip through the visible tests: half a minute
     "test_fused_decode.py",  # numba compiles the fused kernel: half a minute
+    "test_grading_benchmark.py",  # a class of 10 through both graders of benchmarks/grading_benchmark.py
     "test_grading_carry.py",
     "test_grading_commands.py",
     "test_grading_hostile.py",
     "test_grading_pipeline.py",
+    "test_grading_round3.py",
+    "test_grading_similarity.py",
     "test_grading_scores_a.py",
     "test_grading_scores_b.py",
     "test_grading_scores_c.py",

@@ -18,18 +18,20 @@ PACKAGE = Path(mha_course.__file__).resolve().parent
 
 #: The layers, lowest first: (name, module prefixes).
 LAYERS = [
-    ("the course manifest", ("mha_course.course",)),
+    ("the course manifest", ("mha_course.course", "mha_course.numpy2")),
     ("the notebook conventions", ("mha_course.notebook",)),
     ("the judge", ("mha_course.judge",)),
     ("what nbgrader_config.py plugs in", ("mha_course.trusted", "mha_course.feedback")),
-    ("the pipeline", ("mha_course.pipeline", "mha_course.intake", "mha_course.pool", "mha_course.records")),
+    ("the pipeline", ("mha_course.pipeline", "mha_course.intake", "mha_course.pool", "mha_course.records",
+                      "mha_course.similarity")),
     ("the commands", ("mha_course.check", "mha_course.selfgrade", "mha_course.safegrade", "mha_course.release",
                       "mha_course.lab")),
 ]
 #: Copied as they are into the grading kernel's graded kit, beside no other module of mha_course: at the
 #: top of the file they import nothing of it but each other (the kernel side imports the judge only
 #: inside a function, guarded, for the learner's own environment).
-KERNEL_SIDE = {"mha_course.judge", "mha_course.judge.cases", "mha_course.judge.wire", "mha_course.judge.watch"}
+KERNEL_SIDE = {"mha_course.judge", "mha_course.judge.cases", "mha_course.judge.wire", "mha_course.judge.watch",
+               "mha_course.numpy2"}
 
 
 def module_name(path):

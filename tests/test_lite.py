@@ -418,6 +418,7 @@ def test_the_exercises_box_links_every_release_and_says_where_work_is_kept():
     assert len(exercises) == len(ASSIGNMENTS)
     assert all(f'href="../lite/lab/index.html?path={path}"' in box for path in exercises)
     assert "IndexedDB" in box and "Download" in box
+    assert "This page runs numpy 1.25; grading runs numpy 2." in box  # issue 37: the page says which numpy grades
 
 
 def test_numpy_floor_runs_the_kit_tests_only():

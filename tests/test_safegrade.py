@@ -54,13 +54,13 @@ def test_a_folder_that_links_to_a_classmates_is_not_graded_as_its_own(graded):
     assert "review both mallory and alice_smith" in report
 
 
-def test_a_cell_that_wrote_to_stderr_has_its_reason_in_the_report(graded):
+def test_a_cell_that_wrote_to_stderr_keeps_its_points_with_a_note_in_the_report(graded):
+    """A debug print to stderr in a right answer: the judge decides the score, stderr is a note (issue 37)."""
     result = graded[0]["stderr_print"]
-    assert scores(result) == expected_scores(A, NO_HEAD_DIM)
-    assert result["reasons"]["head_dim_transformer_base"] == (
-        "the cell wrote to stderr, which scores 0: my own debug line")
+    assert scores(result) == expected_scores(A, set()) and result["reasons"] == {}
+    assert result["notes"]["head_dim_transformer_base"].startswith("Your code wrote to stderr (my own debug line)")
     report = (graded[1] / "out" / "reports" / "stderr_print.txt").read_text()
-    assert "head_dim_transformer_base: 0 / 1  <- the cell wrote to stderr, which scores 0: my own debug line" in report
+    assert "head_dim_transformer_base: 1 / 1  (Your code wrote to stderr (my own debug line)" in report
 
 
 @pytest.mark.parametrize("student", sorted(honest_variants()) + ["patch_isclose"])

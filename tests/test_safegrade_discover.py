@@ -208,7 +208,7 @@ def test_help_says_the_course_is_the_current_folder(tmp_path, capsys, monkeypatc
 def test_a_zip_that_unpacks_to_more_than_its_cap_is_refused(tmp_path, monkeypatch):
     import mha_course.intake as intake
 
-    monkeypatch.setattr(intake, "MAX_ZIP_BYTES", 3 * 1024**2)  # the same rule as 1 GiB, faster
+    monkeypatch.setattr(intake, "MAX_ZIP_BYTES", 3 * 1024**2)  # the same rule as 256 MiB, faster
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
         for k in range(4):

@@ -60,6 +60,9 @@ def exercises_box(pagename, exercises):
         f'(or <a href="{html.escape(lite_url(pagename, "index.html"))}">all of them and the chapters</a>). '
         "A test cell judges your answer there as it does on your computer; it is a self-check, and the hidden "
         "tests run only when an instructor grades.</p>"
+        "<p>This page runs numpy 1.25; grading runs numpy 2. A name numpy 2 removed (<code>np.float_</code>, "
+        "<code>np.Inf</code>, <code>np.asfarray</code>) still grades, and the test cell prints one line naming "
+        "its replacement.</p>"
         "<p>Your work is kept in this browser's storage (IndexedDB), on this computer only: clearing the site's "
         "data or a private window loses it. <strong>File ▸ Download</strong> saves the notebook, the file you "
         "hand in.</p></div>"

@@ -38,7 +38,10 @@ def _first_failure(question, cases, results, answers):
         count = len(results) if type(results) is list else "no"
         return 0, "AssertionError", f"the test sent {count} result(s) for {len(cases)} case(s): rerun the whole notebook", None
     if answers is not None and spec.static is not None:
-        message = spec.static(answers)
+        try:
+            message = spec.static(answers)
+        except Exception as error:  # noqa: BLE001 (an answer no check foresaw costs its question, not the notebook)
+            message = f"the grader could not read this answer ({type(error).__name__}): look at its code"
         if message:
             return 0, "AssertionError", message, None
     for index, (case, data) in enumerate(zip(cases, results)):
@@ -61,6 +64,9 @@ def _judge_case(spec, case, got):
     except AssertionError as error:
         message = str(error).splitlines()[0] if str(error) else spec.describe(*args)
         return "AssertionError", message, error.name if isinstance(error, Diagnosed) else None
+    except Exception as error:  # noqa: BLE001 (10**400 -> OverflowError: the case fails, the notebook is graded)
+        return "AssertionError", (f"{spec.describe(*args)}: the result could not be compared with the reference "
+                                  f"({type(error).__name__}): is it a plain number of a sensible size?"), None
     return None
 
 

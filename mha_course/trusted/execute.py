@@ -12,7 +12,8 @@
   kernel that stops answering (its builtins broken) is ended within
   :attr:`SandboxedExecute.answer_seconds`, and the cells after it get an error;
 * a dead kernel costs the cells after it, not the notebook; the whole notebook has a time budget;
-  output beyond :attr:`SandboxedExecute.max_output_bytes` is dropped as it arrives;
+  output beyond :attr:`SandboxedExecute.max_output_bytes` is dropped as it arrives; error carried
+  forward's re-run spends what is left of both, and its flags are the submission's;
 * what happened is recorded as flags in the notebook's metadata (:func:`mha_course.notebook.add_flags`),
   which :class:`~mha_course.trusted.flags.RecordFlags` writes into the gradebook.
 """
@@ -36,6 +37,10 @@ from traitlets import Dict, Integer, List, Unicode
 
 from ..notebook import add_flags
 from . import graded_kit, sandbox
+
+
+#: The key of the record that a submission's runs share in nbgrader's ``resources`` (see :meth:`SandboxedExecute.preprocess`).
+RUN_KEY = "mha_course_run"
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,15 +88,25 @@ class SandboxedExecute(Execute):
         return km
 
     def preprocess(self, nb, resources=None, km=None):
+        resources = {} if resources is None else resources
+        # One budget, one output cap and one list of flags per submission: error carried forward runs the notebook
+        # again with this step's class and a copy of these resources (the dict below is shared), so the re-run
+        # spends what is left of the submission's time and output, and its flags reach the notebook (RecordFlags).
+        self._rerun = isinstance(resources.get(RUN_KEY), dict)
+        self._shared = resources[RUN_KEY] if self._rerun else {"deadline": None, "flags": [], "output_bytes": 0}
+        resources[RUN_KEY] = self._shared
         self._mode = sandbox.isolation_mode()
         if self._mode != "bwrap":
             self.log.warning("no sandbox (bubblewrap) here: the kernel runs with resource limits only")
         self._assignment = (resources or {}).get("nbgrader", {}).get("assignment", "")
         self._sockets = tempfile.mkdtemp(prefix="mha", dir="/tmp" if Path("/tmp").is_dir() else None)
-        self._dead, self._timeouts, self._budget_spent, self._output_bytes, self._capped = None, [], False, 0, False
+        self._dead, self._timeouts, self._budget_spent, self._capped = None, [], False, False
+        self._output_bytes = self._shared.get("output_bytes", 0)
         self._probe = None  # (msg_id, time sent) of the control-channel request not answered yet
         budget = self.budget or 10 * (self.timeout or 30)
         self._deadline = time.monotonic() + budget + 120  # until the kernel is up (a busy machine)
+        if self._rerun and self._shared["deadline"] is not None:
+            self._deadline = self._shared["deadline"]
         limit = f"the course's time limit of {self.timeout} s per cell"
         self.error_on_timeout = {"ename": "CellTimeoutError", "evalue": f"stopped: this cell ran past {limit}",
                                  "traceback": [f"CellTimeoutError: stopped: this cell ran past {limit}"]}
@@ -101,13 +116,23 @@ class SandboxedExecute(Execute):
         finally:
             shutil.rmtree(self._sockets, ignore_errors=True)
             sandbox.remove_empty_cgroups()
-        add_flags(nb, self._flags(budget))
+            self._shared["output_bytes"] = self._output_bytes
+        flags = self._flags(budget)
+        if self._rerun:  # the copy is thrown away: its flags go with the submission's (RecordFlags adds them)
+            flags = [[severity, f"in the error-carried-forward re-run: {text}"] for severity, text in flags]
+            self._shared["flags"].extend(flags)
+        add_flags(nb, flags)
         return nb, resources
 
     def _started(self, budget):
-        """Once the kernel is up, before any cell: its socket folder closes, its time budget starts."""
+        """Once the kernel is up, before any cell: its socket folder closes, its time budget starts
+        (a re-run's: what is left of the submission's)."""
         sandbox.close_sockets(str(Path(self._sockets) / "k"))
         self._deadline = time.monotonic() + budget
+        if self._rerun and self._shared["deadline"] is not None:
+            self._deadline = min(self._deadline, self._shared["deadline"])
+        elif not self._rerun:
+            self._shared["deadline"] = self._deadline
 
     def _flags(self, budget):
         flags = []

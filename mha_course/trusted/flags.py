@@ -12,7 +12,8 @@ from __future__ import annotations
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ..notebook import flags_of, one_line
+from ..notebook import add_flags, flags_of, one_line
+from .execute import RUN_KEY
 
 
 class RecordFlags(NbGraderPreprocessor):
@@ -20,6 +21,7 @@ class RecordFlags(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
+        add_flags(nb, resources.get(RUN_KEY, {}).get("flags", []))  # those of error carried forward's re-run
         with Gradebook(info["db_url"]) as gradebook:
             mark_flags(gradebook, info["assignment"], info["notebook"], info["student"], flags_of(nb))
         return nb, resources

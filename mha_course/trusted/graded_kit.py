@@ -31,7 +31,8 @@ PACKAGE = Path(importlib.util.find_spec("mha_kit").origin).parent
 #: The real ``mha_course`` package, whose kernel side the kit copies.
 COURSE_PACKAGE = Path(__file__).resolve().parent.parent
 #: The files of ``mha_course`` the kernel needs: the kernel side of the judge.
-KERNEL_SIDE = ("judge/__init__.py", "judge/cases.py", "judge/wire.py", "judge/watch.py")
+#: ``numpy2.py``: the numpy 1.x names numpy 2 removed, put back before the kernel starts (:mod:`.sandbox`).
+KERNEL_SIDE = ("judge/__init__.py", "judge/cases.py", "judge/wire.py", "judge/watch.py", "numpy2.py")
 
 
 class _Module:

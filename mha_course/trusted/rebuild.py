@@ -2,7 +2,8 @@
 
 :func:`rebuild` never trusts the file's structure: the notebook that gets executed is the
 instructor's release with the learner's *answer* cells put in by ``grade_id`` (and the learner's
-own extra code cells kept after the answer they follow). Test cells, their metadata and checksums
+own extra code cells kept where they were: after the release cell they followed, found by ``grade_id``
+or, for a cell without nbgrader metadata such as the import cell, by its source). Test cells, their metadata and checksums
 always come from the release, so editing, deleting, reordering or forging them earns nothing; each
 such change is still reported, with a flag for manual review. :class:`RebuildOnRelease` does this
 inside nbgrader's ``autograde`` (its first sanitizing step, set in ``nbgrader_config.py``).
@@ -43,16 +44,28 @@ def _source(cell):
     return source if isinstance(source, str) else ""
 
 
+def _anchors(release):
+    """``{key: index of a release cell}``: what finds a release cell in a submission, by ``grade_id`` or,
+    for a cell without nbgrader metadata (the import cell, the prose), by its source."""
+    anchors = {}
+    for index, cell in enumerate(release.cells):
+        key = ("id", meta(cell).get("grade_id")) if meta(cell).get("grade_id") else ("source", _source(cell))
+        anchors.setdefault(key, index)
+    return anchors
+
+
 def _learner_code(submitted, release, release_ids):
-    """``(answers, extras, seen, flags)``: answer sources by ``grade_id``, the learner's own code
-    cells by the answer they follow (``None``: before the first), and every ``grade_id`` met."""
+    """``(answers, extras, seen, flags)``: answer sources by ``grade_id``, the learner's own code cells by
+    the index of the release cell they follow (``None``: before every one), and every ``grade_id`` met."""
     answers, extras, seen, flags, owner = {}, {}, [], [], None
     release_code = {c.source for c in release.cells if c.cell_type == "code" and not meta(c)}
+    anchors = _anchors(release)
     for cell in (submitted.cells if submitted is not None else []):
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
             continue
         cell_id, source = grade_id(cell), _source(cell)
         seen += [cell_id] if cell_id else []
+        key = ("id", cell_id) if cell_id else ("source", source) if not meta(cell) else None
         if cell_id in release_ids and _release_meta(release, cell_id).get("solution"):
             if len(source) > MAX_CELL_BYTES:
                 flags.append(("review", f"answer cell {cell_id} holds {len(source)} characters (at most "
@@ -61,23 +74,23 @@ def _learner_code(submitted, release, release_ids):
             if cell_id in answers:
                 flags.append(("review", f"answer cell {cell_id} appears twice (first one graded)"))
                 continue
-            answers[cell_id], owner = source, cell_id
+            answers[cell_id] = source
         elif not meta(cell) and cell.get("cell_type") == "code" and source.strip() and source not in release_code:
             extras.setdefault(owner, []).append(source)
+            continue
+        owner = anchors.get(key, owner)  # the learner's next own cells keep their place after this one
     return answers, extras, seen, flags
 
 
 def _assemble(release, answers, extras):
-    """The release's cells with the answers put in, each followed by the learner's own cells."""
+    """The release's cells with the answers put in; the learner's own cells after the release cell they followed."""
     cells = [nbformat.v4.new_code_cell(source) for source in extras.get(None, [])]
-    for cell in release.cells:
+    for index, cell in enumerate(release.cells):
         cell = nbformat.from_dict(json.loads(json.dumps(cell)))
         cell_id = meta(cell).get("grade_id")
         if cell_id in answers:
             cell.source = answers[cell_id]
-            cells += [cell, *(nbformat.v4.new_code_cell(s) for s in extras.get(cell_id, []))]
-        else:
-            cells.append(cell)
+        cells += [cell, *(nbformat.v4.new_code_cell(s) for s in extras.get(index, []))]
     nb = nbformat.from_dict(json.loads(json.dumps(release)))
     nb.cells = cells
     return nb

@@ -294,6 +294,11 @@ def start_kernel(argv):
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)  # real, effective and saved: root's capabilities are gone for good
+    try:  # numpy 1.x names the browser edition's numpy 1.25 has (np.float_, np.Inf): graded as written, with a note
+        from mha_course.numpy2 import install  # the graded kit's copy
+        install()
+    except Exception:  # noqa: BLE001 (no numpy, no kit: the kernel starts as it would)
+        pass
     sys.argv = ["ipykernel_launcher", "-f", _option(argv, "-f"), "--HistoryManager.hist_file=:memory:"]
     runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
 

@@ -68,7 +68,7 @@ def _max_context(got, spec, memory, bits, B):
     cfg = config(spec)
     expected = mk.max_context_tokens(cfg, memory, bits, B)
     what = f"longest {_name(spec)} context in {mk.format_bytes(memory)} ({bits}-bit, B={B})"
-    bits_per_token = B * cfg.num_layers * mk.kv_elements_per_token(cfg) * bits
+    bits_per_token = B * mk.kv_cache_bytes_per_token(cfg, 8) * bits  # at 8 bits a byte per cached element
     diagnoses.known(got, expected, what, [(int(memory * 8 / bits_per_token),
                                            "a float division loses whole tokens this large: divide with integers")])
     expect_int(got, expected, what, hints={8: "bits, not bytes", Fraction(1, 8): "bytes, not bits"})

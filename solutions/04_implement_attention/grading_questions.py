@@ -106,28 +106,144 @@ def _copy_reason(name, array="K or V"):
     """The one-line reason for an answer that copies K or V with ``name``."""
     if name == watch.INDEX_ARRAY:
         return f"grouped_attention indexes {array} with an array, which copies it: reshape the queries instead"
+    if name.startswith("np."):
+        return f"grouped_attention builds {name.removesuffix(' on K or V')} of K or V, which copies them once per " \
+               "query head: reshape the queries instead"
     if name == watch.RESHAPE_COPY:
         return "grouped_attention reshapes a broadcast K or V into one head per query head, which copies it: " \
                "reshape the queries instead"
     return f"grouped_attention uses {name}, which copies K or V once per query head: reshape the queries instead"
 
 
+#: Views of an array: a reshape of a view of a broadcast K or V still copies.
+_VIEW_CALLS = {"transpose", "swapaxes", "moveaxis", "squeeze", "expand_dims", "broadcast_to"}
+
+
+def _broadcast(node, tainted):
+    """Whether ``node`` is a broadcast array (``np.broadcast_to``), a name bound to one, or a view of one."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id in tainted
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name == "broadcast_to":
+                return True
+            if name not in _VIEW_CALLS:
+                return False
+            node = func.value if isinstance(func, ast.Attribute) and not _is_numpy(func.value) else (
+                node.args[0] if node.args else None)
+        elif isinstance(node, ast.Attribute) and node.attr == "T" or isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return False
+
+
+def _is_numpy(node):
+    return isinstance(node, ast.Name) and node.id in ("np", "numpy")
+
+
+def _reshapes_a_broadcast(tree):
+    """Whether the code reshapes a broadcast K or V (the group axis merged into the heads: a copy)."""
+    tainted = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _broadcast(node.value, tainted):
+            tainted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr != "reshape":
+            continue
+        target = node.args[0] if _is_numpy(node.func.value) and node.args else node.func.value
+        if _broadcast(target, tainted):
+            return True
+    return False
+
+
+#: Ways to reach a function by a computed name: a copy's name would not be read.
+_COMPUTED = {"getattr", "__dict__", "vars", "__getattribute__", "eval", "exec", "__import__", "import_module",
+             "attrgetter", "methodcaller", "globals"}
+#: Calls whose result is K or V itself, or a plain-array stand-in for it (out of the test's watch).
+_SAME = {"asarray", "array", "asanyarray", "ascontiguousarray", "view", "copy"}
+
+
+def _imported(node):
+    return [node.module or ""] * isinstance(node, ast.ImportFrom) + [alias.name for alias in node.names]
+
+
+def _called(node):
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _kv_names(tree):
+    """``k``, ``v`` and every name bound to them or to a plain-array stand-in (``k2 = np.asarray(k)``)."""
+    names, changed = {"k", "v"}, True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            pairs = [(t, node.value) for t in node.targets] if isinstance(node, ast.Assign) else []
+            pairs += [pair for t, value in pairs if isinstance(t, ast.Tuple) and isinstance(value, ast.Tuple)
+                      for pair in zip(t.elts, value.elts)]  # k2, v2 = np.asarray(k), np.asarray(v)
+            new = {t.id for t, value in pairs if isinstance(t, ast.Name) and _mentions([value], names, deep=False)}
+            changed = changed or bool(new - names)
+            names |= new
+    return names
+
+
+def _mentions(nodes, names, deep=True):
+    """Whether ``nodes`` are (``deep``: hold, in a list, a product or a stand-in call) one of ``names``."""
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.id in names:
+            return True
+        if isinstance(node, ast.Call) and _called(node) in _SAME and (
+                _mentions(node.args, names, deep) or isinstance(node.func, ast.Attribute)
+                and _mentions([node.func.value], names, deep)):
+            return True
+        if deep and isinstance(node, (ast.List, ast.Tuple, ast.Starred, ast.BinOp)) and _mentions(
+                list(ast.iter_child_nodes(node)), names, deep):
+            return True
+        if deep and (isinstance(node, ast.Subscript) or isinstance(node, ast.Attribute) and node.attr == "T") and (
+                _mentions([node.value], names, deep)):  # a view of K or V: k[None], k[:, None], k.T
+            return True
+        if deep and isinstance(node, ast.Call) and _called(node) in _VIEW_CALLS | {"reshape"} and _mentions(
+                [*node.args[:1], *([node.func.value] if isinstance(node.func, ast.Attribute) else [])], names, deep):
+            return True
+    return False
+
+
 def no_copies(answers):
-    """Reason why ``grouped_attention``'s code copies K or V (``np.repeat``, a fancy index), or None."""
+    """Reason why ``grouped_attention``'s code copies K or V (``np.repeat``, a fancy index, a reshape of a
+    broadcast), reaches numpy by a computed name, or touches the test's record of copies; or None.
+
+    Read here, in the grading process, from the answer's source, which the kernel cannot change: the
+    record the test sends (:mod:`mha_course.judge.watch`) is the learner's own hint, and code in the kernel
+    can empty it (``k.record.clear()``) or step around it (``np.asarray(k)`` first).
+    """
     source = answers.get("gqa_answer", "")
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None  # the kernel reported it; the cases fail anyway
+    kv = _kv_names(tree)
     for node in ast.walk(tree):
         name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
         if isinstance(node, ast.alias):
             name = node.name.rpartition(".")[2]
         if name in _COPIES:
             return _copy_reason(name)
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in ("k", "v"):
+        if isinstance(node, ast.Attribute) and node.attr in ("record", "_record") or isinstance(
+                node, (ast.Import, ast.ImportFrom)) and any("watch" in n for n in _imported(node)):
+            return "grouped_attention touches the test's record of copies: leave it to the test"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _COPIES:
+            return _copy_reason(node.value)
+        if name in _COMPUTED:
+            return f"grouped_attention reaches a function by a computed name ({name}): write the call out"
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in kv:
             if any(isinstance(part, (ast.Call, ast.List, ast.ListComp)) for part in ast.walk(node.slice)):
                 return _copy_reason(watch.INDEX_ARRAY, node.value.id)
+        if isinstance(node, ast.Call) and _called(node) in watch.COPYING - _COPIES and _mentions(node.args, kv):
+            return _copy_reason(f"np.{_called(node)} on K or V")
+    if _reshapes_a_broadcast(tree):
+        return _copy_reason(watch.RESHAPE_COPY)
     return None
 
 

@@ -51,7 +51,7 @@ def _expect_mask(got, expected, what, wrong):
 
 @question("sliding_window_mask", lambda n, w: f"sliding_window_mask({n}, window={w})")
 def _window(got, n, w):
-    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    i, j = np.indices((n, n))  # query and key positions of every entry
     what = f"sliding-window mask (n={n}, window={w})"
     expected = mk.sliding_window_mask(n, w)
     if isinstance(got, np.ndarray) and got.dtype == bool:

@@ -77,7 +77,8 @@ def _rolling(got, spec, t, window, bits):
 def _int8(got, spec, t, scale_bits):
     cfg = config(spec)
     elements = cfg.num_layers * mk.kv_elements_per_token(cfg) * t
-    scales = cfg.num_layers * 2 * cfg.num_kv_heads  # one per key-value head, for K and for V, per layer
+    # one scale per key-value head, for K and for V, per layer: the 2 h_kv d_h numbers of a layer over d_h
+    scales = mk.kv_cache_bytes_per_token(cfg, 8) // cfg.head_dim
     expected = mk.quantized_cache_bytes(elements, scales, scale_bits)
     own = {elements: "the scales are stored too: one per key-value head, for K and V, in every layer",
            mk.quantized_cache_bytes(elements, scales * t, scale_bits): "one scale per head, not one per head and token"}

@@ -15,6 +15,8 @@ wraps ``run`` so that the page says it too: once the judge has passed every case
 test calls (and the learner's functions they call) are read (their bytecode, so that no source file
 is needed) for ``mk.NAME``, ``mha_kit.NAME`` and ``from mha_kit import NAME``; a refused ``NAME``
 fails the test with ``NOT ALLOWED: <the graded kernel's rule> (in <function>; it scores 0 when graded)``.
+It also prints one line when the answer uses a numpy name that numpy 2 removed (``np.float_``,
+``np.Inf``): this page runs numpy 1.25, the grading kernel numpy 2 (:func:`numpy2_warning`).
 
 ``rules.json`` is written at build time: ``{"questions": {question id: assignment},
 "refused": {assignment: {mk name: rule}}}`` (``mha_course.check``'s rules, from the course manifest).
@@ -120,6 +122,37 @@ def not_allowed(question, call):
     return f"NOT ALLOWED: {refused[name]} (in {function}; it scores 0 when graded)"
 
 
+def numpy2_uses(call):
+    """``[(function name, numpy name)]``: names numpy 2 removed (``np.float_``, ``np.Inf``) that ``call`` and the
+    learner's functions it calls read from numpy, in the order met. This page runs numpy 1.25, where they
+    work without a word; the grading kernel runs numpy 2 (:mod:`mha_course.numpy2`)."""
+    from mha_course.numpy2 import REMOVED
+
+    found, seen, todo = [], set(), [call]
+    while todo:
+        function = todo.pop(0)
+        if id(function) in seen or not isinstance(function, types.FunctionType):
+            continue
+        seen.add(id(function))
+        for code in _codes(function.__code__):
+            numpy = False  # the instruction before put the numpy module on the stack
+            for ins in dis.get_instructions(code):
+                if ins.opname.startswith(("LOAD_ATTR", "LOAD_METHOD")) and numpy and ins.argval in REMOVED:
+                    found.append((function.__name__, ins.argval))
+                value = function.__globals__.get(ins.argval) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
+                numpy = getattr(value, "__name__", None) == "numpy" and isinstance(value, types.ModuleType)
+                todo += [value] if _is_learners(value) else []
+    return list(dict.fromkeys(found))
+
+
+def numpy2_warning(call):
+    """The one line the page prints when ``call`` uses a name numpy 2 removed, or None."""
+    from mha_course.numpy2 import message
+
+    uses = numpy2_uses(call)
+    return f"NUMPY 2: {message(uses[0][1])} (in {uses[0][0]})" if uses else None
+
+
 def _wrap(run, cases):
     """``run`` (:func:`mha_course.judge.cases.run`) that also names a switched-off reference."""
 
@@ -127,6 +160,9 @@ def _wrap(run, cases):
     def page_run(question, call, *args):
         __tracebackhide__ = True  # IPython: the learner sees the reason, not this function
         run(question, call, *args)  # the desktop's inline judge: raises on the first failing case
+        warning = numpy2_warning(call)
+        if warning:  # graded as written (with a note), but the learner should know
+            print(warning)
         message = not_allowed(question, call)
         if message:
             getattr(cases, "_show_in_one_line", lambda: None)()
