@@ -100,6 +100,18 @@ COURSE = {
         answers={"rope_inv_freq": "Q1", "stretch_per_pair": "Q1", "SinkCache": "Q2", "sink_mask": "Q2",
                  "sink_decode_step": "Q2", "merge_softmax_states": "Q3", "online_softmax_update": "Q3",
                  "flash_decoding": "Q3", "flash_decoding_partials": "Q3", "soft_cap": "Q4", "soft_cap_grad": "Q4"}),
+    "13_plan_deployment": Assignment(
+        # the GPU records and the dense weight count the cases and Q2, Q3 and Q6 read (the count uses projection_params)
+        helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params"),
+        answers={"kv_cache_bytes_per_gpu": "Q1 to Q3 and Q6", "kv_elements_per_token_per_gpu": "Q1 to Q3 and Q6",
+                 "kv_heads_per_gpu": "Q1 to Q3 and Q6", "kv_cache_bytes": "Q1 to Q3 and Q6",
+                 "kv_cache_bytes_per_token": "Q1 to Q3 and Q6", "kv_elements_per_token": "Q1 to Q3 and Q6",
+                 "elements_to_bytes": "Q1 to Q3 and Q6", "plan_deployment": "Q2, Q3 and Q6",
+                 "DeploymentPlan": "Q2, Q3 and Q6", "roofline_step": "Q2", "RooflineStep": "Q2",
+                 "experts_touched": "Q4", "params_read_per_step": "Q4",
+                 "speculative_expected_tokens": "Q5", "speculative_speedup": "Q5"},
+        builds_on={"decode_answer": ("cache_answer",), "crossover_answer": ("cache_answer",),
+                   "gpus_answer": ("cache_answer",)}),
 }
 
 #: The assignments, in the order the book teaches them (folder names under solutions/).
