@@ -109,7 +109,9 @@ COURSE = {
                  "elements_to_bytes": "Q1 to Q3 and Q6", "plan_deployment": "Q2, Q3 and Q6",
                  "DeploymentPlan": "Q2, Q3 and Q6", "roofline_step": "Q2", "RooflineStep": "Q2",
                  "experts_touched": "Q4", "params_read_per_step": "Q4",
-                 "speculative_expected_tokens": "Q5", "speculative_speedup": "Q5"},
+                 "speculative_expected_tokens": "Q5", "speculative_speedup": "Q5",
+                 "decode_memory_floor": "Q2 and Q6", "cache_crossover_batch": "Q3", "gpus_for_rate": "Q6",
+                 "RateFleet": "Q6"},
         builds_on={"decode_answer": ("cache_answer",), "crossover_answer": ("cache_answer",),
                    "gpus_answer": ("cache_answer",)}),
 }

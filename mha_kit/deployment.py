@@ -19,12 +19,12 @@ import math
 from dataclasses import dataclass
 
 from .config import check_positive_int
-from .counting import attention_macs, model_params
+from .counting import attention_macs, dense_decoder_params, model_params
 from .hardware import GPUS, LINKS, Accelerator, Link
 from .models import MODEL_FACTS, ModelFacts
 from .moe import params_read_per_step
 from .parallel import all_reduce_bytes_per_gpu, kv_cache_bytes_per_gpu
-from .units import dtype_bits
+from .units import dtype_bits, elements_to_bytes
 
 
 @dataclass(frozen=True)
@@ -183,3 +183,68 @@ def fleet_estimate(plan, *, rate, output_tokens, price_per_gpu_hour) -> FleetEst
     return FleetEstimate(in_flight=in_flight, replicas=replicas, gpus=replicas * plan.tp,
                          output_cost_per_million=1e6 * per_second * plan.decode_step_s / plan.batch_size,
                          input_cost_per_million=1e6 * per_second * plan.prefill_s / plan.context_len)
+
+
+def decode_memory_floor(facts, gpu, tp, context_len, batch_size, weight_bits=16) -> tuple:
+    """``(tpot_s, tokens_per_s_per_gpu)`` of the simplest decode floor, the one an interview asks first.
+
+    Each GPU reads its ``1/tp`` share of every weight of a dense model (:func:`mha_kit.dense_decoder_params`,
+    embeddings included) and the cache of every sequence of the batch, once a step, over HBM bandwidth;
+    compute and the all-reduces are left out. :func:`plan_deployment` refines it.
+
+    Book: chapter "Plan a deployment"; exercise 13, Q2.
+    """
+    chip = GPUS.get(gpu) if isinstance(gpu, str) else gpu
+    if not isinstance(chip, Accelerator):
+        raise ValueError(f"unknown gpu {gpu!r}; known: {', '.join(GPUS)}")
+    t, b = check_positive_int("tp", tp), check_positive_int("batch_size", batch_size)
+    weights = elements_to_bytes(dense_decoder_params(facts), weight_bits) / t
+    step = (weights + b * kv_cache_bytes_per_gpu(facts.config, context_len, t)) / chip.hbm_bandwidth
+    return step, b / step / t
+
+
+def cache_crossover_batch(facts, tp, context_len, weight_bits=16) -> int:
+    """Smallest batch whose cache per GPU reaches that GPU's share of a dense model's weights.
+
+    Book: chapter "Plan a deployment"; exercise 13, Q3.
+    """
+    t = check_positive_int("tp", tp)
+    per_sequence = kv_cache_bytes_per_gpu(facts.config, context_len, t)
+    return -(-elements_to_bytes(dense_decoder_params(facts), weight_bits) // (t * per_sequence))
+
+
+@dataclass(frozen=True)
+class RateFleet:
+    """The steps of :func:`gpus_for_rate`, for a reader (and a grader) to follow."""
+
+    batch_by_time: int  # the largest batch whose decode_memory_floor meets the TPOT target
+    batch_by_memory: int  # the most sequences whose caches fit beside the weights
+    batch: int  # the smaller of the two
+    tpot_s: float  # decode_memory_floor at that batch
+    in_flight: float  # Little's law: rate * output_tokens * tpot_s
+    gpus: int  # ceil(in_flight / batch) replicas of tp GPUs
+
+
+def gpus_for_rate(facts, gpu, tp, context_len, rate, output_tokens, tpot_target) -> RateFleet:
+    """GPUs for ``rate`` requests/s of ``output_tokens`` each, at a decode floor within ``tpot_target``.
+
+    The batch is the largest the target allows (:func:`decode_memory_floor`) or the memory holds,
+    whichever is smaller; each request stays ``output_tokens`` steps of that floor; Little's law gives
+    the requests in flight and whole replicas of ``tp`` GPUs hold them. Dense model, bf16 weights and
+    cache, decode only.
+
+    Book: chapter "Plan a deployment"; exercise 13, Q6.
+    """
+    chip = GPUS.get(gpu) if isinstance(gpu, str) else gpu
+    t = check_positive_int("tp", tp)
+    share = elements_to_bytes(dense_decoder_params(facts), 16) / t
+    per_sequence = kv_cache_bytes_per_gpu(facts.config, context_len, t)
+    by_time = int((tpot_target * chip.hbm_bandwidth - share) // per_sequence)
+    by_memory = int((chip.hbm_bytes - share) // per_sequence)
+    batch = min(by_time, by_memory)
+    if batch < 1:
+        raise ValueError(f"no batch meets the target: {tpot_target} s per token allows {by_time} sequence(s) "
+                         f"and the memory {by_memory}")
+    tpot = decode_memory_floor(facts, chip, t, context_len, batch)[0]
+    in_flight = rate * check_positive_int("output_tokens", output_tokens) * tpot
+    return RateFleet(by_time, by_memory, batch, tpot, in_flight, math.ceil(in_flight / batch) * t)

@@ -143,3 +143,24 @@ def test_a_link_record_sets_the_all_reduce_rate():
     assert base.prefill_s - fast.prefill_s == pytest.approx(sent / 50e9 - sent / 400e9, rel=1e-9)
     with pytest.raises(ValueError, match="unknown link 'nvlink9'"):
         mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=8, batch_size=1, link="nvlink9")
+
+
+def test_decode_memory_floor_by_hand():
+    step, rate = mk.decode_memory_floor(mk.MODEL_FACTS["llama-3-70b"], "h100-sxm", 8, 8192, 32)
+    expected = (2 * LLAMA_PARAMS / 8 + 32 * 8192 * 80 * 2 * 128 * 2) / 3.35e12  # every weight, embeddings too
+    assert step == pytest.approx(expected, rel=1e-15) and rate == pytest.approx(32 / expected / 8, rel=1e-15)
+    assert mk.cache_crossover_batch(mk.MODEL_FACTS["llama-3-70b"], 8, 8192) == -(-2 * LLAMA_PARAMS // (8 * 8192 * 80 * 2 * 128 * 2))
+
+
+def test_gpus_for_rate_by_hand():
+    facts, gpu = mk.MODEL_FACTS["llama-3-70b"], mk.GPUS["h100-sxm"]
+    share, per_sequence = 2 * LLAMA_PARAMS / 8, 2500 * 80 * 2 * 128 * 2
+    plan = mk.gpus_for_rate(facts, gpu, 8, 2500, 40.0, 500, 0.02)
+    assert plan.batch_by_time == int((0.02 * 3.35e12 - share) // per_sequence)
+    assert plan.batch_by_memory == int((80e9 - share) // per_sequence)
+    assert plan.batch == min(plan.batch_by_time, plan.batch_by_memory)
+    tpot = (share + plan.batch * per_sequence) / 3.35e12
+    assert plan.tpot_s == pytest.approx(tpot, rel=1e-15)
+    assert plan.gpus == math.ceil(40.0 * 500 * tpot / plan.batch) * 8
+    with pytest.raises(ValueError, match=r"no batch meets the target"):
+        mk.gpus_for_rate(facts, gpu, 8, 2500, 40.0, 500, 0.001)

@@ -40,7 +40,7 @@ def _expect_pair(got, what, kinds):
 
 
 def _ceil_bytes(numbers_, bits):
-    return -(-numbers_ * bits // 8)
+    return mk.elements_to_bytes(numbers_, bits)
 
 
 # --- Q1: the cache on each GPU ---------------------------------------------------------------------
@@ -77,12 +77,10 @@ def _cache_per_gpu(got, spec, context_len, tp, bits):
 
 # --- Q2: the decode step against the batch --------------------------------------------------------
 
-def _decode(facts, chip, tp, context_len, batch_size, weight_bytes=2, per_gpu_weights=True, batch_cache=True):
-    """``(step seconds, tokens/s per GPU)`` of the memory floor, with one rule switchable for a slip."""
-    weights = weight_bytes * mk.dense_decoder_params(facts) / (tp if per_gpu_weights else 1)
-    cache = (batch_size if batch_cache else 1) * mk.kv_cache_bytes_per_gpu(facts.config, context_len, tp)
-    step = (weights + cache) / chip.hbm_bandwidth
-    return step, batch_size / step / tp
+def _weight_share_s(facts, chip, tp, context_len):
+    """Seconds one GPU spends reading its share of the weights: the batch-1 floor less one cache."""
+    one = mk.decode_memory_floor(facts, chip, tp, context_len, 1)[0]
+    return one - mk.kv_cache_bytes_per_gpu(facts.config, context_len, tp) / chip.hbm_bandwidth
 
 
 @question("decode_floor", lambda model, gpu, tp, s, b: f"{model}, {tp} x {gpu}, batch {b}, {s:,} tokens")
@@ -90,13 +88,13 @@ def _decode_floor(got, model, gpu, tp, context_len, batch_size):
     facts, chip = mk.MODEL_FACTS[model], mk.GPUS[gpu]
     what = f"{model}, {tp} x {gpu}, batch {batch_size}, {context_len:,} tokens"
     _expect_pair(got, what, "(tpot_seconds, tokens_per_second_per_gpu)")
-    step, rate = _decode(facts, chip, tp, context_len, batch_size)
+    step, rate = mk.decode_memory_floor(facts, chip, tp, context_len, batch_size)
+    weights_s = _weight_share_s(facts, chip, tp, context_len)
     tpot_slips = [(step / batch_size, "a step gives every sequence a token: TPOT is the whole step"),
-                  (_decode(facts, chip, tp, context_len, batch_size, batch_cache=False)[0],
+                  (mk.decode_memory_floor(facts, chip, tp, context_len, 1)[0],
                    "every sequence reads its own cache: it grows with the batch"),
-                  (_decode(facts, chip, tp, context_len, batch_size, per_gpu_weights=False)[0],
-                   "each GPU reads only its own share of the weights"),
-                  (_decode(facts, chip, tp, context_len, batch_size, weight_bytes=1)[0],
+                  (step + (tp - 1) * weights_s, "each GPU reads only its own share of the weights"),
+                  (mk.decode_memory_floor(facts, chip, tp, context_len, batch_size, weight_bits=8)[0],
                    "a bf16 weight is 2 bytes"),
                   (1e3 * step, "seconds, not milliseconds")]
     _expect_close(got[0], step, f"TPOT of {what}", tpot_slips, rtol=1e-6)
@@ -112,7 +110,7 @@ def _decode_floor(got, model, gpu, tp, context_len, batch_size):
 def _crossover(got, model, tp, context_len):
     facts = mk.MODEL_FACTS[model]
     weights, per_sequence = 2 * mk.dense_decoder_params(facts), mk.kv_cache_bytes_per_gpu(facts.config, context_len, tp)
-    expected = -(-weights // (tp * per_sequence))
+    expected = mk.cache_crossover_batch(facts, tp, context_len)
     what = f"crossover batch of {model} (t={tp}, {context_len:,} tokens)"
     whole_weights = -(-weights // per_sequence)
     slips = [(weights // (tp * per_sequence), "the smallest whole batch that reaches the weights: round up"),
@@ -190,17 +188,10 @@ def _best_draft_length(got, alpha, cost, max_k, growth):
 
 # --- Q6: GPUs for a request rate -------------------------------------------------------------------
 
-def _fleet(facts, chip, tp, context_len, rate, output_tokens, target, memory=True, ceil=True, per_replica=True,
-           batch_round=math.floor, actual_tpot=True):
-    """GPUs of the plan, with one rule switchable for a slip."""
-    weights = 2 * mk.dense_decoder_params(facts) / tp
-    per_sequence = mk.kv_cache_bytes_per_gpu(facts.config, context_len, tp)
-    by_time = int(batch_round((target * chip.hbm_bandwidth - weights) / per_sequence))
-    by_memory = (chip.hbm_bytes - weights) // per_sequence
-    batch = int(min(by_time, by_memory) if memory else by_time)
-    tpot = (weights + batch * per_sequence) / chip.hbm_bandwidth if actual_tpot else target
-    replicas = rate * output_tokens * tpot / batch
-    return (math.ceil(replicas) if ceil else int(replicas)) * (tp if per_replica else 1)
+def _replicas_gpus(facts, chip, tp, context_len, rate, output_tokens, batch, tpot=None):
+    """GPUs for whole replicas of ``batch`` at the floor of that batch (or at ``tpot``): a slip's value."""
+    step = mk.decode_memory_floor(facts, chip, tp, context_len, batch)[0] if tpot is None else tpot
+    return math.ceil(rate * output_tokens * step / batch) * tp
 
 
 @question("gpus_for_rate", lambda model, gpu, tp, s, rate, n, target:
@@ -208,12 +199,14 @@ def _fleet(facts, chip, tp, context_len, rate, output_tokens, target, memory=Tru
 def _gpus_for_rate(got, model, gpu, tp, context_len, rate, output_tokens, target):
     facts, chip = mk.MODEL_FACTS[model], mk.GPUS[gpu]
     what = f"GPUs, {model} at {rate:g}/s (t={tp}, {context_len:,} tokens)"
-    args = (facts, chip, tp, context_len, rate, output_tokens, target)
-    expected = _fleet(*args)
-    slips = [(_fleet(*args, ceil=False), "round up: a fraction of a replica is a whole one"),
-             (_fleet(*args, per_replica=False), "that counts replicas: each is tp GPUs"),
-             (_fleet(*args, memory=False), "the batch's caches must also fit beside the weights"),
-             (_fleet(*args, batch_round=math.ceil), "the largest batch within the target: round it down"),
-             (_fleet(*args, actual_tpot=False), "a request stays output_tokens steps of the batch's own TPOT floor")]
+    plan = mk.gpus_for_rate(facts, chip, tp, context_len, rate, output_tokens, target)
+    expected, common = plan.gpus, (facts, chip, tp, context_len, rate, output_tokens)
+    slips = [(int(plan.in_flight / plan.batch) * tp, "round up: a fraction of a replica is a whole one"),
+             (expected // tp, "that counts replicas: each is tp GPUs"),
+             (_replicas_gpus(*common, plan.batch_by_time), "the batch's caches must also fit beside the weights"),
+             (_replicas_gpus(*common, min(plan.batch_by_time + 1, plan.batch_by_memory)),
+              "the largest batch within the target: round it down"),
+             (_replicas_gpus(*common, plan.batch, tpot=target),
+              "a request stays output_tokens steps of the batch's own TPOT floor")]
     diagnoses.known(got, expected, what, [(v, h) for v, h in slips if v != expected])
     expect_int(got, expected, what)
