@@ -23,6 +23,10 @@ UNIT = frozenset({
 
     "test_chapter_deployment_plan.py",
     "test_chapter_map.py",
+    "test_weight_quant.py",
+    "test_slo.py",
+    "test_chapter_weight_quantization.py",
+    "test_chapter_serving_operations.py",
     "test_chapter_tree_attention.py",
 
     "test_chapter_position_encodings.py",
