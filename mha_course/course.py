@@ -91,7 +91,7 @@ COURSE = {
         # the GPU records and the weight count the cases and Q4 read (the count uses projection_params)
         helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params"),
         answers={"speculative_expected_tokens": "Q1", "speculative_speedup": "Q1",
-                 "PrefixBlockCache": "Q2", "RadixPrefixCache": "Q2", "serve_stream": "Q2",
+                 "PrefixBlockCache": "Q2", "RadixPrefixCache": "Q2", "serve_stream": "Q2", "computed_tokens": "Q2",
                  "hit_rates_by_capacity": "Q2", "kv_cache_bytes": "Q3 and Q5", "kv_cache_bytes_per_token": "Q3 and Q5",
                  "kv_elements_per_token": "Q3 and Q5", "elements_to_bytes": "Q3 and Q5", "max_context_tokens": "Q3",
                  "roofline_step": "Q4", "RooflineStep": "Q4", "simulate_batching": "Q4", "prefill_seconds": "Q4",

@@ -49,6 +49,7 @@ UNIT = frozenset({
     "test_plots_serving.py",
     "test_positions.py",
     "test_prefix_cache.py",
+    "test_chapter_prefix_caching.py",
     "test_presets.py",
     "test_quantization.py",
     "test_references.py",

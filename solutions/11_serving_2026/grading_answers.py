@@ -16,14 +16,20 @@ WRONG_ANSWERS = [
      {"expected_tokens_alpha_and_k"}),
     # a fully cached prompt of whole blocks reuses all of them (visible request 4)
     ("reuse_without_last_token", "block_reuse_answer",
-     "min(matched, len(prompt) - 1) // block_size * block_size", "matched", {"block_reuse_stream_of_six"}),
+     "min(matched, len(prompt) - 1) // block_size * block_size", "matched", {"block_reuse_stream_of_seven"}),
     # caps at len - 1 tokens but keeps the part of a block before the last token (visible request 4)
     ("reuse_counts_partial_block", "block_reuse_answer",
      "min(matched, len(prompt) - 1) // block_size * block_size", "min(matched, len(prompt) - 1)",
-     {"block_reuse_stream_of_six"}),
+     {"block_reuse_stream_of_seven"}),
     # blocks keyed by their own tokens: a block after another prefix matches (visible request 3)
     ("reuse_blocks_not_leading", "block_reuse_answer", "return tuple(tokens[:end])",
-     "return tuple(tokens[end - block_size:end])", {"block_reuse_stream_of_six"}),
+     "return tuple(tokens[end - block_size:end])", {"block_reuse_stream_of_seven"}),
+    # caches the last sampled token too: request 6 finds 12 tokens of request 1 where the engines find 8
+    ("reuse_caches_the_sampled_token", "block_reuse_answer", "list(output)[:-1]", "list(output)",
+     {"block_reuse_stream_of_seven"}),
+    # the prompt only: request 7, the next turn after request 2, finds 8 tokens where its answer gives 12
+    ("reuse_leaves_out_outputs", "block_reuse_answer", "list(prompt) + list(output)[:-1]", "list(prompt)",
+     {"block_reuse_stream_of_seven"}),
     ("fp8_two_bytes_per_number", "fp8_batch_answer", "per_sequence = numbers  # FP8: one byte per number",
      "per_sequence = 2 * numbers", {"fp8_batch_llama3_70b_8_h100"}),
     ("fp8_query_heads", "fp8_batch_answer", "2 * cfg.num_kv_heads * cfg.head_dim", "2 * cfg.num_heads * cfg.head_dim",
@@ -78,7 +84,7 @@ def block_reuse(requests, block_size):
             node = children[node, tuple(prompt[depth * block_size:(depth + 1) * block_size])]
             depth += 1
         out.append(Reuse(len(prompt), depth * block_size).reused)
-        sequence, node = [*prompt, *output], 0
+        sequence, node = [*prompt, *output[:-1]], 0  # the last output token never ran: no keys or values
         for start in range(0, len(sequence) - block_size + 1, block_size):
             node = children.setdefault((node, tuple(sequence[start:start + block_size])), len(children) + 1)
     return out''',
@@ -127,6 +133,8 @@ DIAGNOSES = {
     "reuse_without_last_token": "the last prompt token is always computed again",
     "reuse_counts_partial_block": "reuse comes in whole blocks",
     "reuse_blocks_not_leading": "a block matches only after the same prefix",
+    "reuse_caches_the_sampled_token": "the last output token was sampled, never run",
+    "reuse_leaves_out_outputs": "a finished request leaves the blocks of its output in the cache too",
     "fp8_two_bytes_per_number": "FP8 stores one byte per number",
     "fp8_query_heads": "h_vs_h_kv",
     "ttft_one_flop_per_weight": "a multiply-add is 2 FLOPs",

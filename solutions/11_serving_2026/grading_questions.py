@@ -55,7 +55,7 @@ def _stream(requests):
     return [(_tokens(prompt), _tokens(output)) for prompt, output in requests]
 
 
-def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=True):
+def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=True, sampled=True):
     """Reused tokens per request with one rule of the question left out (a flag set to False)."""
     def key(tokens, end):
         return tuple(tokens[:end]) if chained else tuple(tokens[end - size:end])
@@ -67,7 +67,7 @@ def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=T
             matched += size
         kept = min(matched, len(prompt) - 1) if cap else matched
         reused.append(kept // size * size if whole else kept)
-        sequence = prompt + (output if outputs else [])
+        sequence = prompt + ((output[:-1] if sampled else output) if outputs else [])
         cached.update(key(sequence, end) for end in range(size, len(sequence) + 1, size))
     return reused
 
@@ -82,7 +82,10 @@ def _reuse_slips(stream, size):
         (_reuse_with_slip(stream, size, cap=False), "the last prompt token is always computed again, even when cached"),
         (_reuse_with_slip(stream, size, chained=False),
          "a block matches only after the same prefix: its key covers all tokens before it"),
-        (_reuse_with_slip(stream, size, outputs=False), "a finished request leaves the blocks of its output in the cache too"),
+        (_reuse_with_slip(stream, size, sampled=False),
+         "the last output token was sampled, never run: it has no keys or values"),
+        (_reuse_with_slip(stream, size, outputs=False),
+         "a finished request leaves the blocks of its output in the cache too"),
     ]
 
 
@@ -105,7 +108,7 @@ def _block_reuse(got, requests, size):
     if got == expected:
         return
     i = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
-    message = f"{what}: request {i} reuses {expected[i]}, got {got[i]}"
+    message = f"{what}: request {i + 1} of {len(expected)} reuses {expected[i]}, got {got[i]}"
     hint = next((hint for wrong, hint in _reuse_slips(stream, size) if wrong != expected and got == wrong), None)
     raise AssertionError(f"{message}: {hint}" if hint else message)
 
