@@ -34,11 +34,17 @@ WRONG_ANSWERS = [
      "per_sequence = 2 * numbers", {"fp8_batch_llama3_70b_8_h100"}),
     ("fp8_query_heads", "fp8_batch_answer", "2 * cfg.num_kv_heads * cfg.head_dim", "2 * cfg.num_heads * cfg.head_dim",
      {"fp8_batch_llama3_70b_8_h100"}),
-    # right for the 64-token prompt (memory-bound), half the compute time for 2,048 tokens
+    # right for the 256-token prompt (memory-bound), half the compute time for 2,048 tokens
     ("ttft_one_flop_per_weight", "ttft_answer", "compute = 2 * multiplied", "compute = multiplied",
      {"ttft_llama3_8b_h100"}),
     ("ttft_adds_the_two_times", "ttft_answer", "return max(memory, compute)", "return memory + compute",
      {"ttft_llama3_8b_h100"}),
+    # the keys and values written left out: 0.2% short at 256 tokens, where memory sets the pace
+    ("ttft_leaves_out_the_writes", "ttft_answer", "(2 * params + written) / gpu.hbm_bandwidth",
+     "2 * params / gpu.hbm_bandwidth", {"ttft_llama3_8b_h100"}),
+    # both embedding tables taken as looked up: the output head's FLOPs are missing (visible 2,048 tokens)
+    ("ttft_output_head_looked_up", "ttft_answer", "params - facts.vocab_size * facts.config.d_model",
+     "params - 2 * facts.vocab_size * facts.config.d_model", {"ttft_llama3_8b_h100"}),
     ("handoff_gbit_read_as_gbyte", "handoff_answer", "link_gbit_per_s * 1e9 / 8", "link_gbit_per_s * 1e9",
      {"handoff_llama3_70b_infiniband"}),
 ]
@@ -100,9 +106,11 @@ def fp8_batch(cfg, context_len, free_bytes):
     return Fit(per_sequence, int(free_bytes) // per_sequence)''',
     # the roofline helper every assignment may use, in milliseconds first
     "ttft_answer": '''def ttft_seconds(facts, gpu, prompt_tokens):
-    weights = mk.dense_decoder_params(facts)
+    weights, cfg = mk.dense_decoder_params(facts), facts.config
+    kv_per_token = 2 * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim  # bytes: K and V in bf16
     flops = 2 * (weights - facts.vocab_size * facts.config.d_model) * prompt_tokens
-    ms = 1e3 * mk.roofline.roofline_seconds(2 * weights, flops, gpu.hbm_bandwidth, gpu.bf16_flops)
+    nbytes = 2 * weights + kv_per_token * prompt_tokens
+    ms = 1e3 * mk.roofline.roofline_seconds(nbytes, flops, gpu.hbm_bandwidth, gpu.bf16_flops)
     return ms / 1e3''',
     # bits over bits per second, with math.ceil on an exact integer division
     "handoff_answer": '''import math
@@ -116,6 +124,10 @@ def handoff_seconds(cfg, prompt_tokens, link_gbit_per_s, bits=16):
 #: Honest answers written in other ways than the solution's: (name, {answer grade_id: new source},
 #: (answer grade_id, source of an extra cell after it) or None); each must score full marks.
 HONEST = [
+    # numpy counts: a tuple of numpy.int64 and a list of them (issue 36: numpy ints are counts too)
+    ("honest_numpy_counts", {"fp8_batch_answer": '''def fp8_batch(cfg, context_len, free_bytes):
+    per_sequence = np.int64(context_len) * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim
+    return per_sequence, np.int64(free_bytes) // per_sequence'''}, None),
     ("honest_other_ways", HONEST_11, ("block_reuse_answer", "print(block_reuse([([1, 2, 3], [4])], 2))")),
     # a right answer that makes numpy warn: the warning is a note, never a failure (issue 24)
     ("where_warns_at_alpha_one", {"expected_tokens_answer": '''def expected_tokens(alpha, k):
@@ -139,5 +151,7 @@ DIAGNOSES = {
     "fp8_query_heads": "h_vs_h_kv",
     "ttft_one_flop_per_weight": "a multiply-add is 2 FLOPs",
     "ttft_adds_the_two_times": "the longer of the two times, not their sum",
+    "ttft_leaves_out_the_writes": "the step also writes every prompt token's keys and values",
+    "ttft_output_head_looked_up": "the output head is multiplied, not looked up",
     "handoff_gbit_read_as_gbyte": "a link rated in Gb/s moves gigabits",
 }

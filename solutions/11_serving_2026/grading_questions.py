@@ -11,7 +11,7 @@ import numbers
 from fractions import Fraction
 
 import mha_kit as mk
-from mha_course.judge.expect import expect_float, expect_int
+from mha_course.judge.expect import count_value, expect_float, expect_int, overflow_message
 from mha_course.judge.cases import config
 from mha_course.judge.questions import question
 from mha_course.judge.questions import spec_name as _name
@@ -102,9 +102,12 @@ def _block_reuse(got, requests, size):
         raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}")
     if len(got) != len(expected):
         raise AssertionError(f"{what}: expected {len(expected)} numbers (one per request), got {len(got)}")
-    for item in got:
-        if type(item) is not int:
+    for item, want in zip(got, expected):
+        if count_value(item) is None:
             raise AssertionError(f"{what}: expected plain ints, got {type(item).__name__} ({item!r})")
+        if overflow_message(item, want, what):
+            raise AssertionError(overflow_message(item, want, what))
+    got = [count_value(item) for item in got]  # numpy ints are counts too
     if got == expected:
         return
     i = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
@@ -140,15 +143,20 @@ def _fp8_batch(got, model, gpu, num_gpus, context_len):
 def _ttft(got, model, gpu, n):
     facts, chip = mk.MODEL_FACTS[model], mk.GPUS[gpu]
     step = mk.roofline_step(facts, chip)
-    memory = step.weight_bytes / chip.hbm_bandwidth
+    weights = step.weight_bytes / chip.hbm_bandwidth
+    written = step.kv_bytes_per_token * n / chip.hbm_bandwidth  # the prompt's keys and values, every layer
+    memory = weights + written
     compute = step.flops_per_token * n / chip.bf16_flops
     every_weight = 2 * mk.dense_decoder_params(facts) * n / chip.bf16_flops
-    slips = [(memory + compute, "the step takes the longer of the two times, not their sum"),
+    no_head = compute - 2 * facts.vocab_size * facts.config.d_model * n / chip.bf16_flops
+    slips = [(max(weights, compute), "the step also writes every prompt token's keys and values: bytes too"),
+             (memory + compute, "the step takes the longer of the two times, not their sum"),
              (max(memory, compute / 2), "compute too fast by half: a multiply-add is 2 FLOPs"),
-             (memory, "the weights' read only: a long prompt is compute-bound"),
+             (memory, "memory time only: a long prompt is compute-bound"),
              (compute, "compute only: reading the weights sets the pace of a short prompt"),
              (max(memory, every_weight), "the input embedding table is looked up, not multiplied"),
-             (max(memory / 2, compute), "memory time too short by half: a bf16 weight is 2 bytes"),
+             (max(memory, no_head), "the output head is multiplied, not looked up"),
+             (max(weights / 2 + written, compute), "memory time too short by half: a bf16 weight is 2 bytes"),
              (1e3 * step(n, 0, 0), "seconds, not milliseconds")]
     _expect_seconds(got, step(n, 0, 0), f"TTFT of {model} on one {gpu} ({n:,}-token prompt)", slips, rtol=1e-3)
 

@@ -104,6 +104,10 @@ HONEST = [
     # a right answer that makes numpy warn: the warning is a note, never a failure (issue 24)
     ("honest_soft_cap_that_warns", {"soft_cap_answer": '''def soft_cap(scores, cap):
     return cap * (1 - 2 / (np.exp(2 * scores / cap) + 1))  # tanh(y) = 1 - 2 / (e^2y + 1)'''}, None),
+    # numpy ints in the list: positions are counts, Python or numpy (issue 36)
+    ("honest_numpy_positions", {"sink_positions_answer": '''def sink_positions(n_sink, window, num_tokens):
+    kept = np.union1d(np.arange(min(n_sink, num_tokens)), np.arange(max(num_tokens - window, 0), num_tokens))
+    return list(kept)  # numpy int64 items'''}, None),
 ]
 
 

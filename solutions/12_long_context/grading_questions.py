@@ -10,7 +10,7 @@ import numpy as np
 
 import mha_kit as mk
 
-from mha_course.judge.expect import expect_close
+from mha_course.judge.expect import count_value, expect_close
 from mha_course.judge.questions import expect_tuple as _expect_tuple
 from mha_course.judge.questions import question
 from mha_course.judge import diagnoses
@@ -43,9 +43,10 @@ def _expect_positions(got, expected, what, wrong):
     if type(got) is not list:
         raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}"
                              + (": use .tolist()" if type(got) is np.ndarray else ""))
-    bad = [item for item in got if type(item) is not int]
+    bad = [item for item in got if count_value(item) is None]
     if bad:
         raise AssertionError(f"{what}: expected plain ints, got {type(bad[0]).__name__} ({bad[0]!r}): use int(...)")
+    got = [count_value(item) for item in got]  # numpy ints are positions too (small: none overflows)
     if got == expected:
         return
     for slip, message in wrong:
