@@ -159,7 +159,9 @@ _failed_questions = set()
 def _with_dependency_hint(reason, hint):
     """Inline: ``reason`` (this answer's own fault first), then ``hint``: the earlier answers this question
     runs that failed their own tests in this kernel (none when they pass)."""
-    return f"{reason}; {hint}" if hint and "an earlier answer" not in reason else reason
+    if not hint or "an earlier answer" in reason or reason.startswith("not answered yet"):
+        return reason  # a blank answer fails on its own: an earlier answer's failure is no news (issue 36)
+    return f"{reason}; {hint}"
 
 
 #: ``(ename, evalue)`` of the error of the last cell that finished running, or None (inline only): while

@@ -150,7 +150,8 @@ def expect_shape(got, expected, what):
     _fail(f"shape of {what}: expected {tuple(expected)}, got {got}")
 
 
-def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
+def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6,
+                 nonfinite="did exp() overflow, or is a row fully masked?"):
     """Check an array against a reference with ``np.allclose``.
 
     Parameters
@@ -161,6 +162,8 @@ def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
     wrong : dict, optional
         ``{hint: array}``: results of classic mistakes. If ``got`` matches one of them the
         message gives that hint ("looks like the mask was applied after softmax").
+    nonfinite : str, optional
+        What to ask when ``got`` holds NaN or inf (the question's own likely cause).
     """
     if not isinstance(got, np.ndarray):
         _fail(f"expected {what} as a numpy array, got {type(got).__name__}")
@@ -169,7 +172,7 @@ def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
     if got.shape != expected.shape:
         _fail(f"shape of {what}: expected {expected.shape}, got {got.shape}")
     if not np.all(np.isfinite(got)):
-        _fail(f"{what} contains NaN or inf: did exp() overflow, or is a row fully masked?")
+        _fail(f"{what} contains NaN or inf: {nonfinite}")
     if np.allclose(got, expected, atol=atol, rtol=rtol):
         return
     for hint, array in (wrong or {}).items():

@@ -14,6 +14,9 @@ WRONG_ANSWERS = [
     # k positions instead of k + 1: right at alpha = 1 (the branch), wrong at alpha = 0.8
     ("tokens_one_position_short", "expected_tokens_answer", "alpha ** (k + 1)", "alpha ** k",
      {"expected_tokens_alpha_and_k"}),
+    # every draft checked and the target's token added: right at alpha = 1 (the branch), too many at 0.8
+    ("tokens_linear_in_k", "expected_tokens_answer", "return (1 - alpha ** (k + 1)) / (1 - alpha)",
+     "return 1 + k * alpha", {"expected_tokens_alpha_and_k"}),
     # a fully cached prompt of whole blocks reuses all of them (visible request 4)
     ("reuse_without_last_token", "block_reuse_answer",
      "min(matched, len(prompt) - 1) // block_size * block_size", "matched", {"block_reuse_stream_of_seven"}),
@@ -142,6 +145,7 @@ HONEST = [
 DIAGNOSES = {
     "tokens_divide_by_zero_at_alpha_one": "ZeroDivisionError",
     "tokens_one_position_short": "one position short",
+    "tokens_linear_in_k": "1 + k * alpha checks every draft",
     "reuse_without_last_token": "the last prompt token is always computed again",
     "reuse_counts_partial_block": "reuse comes in whole blocks",
     "reuse_blocks_not_leading": "a block matches only after the same prefix",

@@ -38,6 +38,7 @@ def _emitted(alpha, positions):
 def _expected_tokens(got, alpha, k):
     slips = [(_emitted(alpha, k), "one position short: the step can emit k + 1 tokens"),
              (k * alpha, "k * alpha checks every draft: the first rejection ends the checking"),
+             (1 + k * alpha, "1 + k * alpha checks every draft: the first rejection ends the checking"),
              (_emitted(alpha, k + 1) - 1, "accepted drafts only: every step also adds one token of the target's"),
              (math.inf if alpha == 1 else 1 / (1 - alpha), "that is the limit for any k: only k drafts are checked")]
     _expect_seconds(got, mk.speculative_expected_tokens(alpha, k),
@@ -164,19 +165,19 @@ def _ttft(got, model, gpu, n):
 # --- Q5: KV transfer -----------------------------------------------------------------------------
 
 @question("handoff_seconds", lambda spec, n, gbit, bits:
-          f"handoff of {_name(spec)}'s cache ({n:,} tokens, {gbit} Gb/s, {bits}-bit)")
+          f"handoff of the cache of {_name(spec)} ({n:,} tokens, {gbit} Gb/s, {bits}-bit)")
 def _handoff(got, spec, n, gbit, bits):
     cfg = config(spec)
     expected = mk.kv_transfer_seconds(cfg, n, gbit * 1e9 / 8, bits)
     hints = {}
     for ratio, hint in ((Fraction(1, 8), "a link rated in Gb/s moves gigabits: 8 bits to a byte"),
                         (8, "bits for bytes?"),
-                        (Fraction(1, 2), "did you forget K or V?"),
+                        (Fraction(1, 2), diagnoses.CATALOGUE["k_and_v"].message),
                         (Fraction(1, cfg.num_layers), "one layer's worth: every layer's cache moves"),
                         (cfg.num_heads // cfg.num_kv_heads, "h for h_kv?"),
                         (10**9 / 2**30, "giga in a link rate is 10^9, not 2^30"),
                         (1000, "seconds, not milliseconds")):
         if ratio != 1:
             hints[ratio] = f"{hints[ratio]} {hint}" if ratio in hints else hint
-    expect_float(got, expected, f"handoff of {_name(spec)}'s cache ({n:,} tokens, {gbit} Gb/s, {bits}-bit)",
+    expect_float(got, expected, f"handoff of the cache of {_name(spec)} ({n:,} tokens, {gbit} Gb/s, {bits}-bit)",
                  hints={float(r): h for r, h in hints.items()}, rtol=1e-6)

@@ -15,11 +15,24 @@ WRONG_ANSWERS = [
     # turns per radian instead of per full turn: the bands move
     ("llama3_without_two_pi", "llama3_answer", "wavelength = 2 * np.pi / theta", "wavelength = 1 / theta",
      {"llama3_inv_freq_llama31"}),
+    # the three slips a learner makes with the bands (issue 36): each named by the visible Llama 3.1 case
+    ("llama3_scaled_context", "llama3_answer", 'trained = rope_scaling["original_max_position_embeddings"]',
+     'trained = rope_scaling["original_max_position_embeddings"] * rope_scaling["factor"]', {"llama3_inv_freq_llama31"}),
+    ("llama3_multiplies_by_factor", "llama3_answer", '(1 - smooth) * theta / rope_scaling["factor"]',
+     '(1 - smooth) * theta * rope_scaling["factor"]', {"llama3_inv_freq_llama31"}),
+    ("llama3_theta_step", "llama3_answer", "base ** (-np.arange(0, head_dim, 2) / head_dim)",
+     "base ** (-np.arange(head_dim // 2) / head_dim)", {"llama3_inv_freq_llama31"}),
     ("sinks_evicted", "sink_positions_answer", "return sinks + recent",
      "return list(range(max(num_tokens - window, 0), num_tokens))", {"sink_positions_short_and_long"}),
     # the sinks and the last window added up before the cache is full: positions held twice (visible, 10 tokens)
     ("sinks_and_window_overlap", "sink_positions_answer", "max(num_tokens - window, n_sink)",
      "max(num_tokens - window, 0)", {"sink_positions_short_and_long"}),
+    # the window shifted one back: the newest token left out (visible, 20 tokens)
+    ("sinks_newest_left_out", "sink_positions_answer", "range(max(num_tokens - window, n_sink), num_tokens)",
+     "range(max(num_tokens - window - 1, n_sink), num_tokens - 1)", {"sink_positions_short_and_long"}),
+    # the largest L_i never added back to the merged log-sum-exp (visible, L near 1,000)
+    ("merge_lse_without_max", "merge_splits_answer", "return out, m + np.log(total)", "return out, np.log(total)",
+     {"merge_splits_large_lse"}),
     ("merge_averages_outputs", "merge_splits_answer", "weights = np.exp(lses - m)", "weights = np.ones_like(lses)",
      {"merge_splits_large_lse"}),
     # exp of the raw log-sum-exps: right near 0, inf and NaN near 1,000 (the visible second case)
@@ -115,6 +128,11 @@ HONEST = [
 #: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
 #: (tests/test_feedback_catalogue.py).
 DIAGNOSES = {
+    "llama3_scaled_context": "the cut-offs use L, the trained context",
+    "llama3_multiplies_by_factor": "the slow pairs were multiplied by the factor",
+    "llama3_theta_step": "pair i covers dimensions 2i and 2i + 1",
+    "sinks_newest_left_out": "is left out: the window ends with it",
+    "merge_lse_without_max": "add the largest L_i back",
     "llama3_divides_every_pair": "every pair was divided by the factor",
     "llama3_blend_reversed": "the blend is reversed",
     "llama3_without_two_pi": "a wavelength is the tokens one full turn (2 pi) takes",

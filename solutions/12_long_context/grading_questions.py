@@ -29,13 +29,36 @@ def _llama3(got, head_dim, base, scaling):
     expected, _ = mk.rope_inv_freq(head_dim, base, scaling)
     theta, _ = mk.rope_inv_freq(head_dim, base)  # unscaled
     trained = scaling["original_max_position_embeddings"]
+    turns = trained * theta / (2 * np.pi)  # the trained length over each pair's wavelength
+    stepped = float(base) ** (-np.arange(head_dim // 2) / head_dim)  # theta_i with i/r for 2i/r
     wrong = {"every pair was divided by the factor: llama3 keeps short wavelengths as trained": theta / scaling["factor"],
              "no pair was scaled: compare each pair's wavelength (tokens per turn) with the cut-offs": theta,
              "the blend is reversed: shorter wavelengths keep more of the unscaled frequency":
-                 _llama3_blend(theta, trained * theta / (2 * np.pi), scaling, reverse=True),
+                 _llama3_blend(theta, turns, scaling, reverse=True),
              "the bands are off: a wavelength is the tokens one full turn (2 pi) takes":
-                 _llama3_blend(theta, trained * theta, scaling)}
-    expect_close(got, expected, f"llama3 inv_freq (head_dim={head_dim}, base={base:g})", wrong=wrong, atol=0.0)
+                 _llama3_blend(theta, trained * theta, scaling),
+             "the cut-offs use L, the trained context, not L * factor":
+                 _llama3_blend(theta, turns * scaling["factor"], scaling),
+             "the slow pairs were multiplied by the factor: dividing is what slows them":
+                 _llama3_blend(theta, turns, {**scaling, "factor": 1 / scaling["factor"]}),
+             "theta_i = base^(-2i/r): pair i covers dimensions 2i and 2i + 1":
+                 _llama3_blend(stepped, trained * stepped / (2 * np.pi), scaling)}
+    what = f"llama3 inv_freq (head_dim={head_dim}, base={base:g})"
+    try:
+        expect_close(got, expected, what, wrong=wrong, atol=0.0)
+    except AssertionError as error:
+        if "largest difference" not in str(error):
+            raise
+        _worst_pair(got, expected, what)
+
+
+def _worst_pair(got, expected, what):
+    """Name the pair whose frequency is the most off, relatively: they run from 1 down to about 1e-7."""
+    ratio = np.asarray(got, dtype=float) / expected
+    i = int(np.argmax(np.abs(np.log(np.abs(ratio) + 1e-300))))  # the worst factor, too large or too small
+    off = f"{ratio[i]:.3g}x the expected value" if ratio[i] > 0 else "of the wrong sign"
+    raise AssertionError(f"{what}: pair i = {i} is {off} (expected {expected[i]:.4g}, got {got[i]:.4g}); "
+                         f"{int(np.sum(~np.isclose(got, expected, rtol=1e-6, atol=0.0)))} of {expected.size} pairs are off")
 
 
 def _expect_positions(got, expected, what, wrong):
@@ -57,7 +80,7 @@ def _expect_positions(got, expected, what, wrong):
     if len(got) != len(expected):
         raise AssertionError(f"{what}: expected {len(expected)} positions, got {len(got)}")
     index = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
-    raise AssertionError(f"{what}: item {index} should be position {expected[index]}, got {got[index]}")
+    raise AssertionError(f"{what}: item {index + 1} of {len(expected)} should be position {expected[index]}, got {got[index]}")
 
 
 @question("sink_positions", lambda n_sink, window, t: f"sink cache (n_sink={n_sink}, window={window}, t={t})")
@@ -72,16 +95,33 @@ def _sink_positions(got, n_sink, window, num_tokens):
              (sinks + list(range(max(num_tokens - window - 1, n_sink), num_tokens)),
               "one position too many: the last window tokens include the newest one"),
              (sinks + list(range(max(num_tokens - window + 1, n_sink), num_tokens)),
-              "one position too few: the last window tokens include the newest one")]
+              "one position too few: the last window tokens include the newest one"),
+             (sinks + list(range(max(num_tokens - window - 1, n_sink), num_tokens - 1)),
+              f"the newest token, position {num_tokens - 1}, is left out: the window ends with it")]
     _expect_positions(got, expected, f"positions kept (n_sink={n_sink}, window={window}, t={num_tokens})",
                       [(slip, message) for slip, message in wrong if slip != expected])
 
 
 def split_inputs(num_splits, n, d_v, seed, offset, spread):
-    """``(outs, lses)`` of a split decode step: ``(num_splits, n, d_v)`` outputs, ``(num_splits, n)`` log-sum-exps."""
+    """``(outs, lses)`` of a split decode step: ``(num_splits, n, d_v)`` outputs, ``(num_splits, n)`` log-sum-exps.
+
+    ``offset`` is a number, or a list of one per query row (rows near +1,000 and near -1,000).
+    """
     rng = np.random.default_rng(seed)
     outs = rng.standard_normal((num_splits, n, d_v))
     return outs, offset + spread * rng.standard_normal((num_splits, n))
+
+
+def _near(offset):
+    return f"{offset:g}" if type(offset) is not list else "/".join(f"{x:g}" for x in offset) + " by row"
+
+
+def _one_maximum(outs, lses):
+    """The merge shifted by ONE maximum over every row: rows far below it underflow to 0/0."""
+    with np.errstate(all="ignore"):
+        weights = np.exp(lses - lses.max())
+        total = weights.sum(axis=0)
+        return (weights[..., None] * outs).sum(axis=0) / total[:, None], lses.max() + np.log(total)
 
 
 def _merged(outs, lses):
@@ -93,12 +133,17 @@ def _merged(outs, lses):
     return acc / denom[:, None], m + np.log(denom)
 
 
-@question("merge_splits", lambda s, n, d_v, seed, offset, spread: f"merge ({s} splits, n={n}, L near {offset:g})")
+@question("merge_splits", lambda s, n, d_v, seed, offset, spread: f"merge ({s} splits, n={n}, L near {_near(offset)})")
 def _merge_splits(got, num_splits, n, d_v, seed, offset, spread):
     outs, lses = split_inputs(num_splits, n, d_v, seed, offset, spread)
     out, lse = _merged(outs, lses)
-    what = f"({num_splits} splits, n={n}, L near {offset:g})"
+    what = f"({num_splits} splits, n={n}, L near {_near(offset)})"
     _expect_tuple(got, 2, f"the merge {what}")
+    one_max = _one_maximum(outs, lses)
+    if (type(got[0]) is np.ndarray and got[0].shape == out.shape and not np.all(np.isfinite(got[0]))
+            and not np.all(np.isfinite(one_max[0])) and np.allclose(got[0], one_max[0], equal_nan=True)):
+        raise AssertionError(f"the merge {what}: one maximum over all rows underflows the rows far below it: "
+                             "shift each row by its own largest L_i")
     diagnoses.check(got, (out, lse), f"the merge {what}", {}, "no_max_shift")
     shares = np.exp(lses - lses.max(axis=0))  # (num_splits, n), each split's weight up to a common factor
     expect_close(got[0], out, f"merged output {what}",
@@ -107,7 +152,8 @@ def _merge_splits(got, num_splits, n, d_v, seed, offset, spread):
                         "the weights of the splits do not sum to 1 in every row": (shares[..., None] * outs).sum(axis=0)})
     expect_close(got[1], lse, f"merged log-sum-exp {what}", atol=1e-10, rtol=1e-10,
                  wrong={"that is the largest L_i: every split adds to the denominator": lses.max(axis=0),
-                        "log-sum-exps do not add up: the denominators do": lses.sum(axis=0)})
+                        "log-sum-exps do not add up: the denominators do": lses.sum(axis=0),
+                        "add the largest L_i back: the shares were taken relative to it": lse - lses.max(axis=0)})
 
 
 @question("soft_cap", lambda model, field, scores: f"soft cap ({model} {field}, scores of shape {np.shape(scores)})")
@@ -117,4 +163,5 @@ def _soft_cap(got, model, field, scores):
     wrong = {"that is a hard clip: a soft cap bends smoothly, so scores below the cap move too": np.clip(x, -cap, cap),
              "small scores must stay almost unchanged: the slope at 0 is 1": cap * np.tanh(x),
              "the curve must reach the cap, not 1": np.tanh(x / cap)}
-    expect_close(got, mk.soft_cap(x, cap), f"soft-capped scores (cap {cap:g}, shape {x.shape})", wrong=wrong)
+    expect_close(got, mk.soft_cap(x, cap), f"soft-capped scores (cap {cap:g}, shape {x.shape})", wrong=wrong,
+                 nonfinite="did exp() overflow on a large score? np.tanh never does")
