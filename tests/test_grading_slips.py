@@ -132,3 +132,26 @@ def test_one_maximum_for_every_row_fails_the_hidden_rows_of_either_sign():
         got = ((weights[..., None] * outs).sum(axis=0) / total[:, None], lses.max() + np.log(total))
     failure = first_failure("merge_splits", [case], [encode(got)])
     assert failure is not None and "shift each row by its own largest L_i" in failure[2]
+
+
+def test_a_blank_notebook_says_not_answered_yet_and_nothing_else():
+    """04 left blank: each test says "not answered yet", without "your softmax fails its own test" (item 11)."""
+    import warnings
+
+    from mha_course.judge import cases
+
+    nb = gs.submission("04_implement_attention", {answer: None for answer in gs.answer_ids("04_implement_attention")})
+    namespace, messages = {}, []
+    cases._failed_questions.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            try:
+                exec(compile(cell.source, "cell", "exec"), namespace)
+            except Exception as error:  # noqa: BLE001 - every failure is a learner's message
+                messages.append(str(error))
+    tests = [m for m in messages if m.startswith("not answered yet")]
+    assert len(tests) == len(gs.points_of_tests("04_implement_attention"))
+    assert not [m for m in messages if "fails its own test" in m]
