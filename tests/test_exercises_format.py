@@ -100,3 +100,11 @@ def test_the_introduction_names_the_helpers_of_the_course_manifest(assignment):
     intro = gs.read("solutions", assignment).cells[0].source
     (rule,) = [p for p in intro.split("\n\n") if p.startswith("**Allowed helpers.**")]
     assert set(re.findall(r"`mk\.(\w+)`", rule)) == set(COURSE[assignment].helpers)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_introduction_says_what_works_in_the_browser_edition(assignment):
+    """Issue 36: JupyterLite has no Validate button and no terminal; the introduction says what works there."""
+    intro = " ".join(gs.read("solutions", assignment).cells[0].source.split())
+    assert "**In the browser edition** (JupyterLite) there is no Validate button and no terminal" in intro
+    assert "**Run ▸ Run All Cells**" in intro and "**File ▸ Download**" in intro
