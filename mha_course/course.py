@@ -99,7 +99,10 @@ COURSE = {
     "12_long_context": Assignment(
         answers={"rope_inv_freq": "Q1", "stretch_per_pair": "Q1", "SinkCache": "Q2", "sink_mask": "Q2",
                  "sink_decode_step": "Q2", "merge_softmax_states": "Q3", "online_softmax_update": "Q3",
-                 "flash_decoding": "Q3", "flash_decoding_partials": "Q3", "soft_cap": "Q4", "soft_cap_grad": "Q4"}),
+                 "flash_decoding": "Q3", "flash_decoding_partials": "Q3", "soft_cap": "Q4", "soft_cap_grad": "Q4",
+                 "layout_kv_bytes": "Q5", "LayerLayout": "Q5", "LAYER_LAYOUTS": "Q5", "hybrid_cache_bytes": "Q5",
+                 "kv_cache_bytes": "Q5 and Q6", "kv_cache_bytes_per_token": "Q5 and Q6",
+                 "kv_elements_per_token": "Q5 and Q6", "elements_to_bytes": "Q5 and Q6"}),
 }
 
 #: The assignments, in the order the book teaches them (folder names under solutions/).

@@ -38,6 +38,21 @@ WRONG_ANSWERS = [
     # exp of the raw log-sum-exps: right near 0, inf and NaN near 1,000 (the visible second case)
     ("merge_without_max_shift", "merge_splits_answer", "m = lses.max(axis=0)", "m = np.zeros(lses.shape[1])",
      {"merge_splits_large_lse"}),
+    # every layer keeps every token (visible: 35 of the 42 layers are local with Gemma 3's layout)
+    ("local_global_window_ignored", "local_global_answer",
+     "(cfg.num_layers - n_global) * min(context_len, window)", "(cfg.num_layers - n_global) * context_len",
+     {"local_global_gemma2_128k"}),
+    # one global layer per local_per_global layers, not per group of local_per_global + 1
+    ("local_global_groups_too_small", "local_global_answer", "cfg.num_layers // (local_per_global + 1)",
+     "cfg.num_layers // local_per_global", {"local_global_gemma2_128k"}),
+    ("local_global_query_heads", "local_global_answer", "2 * cfg.num_kv_heads * cfg.head_dim * 2",
+     "2 * cfg.num_heads * cfg.head_dim * 2", {"local_global_gemma2_128k"}),
+    # the window without the sinks (visible, 131,072 tokens: 1,020 tokens where 1,024 are kept)
+    ("sink_bytes_without_sinks", "sink_bytes_answer", "min(num_tokens, n_sink + window)", "min(num_tokens, window)",
+     {"sink_bytes_llama3_8b"}),
+    # full from the first token (visible, 600 tokens)
+    ("sink_bytes_always_full", "sink_bytes_answer", "min(num_tokens, n_sink + window)", "n_sink + window",
+     {"sink_bytes_llama3_8b"}),
     ("soft_cap_hard_clip", "soft_cap_answer", "return cap * np.tanh(scores / cap)",
      "return np.clip(scores, -cap, cap)", {"soft_cap_gemma2"}),
     ("soft_cap_tanh_then_scale", "soft_cap_answer", "return cap * np.tanh(scores / cap)",
@@ -48,6 +63,12 @@ WRONG_ANSWERS = [
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
 #: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
+    "local_global_answer": "def local_global_bytes(cfg, context_len, local_per_global, window):\n"
+                           "    layout = mk.LayerLayout(name='x', title='x', local_per_global=local_per_global, "
+                           "window=window, cite='x', source='x')\n"
+                           "    return mk.layout_kv_bytes(cfg, context_len, layout)",
+    "sink_bytes_answer": "def sink_cache_bytes(cfg, num_tokens, n_sink, window):\n"
+                         "    return mk.kv_cache_bytes(cfg, min(num_tokens, n_sink + window))",
     "llama3_answer": "def llama3_inv_freq(head_dim, base, rope_scaling):\n"
                      "    return mk.rope_inv_freq(head_dim, base, rope_scaling)[0]",
     "sink_positions_answer": "def sink_positions(n_sink, window, num_tokens):\n"
@@ -128,6 +149,11 @@ HONEST = [
 #: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
 #: (tests/test_feedback_catalogue.py).
 DIAGNOSES = {
+    "local_global_window_ignored": "a local layer caches at most its window",
+    "local_global_groups_too_small": "one global layer in each group of local_per_global + 1 layers",
+    "local_global_query_heads": "h_vs_h_kv",
+    "sink_bytes_without_sinks": "the n_sink sinks are kept too",
+    "sink_bytes_always_full": "before the cache is full it holds only the tokens seen so far",
     "llama3_scaled_context": "the cut-offs use L, the trained context",
     "llama3_multiplies_by_factor": "the slow pairs were multiplied by the factor",
     "llama3_theta_step": "pair i covers dimensions 2i and 2i + 1",

@@ -6,11 +6,15 @@ the grading kernel, never released (``nbgrader_config.py`` ignores ``grading_*.p
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 import mha_kit as mk
 
-from mha_course.judge.expect import count_value, expect_close
+from mha_course.judge.cases import config
+from mha_course.judge.expect import count_value, expect_close, expect_int
+from mha_course.judge.questions import spec_name as _name
 from mha_course.judge.questions import expect_tuple as _expect_tuple
 from mha_course.judge.questions import question
 from mha_course.judge import diagnoses
@@ -165,3 +169,63 @@ def _soft_cap(got, model, field, scores):
              "the curve must reach the cap, not 1": np.tanh(x / cap)}
     expect_close(got, mk.soft_cap(x, cap), f"soft-capped scores (cap {cap:g}, shape {x.shape})", wrong=wrong,
                  nonfinite="did exp() overflow on a large score? np.tanh never does")
+
+
+# --- Q5: local and global layers -------------------------------------------------------------------
+
+def _per_layer_token(cfg):
+    """bf16 bytes one layer caches per token: K and V of every key-value head."""
+    return mk.kv_cache_bytes_per_token(cfg, "bf16") // cfg.num_layers
+
+
+def _describe_layout(spec, s, local_per_global, window):
+    return f"cache of {_name(spec)}, {s:,} tokens, {local_per_global} local per global, window {window:,}"
+
+
+@question("local_global_bytes", _describe_layout)
+def _local_global(got, spec, context_len, local_per_global, window):
+    cfg = config(spec)
+    layout = mk.LayerLayout(name="case", title="case", local_per_global=local_per_global, window=window,
+                            cite="case", source="the test's case")
+    expected = mk.layout_kv_bytes(cfg, context_len, layout)
+    what = _describe_layout(spec, context_len, local_per_global, window)
+    per, layers, s = _per_layer_token(cfg), cfg.num_layers, context_len
+
+    def held(n_global, local_tokens):
+        return per * (n_global * s + (layers - n_global) * local_tokens)
+
+    wrong = {}  # the first slip that gives a value names it
+    for value, hint in ((per * layers * s, "a local layer caches at most its window"),
+                        (held(layers // local_per_global, min(s, window)),
+                         "one global layer in each group of local_per_global + 1 layers"),
+                        (held(-(-layers // (local_per_global + 1)), min(s, window)),
+                         "a stack need not end on a global layer: count whole groups"),
+                        (held(layers // (local_per_global + 1), window),
+                         "a local layer holds only the tokens seen while the text is shorter than its window")):
+        if value != expected:
+            wrong.setdefault(value, hint)
+    diagnoses.check(got, expected, what, {"h": cfg.num_heads, "h_kv": cfg.num_kv_heads, "k_or_v": [expected // 2]},
+                    "h_vs_h_kv", "k_and_v")
+    expect_int(got, expected, what, hints={Fraction(1, layers): "one layer's worth: count every layer",
+                                           2: "bf16 is 2 bytes a number, not 4"} if layers > 1 else None, wrong=wrong)
+
+
+# --- Q6: a sink cache's bytes ----------------------------------------------------------------------
+
+@question("sink_cache_bytes", lambda spec, t, n_sink, window:
+          f"sink cache of {_name(spec)} after {t:,} tokens (n_sink={n_sink}, window={window:,})")
+def _sink_bytes(got, spec, num_tokens, n_sink, window):
+    cfg = config(spec)
+    expected = mk.kv_cache_bytes(cfg, min(num_tokens, n_sink + window))
+    what = f"sink cache of {_name(spec)} after {num_tokens:,} tokens (n_sink={n_sink}, window={window:,})"
+    per_token = mk.kv_cache_bytes_per_token(cfg, "bf16")
+    wrong = {}  # the first slip that gives a value names it
+    for value, hint in ((per_token * min(num_tokens, window), "the n_sink sinks are kept too, besides the window"),
+                        (per_token * (n_sink + window), "before the cache is full it holds only the tokens seen so far"),
+                        (per_token * num_tokens, "a sink cache evicts: it holds n_sink + window tokens at most")):
+        if value != expected:
+            wrong.setdefault(value, hint)
+    diagnoses.check(got, expected, what, {"h": cfg.num_heads, "h_kv": cfg.num_kv_heads, "k_or_v": [expected // 2]},
+                    "h_vs_h_kv", "k_and_v")
+    expect_int(got, expected, what, hints={Fraction(1, cfg.num_layers): "one layer's worth: count every layer"}
+               if cfg.num_layers > 1 else None, wrong=wrong)
