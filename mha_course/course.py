@@ -97,7 +97,7 @@ COURSE = {
                  "roofline_step": "Q4", "RooflineStep": "Q4", "simulate_batching": "Q4", "prefill_seconds": "Q4",
                  "prefill_flops": "Q4", "kv_transfer_seconds": "Q5"}),
     "12_long_context": Assignment(
-        answers={"rope_inv_freq": "Q1", "stretch_per_pair": "Q1", "SinkCache": "Q2", "sink_mask": "Q2",
+        answers={"rope_inv_freq": "Q1 and Q7", "stretch_per_pair": "Q1 and Q7", "SinkCache": "Q2 and Q6", "sink_mask": "Q2",
                  "sink_decode_step": "Q2", "merge_softmax_states": "Q3", "online_softmax_update": "Q3",
                  "flash_decoding": "Q3", "flash_decoding_partials": "Q3", "soft_cap": "Q4", "soft_cap_grad": "Q4",
                  "layout_kv_bytes": "Q5", "LayerLayout": "Q5", "LAYER_LAYOUTS": "Q5", "hybrid_cache_bytes": "Q5",

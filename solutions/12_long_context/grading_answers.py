@@ -53,6 +53,14 @@ WRONG_ANSWERS = [
     # full from the first token (visible, 600 tokens)
     ("sink_bytes_always_full", "sink_bytes_answer", "min(num_tokens, n_sink + window)", "n_sink + window",
      {"sink_bytes_llama3_8b"}),
+    # Q7's slips: the cut-offs at L * factor, wavelengths per radian, dimensions counted for pairs
+    ("bands_scaled_context", "llama3_bands_answer", 'trained = rope_scaling["original_max_position_embeddings"]',
+     'trained = rope_scaling["original_max_position_embeddings"] * rope_scaling["factor"]', {"llama3_bands_llama31"}),
+    ("bands_without_two_pi", "llama3_bands_answer", "wavelength = 2 * np.pi / theta", "wavelength = 1 / theta",
+     {"llama3_bands_llama31"}),
+    # the slowest wavelength before scaling: the counts are right, the float is 8x too short
+    ("bands_slowest_unscaled", "llama3_bands_answer", "float(2 * np.pi / scaled.min())", "float(wavelength.max())",
+     {"llama3_bands_llama31"}),
     ("soft_cap_hard_clip", "soft_cap_answer", "return cap * np.tanh(scores / cap)",
      "return np.clip(scores, -cap, cap)", {"soft_cap_gemma2"}),
     ("soft_cap_tanh_then_scale", "soft_cap_answer", "return cap * np.tanh(scores / cap)",
@@ -63,6 +71,11 @@ WRONG_ANSWERS = [
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
 #: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
+    "llama3_bands_answer": "def llama3_bands(head_dim, base, rope_scaling):\n"
+                           "    scaled, _ = mk.rope_inv_freq(head_dim, base, rope_scaling)\n"
+                           "    stretch = mk.stretch_per_pair(head_dim, base, rope_scaling)\n"
+                           "    kept, divided = int(np.sum(stretch == 1)), int(np.sum(stretch == rope_scaling['factor']))\n"
+                           "    return kept, len(stretch) - kept - divided, divided, float(2 * np.pi / scaled.min())",
     "local_global_answer": "def local_global_bytes(cfg, context_len, local_per_global, window):\n"
                            "    layout = mk.LayerLayout(name='x', title='x', local_per_global=local_per_global, "
                            "window=window, cite='x', source='x')\n"
@@ -149,6 +162,9 @@ HONEST = [
 #: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
 #: (tests/test_feedback_catalogue.py).
 DIAGNOSES = {
+    "bands_scaled_context": "the cut-offs use L, the trained context",
+    "bands_without_two_pi": "a wavelength is the tokens one full turn (2 pi) takes",
+    "bands_slowest_unscaled": "that is before scaling",
     "local_global_window_ignored": "a local layer caches at most its window",
     "local_global_groups_too_small": "one global layer in each group of local_per_global + 1 layers",
     "local_global_query_heads": "h_vs_h_kv",

@@ -13,7 +13,7 @@ import numpy as np
 import mha_kit as mk
 
 from mha_course.judge.cases import config
-from mha_course.judge.expect import count_value, expect_close, expect_int
+from mha_course.judge.expect import count_value, expect_close, expect_float, expect_int
 from mha_course.judge.questions import spec_name as _name
 from mha_course.judge.questions import expect_tuple as _expect_tuple
 from mha_course.judge.questions import question
@@ -229,3 +229,46 @@ def _sink_bytes(got, spec, num_tokens, n_sink, window):
                     "h_vs_h_kv", "k_and_v")
     expect_int(got, expected, what, hints={Fraction(1, cfg.num_layers): "one layer's worth: count every layer"}
                if cfg.num_layers > 1 else None, wrong=wrong)
+
+
+# --- Q7: llama3's bands, counted ---------------------------------------------------------------------
+
+def _bands(head_dim, base, scaling, trained_times=1.0, radians=False):
+    """``(kept, blended, divided)`` pair counts, with the cut-offs' context or the wavelength's unit off for slips."""
+    theta = float(base) ** (-np.arange(0, head_dim, 2) / head_dim)  # not the solution's line: packed for the browser
+    wavelength = (1.0 if radians else 2 * np.pi) / theta
+    trained = scaling["original_max_position_embeddings"] * trained_times
+    kept = int(np.sum(wavelength < trained / scaling["high_freq_factor"]))
+    divided = int(np.sum(wavelength > trained / scaling["low_freq_factor"]))
+    return kept, head_dim // 2 - kept - divided, divided
+
+
+@question("llama3_bands", lambda r, base, scaling: f"llama3 bands (head_dim={r}, base={base:g}, factor {scaling['factor']:g})")
+def _llama3_bands(got, head_dim, base, scaling):
+    what = f"llama3 bands (head_dim={head_dim}, base={base:g}, factor {scaling['factor']:g})"
+    counts = _bands(head_dim, base, scaling)
+    scaled, _ = mk.rope_inv_freq(head_dim, base, scaling)
+    theta, _ = mk.rope_inv_freq(head_dim, base)
+    slowest = float(2 * np.pi / scaled.min())
+    _expect_tuple_of(got, 4, f"{what} as (kept, blended, divided, slowest)")
+    named = {_bands(head_dim, base, scaling, trained_times=scaling["factor"]):
+             "the cut-offs use L, the trained context, not L * factor",
+             _bands(head_dim, base, scaling, radians=True): "a wavelength is the tokens one full turn (2 pi) takes",
+             tuple(2 * n for n in counts): "count pairs, not dimensions: a head of r dimensions has r/2 pairs"}
+    named.pop(counts, None)  # a slip that gives the right counts here names nothing
+    for index, name in enumerate(("kept", "blended", "divided")):
+        if count_value(got[index]) is None:
+            raise AssertionError(f"{what}: expected the pairs {name} as an int, got {type(got[index]).__name__}")
+    got_counts = tuple(count_value(g) for g in got[:3])
+    if got_counts != counts:
+        hint = named.get(got_counts)
+        message = f"{what}: expected (kept, blended, divided) = {counts}, got {got_counts}"
+        raise AssertionError(f"{message}: {hint}" if hint else message)
+    expect_float(got[3], slowest, f"{what}: slowest scaled wavelength",
+                 hints={float(scaled.min() / theta.min()): "that is before scaling",
+                        1 / (2 * np.pi): "a wavelength is the tokens one full turn (2 pi) takes"})
+
+
+def _expect_tuple_of(got, size, what):
+    if type(got) is not tuple or len(got) != size:
+        raise AssertionError(f"expected {what}: a tuple of {size}, got {type(got).__name__}")
