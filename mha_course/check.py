@@ -25,6 +25,7 @@ from traitlets.config import Config
 
 from . import numpy2
 from .course import prepare_environment
+from .judge.cases import CASE_NOTE
 from .notebook import answers, assignment_of, explain, first_line, load
 from .trusted.graded_kit import refused
 from .trusted.streams import stderr_to_notes
@@ -81,9 +82,15 @@ def reference_calls(notebook, assignment):
 
 
 def last_error_line(text):
-    """``"AssertionError: ..."`` from a traceback, colours removed."""
-    lines = [line for line in _ANSI.sub("", text).splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ""
+    """``"AssertionError: ..."`` from a traceback, colours removed.
+
+    When the learner's own error carries the test's note (:data:`mha_course.judge.cases.CASE_NOTE`: the
+    case, and the line of their code that raised it), the error line with the note in brackets.
+    """
+    lines = [line.strip() for line in _ANSI.sub("", text).splitlines() if line.strip()]
+    if len(lines) >= 2 and lines[-1].startswith(CASE_NOTE):
+        return f"{lines[-2]} ({lines[-1].removeprefix(CASE_NOTE).strip()})"
+    return lines[-1] if lines else ""
 
 
 def main(argv=None):

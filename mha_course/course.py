@@ -91,15 +91,18 @@ COURSE = {
         # the GPU records and the weight count the cases and Q4 read (the count uses projection_params)
         helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params"),
         answers={"speculative_expected_tokens": "Q1", "speculative_speedup": "Q1",
-                 "PrefixBlockCache": "Q2", "RadixPrefixCache": "Q2", "serve_stream": "Q2",
+                 "PrefixBlockCache": "Q2", "RadixPrefixCache": "Q2", "serve_stream": "Q2", "computed_tokens": "Q2",
                  "hit_rates_by_capacity": "Q2", "kv_cache_bytes": "Q3 and Q5", "kv_cache_bytes_per_token": "Q3 and Q5",
                  "kv_elements_per_token": "Q3 and Q5", "elements_to_bytes": "Q3 and Q5", "max_context_tokens": "Q3",
                  "roofline_step": "Q4", "RooflineStep": "Q4", "simulate_batching": "Q4", "prefill_seconds": "Q4",
                  "prefill_flops": "Q4", "kv_transfer_seconds": "Q5"}),
     "12_long_context": Assignment(
-        answers={"rope_inv_freq": "Q1", "stretch_per_pair": "Q1", "SinkCache": "Q2", "sink_mask": "Q2",
+        answers={"rope_inv_freq": "Q1 and Q7", "stretch_per_pair": "Q1 and Q7", "SinkCache": "Q2 and Q6", "sink_mask": "Q2",
                  "sink_decode_step": "Q2", "merge_softmax_states": "Q3", "online_softmax_update": "Q3",
-                 "flash_decoding": "Q3", "flash_decoding_partials": "Q3", "soft_cap": "Q4", "soft_cap_grad": "Q4"}),
+                 "flash_decoding": "Q3", "flash_decoding_partials": "Q3", "soft_cap": "Q4", "soft_cap_grad": "Q4",
+                 "layout_kv_bytes": "Q5", "LayerLayout": "Q5", "LAYER_LAYOUTS": "Q5", "hybrid_cache_bytes": "Q5",
+                 "kv_cache_bytes": "Q5 and Q6", "kv_cache_bytes_per_token": "Q5 and Q6",
+                 "kv_elements_per_token": "Q5 and Q6", "elements_to_bytes": "Q5 and Q6"}),
     "13_plan_deployment": Assignment(
         # the GPU records and the dense weight count the cases and Q2, Q3 and Q6 read (the count uses projection_params)
         helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params"),

@@ -14,8 +14,10 @@ means and what is thrown away first when the memory is full:
   is evicted first, so a shared prefix outlives the branches below it.
 
 Both count tokens only (no keys or values are stored): a request is ``match`` (how many of its
-prompt tokens are reused) then ``insert`` (its whole sequence is kept once it finishes); ``serve``
-does both. Recency is a counter, never the clock, so every run gives the same numbers.
+prompt tokens are reused) then ``insert`` (the tokens it ran through the model are kept once it
+finishes); ``serve`` does both. A finished request's last output token is not among them: it was
+sampled from the last step's logits and never run through the model, so it has no keys or values
+(:func:`computed_tokens`). Recency is a counter, never the clock, so every run gives the same numbers.
 :func:`route_requests` replays a stream over several replicas, each with its own cache.
 
 Book: chapter "Prefix caching in depth".
@@ -44,6 +46,29 @@ def _check_tokens(tokens):
         bad = next(t for t in tokens if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0)
         raise ValueError(f"token ids must be non-negative integers, got {bad!r}")
     return tuple(arr.tolist())
+
+
+def computed_tokens(prompt, output=()):
+    """The tokens of a finished request that have keys and values: the prompt and all output tokens but the last.
+
+    The last output token was sampled from the logits of the step before and never run through
+    the model. vLLM caches the full blocks of a request's computed tokens only (``allocate_slots``
+    caps the tokens it caches at ``request.num_tokens``, and ``cache_blocks`` hashes full blocks of
+    them); SGLang's ``cache_finished_req`` inserts ``(origin_input_ids + output_ids)[:-1]``. A
+    request with no output listed keeps its whole prompt.
+
+    Parameters
+    ----------
+    prompt, output : sequence of int
+        Token ids.
+
+    Returns
+    -------
+    tuple of int, length ``len(prompt) + max(len(output) - 1, 0)``
+
+    Book: chapter "Prefix caching in depth".
+    """
+    return _check_tokens(prompt) + tuple(output)[:-1]
 
 
 def _reusable(matched, num_tokens):
@@ -119,7 +144,7 @@ class PrefixBlockCache:
         return usable * self.block_size
 
     def insert(self, tokens):
-        """Keep the full blocks of a finished request (prompt and output), evicting LRU blocks beyond capacity."""
+        """Keep the full blocks of ``tokens`` (a finished request's :func:`computed_tokens`), evicting LRU blocks."""
         hashes = self.block_hashes(tokens)
         if len(hashes) > self.capacity_blocks:
             raise ValueError(f"a request of {len(hashes)} full blocks does not fit in capacity_blocks "
@@ -132,9 +157,9 @@ class PrefixBlockCache:
             self.evicted += 1
 
     def serve(self, prompt, output=()) -> int:
-        """:meth:`match` the prompt, then :meth:`insert` prompt + output; returns the reused tokens."""
+        """:meth:`match` the prompt, then :meth:`insert` its :func:`computed_tokens`; returns the reused tokens."""
         reused = self.match(prompt)
-        self.insert(tuple(prompt) + tuple(output))
+        self.insert(computed_tokens(prompt, output))
         return reused
 
 
@@ -206,7 +231,7 @@ class RadixPrefixCache:
         return _reusable(i, len(tokens))
 
     def insert(self, tokens):
-        """Keep a finished request's tokens (prompt and output), evicting LRU leaves beyond capacity."""
+        """Keep ``tokens`` (a finished request's :func:`computed_tokens`), evicting LRU leaves beyond capacity."""
         tokens = _check_tokens(tokens)
         if len(tokens) > self.capacity_tokens:
             raise ValueError(f"a request of {len(tokens)} tokens does not fit in capacity_tokens "
@@ -253,9 +278,9 @@ class RadixPrefixCache:
             yield node
 
     def serve(self, prompt, output=()) -> int:
-        """:meth:`match` the prompt, then :meth:`insert` prompt + output; returns the reused tokens."""
+        """:meth:`match` the prompt, then :meth:`insert` its :func:`computed_tokens`; returns the reused tokens."""
         reused = self.match(prompt)
-        self.insert(tuple(prompt) + tuple(output))
+        self.insert(computed_tokens(prompt, output))
         return reused
 
 

@@ -59,6 +59,21 @@ def test_test_cells_are_in_the_judges_format(assignment):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_look_the_answer_up_when_they_run(assignment):
+    """``run``'s callable is ``_call`` or a lambda, never the answer's function by name: a name is looked up
+    before ``run`` starts, so an answer cell that failed (an IndentationError) would show as a NameError
+    instead of its own error and line."""
+    import ast
+
+    for cell in cells(assignment, "grade"):
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "run":
+                callable_ = node.args[1]
+                lazy = isinstance(callable_, ast.Lambda) or (isinstance(callable_, ast.Name) and callable_.id == "_call")
+                assert lazy, (cell.metadata["nbgrader"]["grade_id"], ast.unparse(callable_))
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_questions_state_difficulty_points_and_hint(assignment):
     nb = gs.read("solutions", assignment)
     headings = [c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## Q")]
@@ -85,3 +100,11 @@ def test_the_introduction_names_the_helpers_of_the_course_manifest(assignment):
     intro = gs.read("solutions", assignment).cells[0].source
     (rule,) = [p for p in intro.split("\n\n") if p.startswith("**Allowed helpers.**")]
     assert set(re.findall(r"`mk\.(\w+)`", rule)) == set(COURSE[assignment].helpers)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_introduction_says_what_works_in_the_browser_edition(assignment):
+    """Issue 36: JupyterLite has no Validate button and no terminal; the introduction says what works there."""
+    intro = " ".join(gs.read("solutions", assignment).cells[0].source.split())
+    assert "**In the browser edition** (JupyterLite) there is no Validate button and no terminal" in intro
+    assert "**Run ▸ Run All Cells**" in intro and "**File ▸ Download**" in intro

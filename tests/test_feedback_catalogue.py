@@ -21,8 +21,8 @@ from mha_course.judge.diagnoses import CATALOGUE, check, diagnose, matches
 
 #: The assignments whose questions call the catalogue, and whose designed slips list their diagnosis: all of them.
 COVERED = tuple(COURSE)
-#: Longest message a designed wrong answer may give (one line).
-MAX_MESSAGE = 160
+#: Longest message a designed wrong answer may give (one line); a custom config's fields are named (issue 36).
+MAX_MESSAGE = 180
 
 
 def visible_failures(assignment, changes):

@@ -30,13 +30,16 @@ def run(command, *args):
 def _with_a_test_switched_off(nb):
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "head_dim_transformer_base":
-            cell.source = cell.source.replace('run("head_dim", head_dim, (512, 8))', 'pass  # run("head_dim", head_dim, (512, 8))')
+            cell.source = cell.source.replace('run("head_dim", _call, (512, 8))', 'pass  # run("head_dim", _call, (512, 8))')
     return nb
 
 
 def _answer_cells_that_fail():
-    """Q3's answer cell has a SyntaxError, Q4's raises before its def: neither function gets defined."""
-    return gs.submission(ASSIGNMENT, {"split_heads_answer": ("    B, n, d = x.shape\n", "    B, n, d = (x.shape\n"),
+    """Q1's answer cell is badly indented, Q3's has a SyntaxError, Q4's raises before its def: none of the
+    three functions gets defined. Q1's test passes its function through ``_call``, so the real error is named."""
+    return gs.submission(ASSIGNMENT, {"head_dim_answer": ("    return d_model // num_heads\n",
+                                                         "    d_h = d_model // num_heads\n      return d_h\n"),
+                                      "split_heads_answer": ("    B, n, d = x.shape\n", "    B, n, d = (x.shape\n"),
                                       "merge_heads_answer": ("def merge_heads",
                                                              "raise ValueError('my own check failed')\ndef merge_heads")})
 
@@ -171,9 +174,10 @@ def test_check_blames_the_answer_cell_that_failed_under_a_copy_name(notebooks):
     assert code == 1, out + err
     assert "the cell run before this test failed with SyntaxError: '(' was never closed" in out
     assert "the cell run before this test failed with ValueError: my own check failed" in out
+    assert "the cell run before this test failed with IndentationError: unexpected indent (line 18)" in out
     assert "NameError" not in out and "Traceback" not in out
     assert ".py, line" not in out  # the kernel's temporary file is not the learner's business
-    assert out.count("FAIL:") == 2  # Q1 and Q2 are answered and pass
+    assert out.count("FAIL:") == 3  # Q2 is answered and passes
 
 
 def test_selfgrade_blames_the_answer_cell_that_failed_under_a_copy_name(notebooks, losses):
@@ -182,5 +186,7 @@ def test_selfgrade_blames_the_answer_cell_that_failed_under_a_copy_name(notebook
     report = _report(out, notebooks["failing_copy"])
     assert "split_heads_matches_mha_kit: 0 / 2  <- SyntaxError: the answer cell above failed: '(' was never closed" in report
     assert "merge_heads_matches_mha_kit: 0 / 1  <- ValueError: the answer cell above failed: my own check failed" in report
+    assert ("head_dim_transformer_base: 0 / 1  <- IndentationError: the answer cell above failed: unexpected indent "
+            "(line 18)") in report
     assert ".py, line" not in report  # the kernel's temporary file is not the learner's business
-    assert "Total: 3 / 6" in report
+    assert "Total: 2 / 6" in report

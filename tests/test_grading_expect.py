@@ -26,12 +26,26 @@ def test_expect_int_passes_exactly_the_right_int(expected):
 
 @pytest.mark.parametrize("got, match", [
     (327680.0, r"expected bytes as an int, got float \(327680.0\): use // or int"),
-    (np.int64(327680), r"expected bytes as a plain Python int, got numpy.int64"),
     ("327680", r"expected bytes as an int, got builtins.str"),
     (True, r"expected bytes as an int, got builtins.bool"),
 ])
 def test_expect_int_names_the_wrong_type(got, match):
     fails_with(match, expect_int, got, 327680, "bytes")
+
+
+@pytest.mark.parametrize("got", [np.int64(327680), np.int32(327680), np.uint64(327680)])
+def test_expect_int_takes_a_numpy_count(got):
+    """The exercises say "return plain Python and numpy values": a numpy integer that holds the count passes."""
+    assert expect_int(got, 327680, "bytes") is None
+    fails_with(r"bytes: expected 327,681, got 327,680$", expect_int, got, 327681, "bytes")
+
+
+def test_expect_int_names_a_numpy_count_that_overflowed():
+    """A count past the dtype's range, or one that wrapped around (a product in int32), is named as such."""
+    wrapped = np.int32(np.int64(100_000 * 100_000).astype(np.int32))  # 10**10 wraps to 1,410,065,408
+    fails_with(r"bytes: expected 10,000,000,000, got 1,410,065,408: the count overflowed numpy's int32 "
+               r"\(at most 2,147,483,647\): count with Python ints$", expect_int, wrapped, 10**10, "bytes")
+    fails_with(r"overflowed numpy's int64", expect_int, np.int64(5), 2**64 + 5, "bytes")
 
 
 @pytest.mark.parametrize("got, hints, match", [

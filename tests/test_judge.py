@@ -72,7 +72,17 @@ def test_an_error_of_the_learner_is_kept_per_case():
 
     (ok, _, _), (bad, error, _) = call_all(call, (1, 2))
     assert decode(ok) == 1 and isinstance(error, IndexError)
-    assert vars(decode(bad)) == {"ename": "IndexError", "evalue": "index 2 is out of bounds"}
+    assert vars(decode(bad)) == {"ename": "IndexError", "evalue": "index 2 is out of bounds", "where": None}
+
+
+def test_an_error_of_the_learner_says_the_line_of_their_cell_that_raised_it():
+    """A notebook cell's code (a kernel's temporary file) is the learner's: its deepest line is named (issue 36)."""
+    namespace = {}
+    source = "def expected_tokens(alpha, k):\n    x = 1\n    return (1 - alpha ** (k + 1)) / (1 - alpha)\n"
+    exec(compile(source, "/tmp/ipykernel_4242/3141.py", "exec"), namespace)
+    (bad, error, _), = call_all(lambda a, k: namespace["expected_tokens"](a, k), [(1.0, 3)])
+    assert vars(decode(bad)) == {"ename": "ZeroDivisionError", "evalue": "float division by zero",
+                                 "where": "line 3, in expected_tokens"}
 
 
 def test_a_warning_of_the_learners_code_is_caught_per_case_and_never_printed(capfd):

@@ -235,8 +235,23 @@ def test_a_chapter_copy_runs_without_myst_nb_or_matplotlib_and_shows_its_figures
     assert len(attached) == pictures > 0
     alts = [c["metadata"]["mystnb"]["image"]["alt"] for c in nb["cells"] if "mystnb" in c.get("metadata", {})]
     assert all(f"![{alt}](attachment:" in markdown for alt in alts)
-    removed = [c["source"] for c in nb["cells"] if "remove-cell" in c.get("metadata", {}).get("tags", [])]
-    assert not [s for s in removed if s.strip() and s.strip() in code]
+    hidden = [c for c in copy["cells"] if c["cell_type"] == "code" and "remove-cell" in c["metadata"].get("tags", [])]
+    removed = [c["source"] for c in nb["cells"] if c["cell_type"] == "code"
+               and "remove-cell" in c.get("metadata", {}).get("tags", [])]
+    assert len(hidden) == len(removed) and all(c["metadata"]["jupyter"]["source_hidden"] for c in hidden)
+
+
+def test_a_remove_cell_cell_that_defines_names_stays_in_the_copy_hidden():
+    """Issue 36: Continuous batching's copy raised NameError (long_prompt, requests) in five cells: the
+    remove-cell cell that defines them was left out. Its code stays, hidden, so every name is defined."""
+    nb = lite_notebooks.read(REPO_ROOT / "book" / "continuous_batching.ipynb")
+    copy = lite_notebooks.browser_copy(nb, lite_notebooks.Context(citations=lite_notebooks.citation_labels()))
+    sources = [c["source"] for c in copy["cells"] if c["cell_type"] == "code"]
+    defines = next(i for i, s in enumerate(sources) if s.startswith("long_prompt, flat = "))
+    uses = next(i for i, s in enumerate(sources) if "long_prompt" in s and not s.startswith("long_prompt, flat = "))
+    assert defines < uses
+    hidden = copy["cells"][[c.get("source") for c in copy["cells"]].index(sources[defines])]
+    assert hidden["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
 
 
 def test_chapters_that_cannot_run_in_a_browser_are_left_out(browser):
@@ -440,3 +455,10 @@ def test_the_leak_test_reads_inside_the_kernels_packages(tmp_path):
     found = site_support.leaks(tmp_path, {secret}, skip={"skipped.tar.gz"})
     assert found == {"pkg-1-mha_0.tar.gz!lib/python3.11/site-packages/pkg/a.py": [secret],
                      "pkg-1-mha_0.tar.gz!lib/python3.11/site-packages/pkg/c.json": [secret]}
+
+
+def test_continuous_batching_runs_top_to_bottom_with_the_browsers_packages(browser):
+    """Issue 36: the copy of Continuous batching raised NameError in five cells; its whole code, hidden
+    remove-cell cells included, runs with only the browser's packages."""
+    nb = lite_notebooks.read(REPO_ROOT / "book" / "continuous_batching.ipynb")
+    assert lite_trial.failures({"continuous_batching": nb}, browser) == {"continuous_batching": None}

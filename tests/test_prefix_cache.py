@@ -53,12 +53,28 @@ def test_match_is_a_lookup_and_a_different_first_token_matches_nothing():
     assert blocks.match(shifted) == 0 and tree.match(shifted) == 0
 
 
-def test_output_tokens_are_cached_for_the_next_turn():
+def test_output_tokens_are_cached_for_the_next_turn_but_the_last_one():
     turn1, answer = [5, 6, 7], [8, 9, 10, 11, 12]
     turn2 = turn1 + answer + [13, 14]
     blocks, tree = mk.PrefixBlockCache(4, 10), mk.RadixPrefixCache(100)
     assert blocks.serve(turn1, answer) == 0 and tree.serve(turn1, answer) == 0
-    assert blocks.serve(turn2) == 8 and tree.serve(turn2) == 8  # 8 = 3 prompt + 5 answer tokens
+    # 7 computed tokens (3 prompt + 4 answer; 12 was sampled, never run): one full block, 7 to the token
+    assert blocks.serve(turn2) == 4 and tree.serve(turn2) == 7
+
+
+def test_the_last_sampled_token_has_no_keys_or_values():
+    """Issue 36's stream: request 1 (prompt 1..10, output [11, 12]) leaves 11 computed tokens, two full
+    blocks of 4; a prompt 1..13 reuses 8 in vLLM (full blocks of computed tokens) and SGLang
+    (``(input_ids + output_ids)[:-1]``), not 12."""
+    assert mk.computed_tokens(list(range(1, 11)), [11, 12]) == tuple(range(1, 12))
+    assert mk.computed_tokens([1, 2], []) == (1, 2)  # no output listed: the prompt ran whole
+    blocks = mk.PrefixBlockCache(4, 100)
+    blocks.serve(list(range(1, 11)), [11, 12])
+    assert len(blocks) == 2
+    assert blocks.match(list(range(1, 14))) == 8
+    tree = mk.RadixPrefixCache(100)
+    tree.serve(list(range(1, 11)), [11, 12])
+    assert len(tree) == 11 and tree.match(list(range(1, 14))) == 11
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,33 +156,35 @@ def conversation(k, turns):
 
 
 def test_serve_stream_counts_the_reused_tokens_of_each_request():
-    requests = conversation(0, 3)  # prompts of 2, 6 and 10 tokens; each turn reuses the last one whole
-    assert mk.serve_stream(mk.RadixPrefixCache(100), requests) == [0, 4, 8]
-    assert mk.serve_stream(mk.PrefixBlockCache(4, 100), requests) == [0, 4, 8]
+    # Prompts of 2, 6 and 10 tokens; each turn finds the last turn's computed tokens, its prompt and its
+    # answer but the answer's last token: 3 and 7 tokens to the token, whole blocks of them with blocks.
+    requests = conversation(0, 3)
+    assert mk.serve_stream(mk.RadixPrefixCache(100), requests) == [0, 3, 7]
+    assert mk.serve_stream(mk.PrefixBlockCache(4, 100), requests) == [0, 0, 4]
     assert mk.serve_stream(mk.PrefixBlockCache(3, 100), requests) == [0, 3, 6]
 
 
 def test_hit_rates_by_capacity_on_one_conversation():
-    # Prompts of 2, 6 and 10 tokens (18 in all), each turn reusing the whole previous turn: 4 + 8.
-    # 12 tokens hold the last turn with its answer exactly; 8 tokens cannot hold it at all.
+    # Prompts of 2, 6 and 10 tokens (18 in all): blocks of 4 reuse 0 + 4, the tree 3 + 7 (above).
+    # 12 tokens hold the last turn's 11 computed tokens; 4 tokens, one block, cannot hold its 2 full blocks.
     requests = conversation(0, 3)
     rates = mk.hit_rates_by_capacity(requests, [12, 1000], block_size=4)
-    assert rates == {12: (12 / 18, 12 / 18), 1000: (12 / 18, 12 / 18)}
-    with pytest.raises(ValueError, match=r"^a request of 3 full blocks does not fit in capacity_blocks \(2\)"):
-        mk.hit_rates_by_capacity(requests, [8], block_size=4)
+    assert rates == {12: (4 / 18, 10 / 18), 1000: (4 / 18, 10 / 18)}
+    with pytest.raises(ValueError, match=r"^a request of 2 full blocks does not fit in capacity_blocks \(1\)"):
+        mk.hit_rates_by_capacity(requests, [4], block_size=4)
 
 
 def test_cache_aware_routing_keeps_each_conversation_on_its_replica():
     # 3 conversations, 2 turns each, interleaved, over 2 replicas. Round robin sends every second
     # turn to the replica that did not see the first: nothing is reused. Cache-aware routing
     # sends each first turn to the least loaded replica and each second turn to where its
-    # history is: 4 of each 6-token prompt are reused.
+    # history is: 3 of each 6-token prompt are reused (the first turn's computed tokens).
     c = [conversation(k, 2) for k in range(3)]
     stream = [c[0][0], c[1][0], c[2][0], c[0][1], c[1][1], c[2][1]]
     rr = mk.route_requests(stream, [mk.RadixPrefixCache(100) for _ in range(2)], "round_robin")
     assert rr == [(0, 0), (1, 0), (0, 0), (1, 0), (0, 0), (1, 0)]
     aware = mk.route_requests(stream, [mk.RadixPrefixCache(100) for _ in range(2)], "cache_aware")
-    assert aware == [(0, 0), (1, 0), (0, 0), (0, 4), (1, 4), (0, 4)]
+    assert aware == [(0, 0), (1, 0), (0, 0), (0, 3), (1, 3), (0, 3)]
 
 
 def test_max_imbalance_stops_a_shared_prefix_from_piling_everything_on_one_replica():

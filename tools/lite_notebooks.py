@@ -5,7 +5,9 @@ and the browser's kernel has neither myst_nb nor matplotlib. :func:`browser_copy
 from the chapter with its stored outputs (the outputs nbval checks against a fresh run), that runs
 there and still shows everything:
 
-* cells tagged ``remove-cell`` (the article's checks) are left out;
+* a code cell tagged ``remove-cell`` (the article's checks, or numbers the text glues) stays, its code
+  and outputs hidden (JupyterLab's ``source_hidden``): later cells may use what it defines (issue 36:
+  *Continuous batching* defines ``long_prompt`` in one); a markdown cell so tagged is left out;
 * a first code cell defines ``glue`` as showing its value (``display=False``: nothing), so that
   the chapter's cells run unchanged; the imports of ``myst_nb``, ``mha_kit.plots``,
   ``mha_kit.plots_serving`` and ``matplotlib`` and ``%config InlineBackend`` lines are dropped;
@@ -130,7 +132,12 @@ def _text(value):
 
 
 def code_cells(nb):
-    return [c for c in nb["cells"] if c["cell_type"] == "code" and "remove-cell" not in _tags(c)]
+    """Every code cell the copy runs: ``remove-cell`` ones too (they stay, hidden)."""
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+#: Metadata of a kept ``remove-cell`` code cell: JupyterLab shows it collapsed, code and outputs.
+HIDDEN = {"jupyter": {"source_hidden": True, "outputs_hidden": True}, "tags": ["remove-cell"]}
 
 
 def _tags(cell):
@@ -420,6 +427,8 @@ def browser_copy(nb, context):
     cells = [{"cell_type": "markdown", "metadata": {}, "source": INTRO}, _code(GLUE_CELL)]
     for cell in nb["cells"]:
         if "remove-cell" in _tags(cell):
+            if cell["cell_type"] == "code" and split_drawing(cell["source"], tainted)[0]:
+                cells.append(_code(split_drawing(cell["source"], tainted)[0], [], copy.deepcopy(HIDDEN)))
             continue
         if cell["cell_type"] == "markdown":
             cells.append({"cell_type": "markdown", "metadata": {}, "source": myst_to_markdown(cell["source"], context)})

@@ -51,9 +51,8 @@ print(json.dumps(failures))
 def code_sources(nb):
     """The code a chapter's browser copy runs, cell by cell (its glue cell first, IPython magics left out)."""
     tainted, sources = lite_notebooks._plot_names(nb), [lite_notebooks.GLUE_CELL]
-    for cell in lite_notebooks.code_cells(nb):
-        if "remove-cell" not in lite_notebooks._tags(cell):
-            sources.append(lite_notebooks._python(lite_notebooks.split_drawing(cell["source"], tainted)[0]))
+    for cell in lite_notebooks.code_cells(nb):  # remove-cell ones too: the copy keeps them, hidden
+        sources.append(lite_notebooks._python(lite_notebooks.split_drawing(cell["source"], tainted)[0]))
     return sources
 
 

@@ -31,6 +31,8 @@ imported only where they exist (:func:`_inline_judge`).
 from __future__ import annotations
 
 import os
+import sys
+import traceback
 import warnings
 from typing import NamedTuple, Optional
 
@@ -52,8 +54,27 @@ def _call_one(call, args):
         try:
             result = call(*args)
         except Exception as error:  # the learner's error belongs to this case only
-            return Outcome(encode_error(error), error, _texts(caught))
+            return Outcome(encode_error(error, where(error)), error, _texts(caught))
     return Outcome(encode(result), None, _texts(caught))
+
+
+def _library_roots():
+    """Folders whose code is not the learner's: the import path (numpy, mha_kit) and the course's own."""
+    course = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    folders = [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)] + [course]
+    return tuple(os.path.join(folder, "") for folder in folders)
+
+
+def where(error):
+    """``"line 17, in expected_tokens"``: the deepest line of the learner's own code (a notebook cell) in
+    ``error``'s traceback, or ``None`` when it has none (an error raised by a library alone)."""
+    roots = _library_roots()
+    try:
+        frames = [f for f in traceback.extract_tb(error.__traceback__)
+                  if not os.path.abspath(f.filename).startswith(roots) and not f.filename.startswith("<frozen")]
+    except Exception:  # a traceback that cannot be read: say nothing rather than fail the case
+        return None
+    return f"line {frames[-1].lineno}, in {frames[-1].name}" if frames else None
 
 
 def _texts(caught):
@@ -85,7 +106,7 @@ def _inline_judge():
         from mha_course.judge import carry, core
     except ImportError:  # the grading kernel's graded kit holds no judge
         return None
-    return core.first_failure, carry
+    return core.first_failure, carry, core.raised_note
 
 
 def run(question, call, *cases):
@@ -113,7 +134,7 @@ def run(question, call, *cases):
         return
     if warned:
         print(warning_note(warned))
-    first_failure, carry = judge
+    first_failure, carry, raised_note = judge
     failure = first_failure(question, cases, encoded)
     (_failed_questions.add if failure is not None else _failed_questions.discard)(question)
     if failure is not None:
@@ -121,10 +142,15 @@ def run(question, call, *cases):
         error = outcomes[index].error
         reason = _learner_error_reason(error, question, carry)
         if error is not None and reason is None:
+            if hasattr(error, "add_note"):  # Python 3.11: the traceback ends with the case and the line
+                error.add_note(f"{CASE_NOTE} {raised_note(question, cases[index], where(error))}")
             raise error  # the learner's own error, with its traceback into their code
         _show_in_one_line()
         raise AssertionError(_with_dependency_hint(reason or message, carry.dependency_hint(question, _failed_questions))) from None
 
+
+#: Opens the note added to a learner's own error (inline): the test's case, and the line that raised it.
+CASE_NOTE = "In this test:"
 
 #: Inline only: the questions whose last run in this kernel failed (a dependency's verdict, for the hint).
 _failed_questions = set()
@@ -133,7 +159,9 @@ _failed_questions = set()
 def _with_dependency_hint(reason, hint):
     """Inline: ``reason`` (this answer's own fault first), then ``hint``: the earlier answers this question
     runs that failed their own tests in this kernel (none when they pass)."""
-    return f"{reason}; {hint}" if hint and "an earlier answer" not in reason else reason
+    if not hint or "an earlier answer" in reason or reason.startswith("not answered yet"):
+        return reason  # a blank answer fails on its own: an earlier answer's failure is no news (issue 36)
+    return f"{reason}; {hint}"
 
 
 #: ``(ename, evalue)`` of the error of the last cell that finished running, or None (inline only): while

@@ -55,7 +55,9 @@ def _judge_case(spec, case, got):
     """``None``, or ``(ename, message, diagnosis name or None)`` of a failed case."""
     args = case if type(case) is tuple else (case,)
     if isinstance(got, LearnerError):
-        return got.ename, got.evalue, None
+        if got.ename in ("NotImplementedError", "NameError"):
+            return got.ename, got.evalue, None  # a blank answer, or an answer cell that failed: said elsewhere
+        return got.ename, f"{got.evalue} ({raised_note(spec, args, got.where)})", None
     if isinstance(got, NotPlain):
         return "AssertionError", (f"{spec.describe(*args)}: the answer is not plain data ({got.what}): return "
                                   "a plain int, float, str, tuple, list, dict, set or numpy array"), None
@@ -68,6 +70,16 @@ def _judge_case(spec, case, got):
         return "AssertionError", (f"{spec.describe(*args)}: the result could not be compared with the reference "
                                   f"({type(error).__name__}): is it a plain number of a sensible size?"), None
     return None
+
+
+def raised_note(spec, args, where):
+    """``"raised by your code for <the case>; line 17, in expected_tokens"``: where a learner's error came from.
+
+    ``spec`` is a :class:`~mha_course.judge.questions.Question` or a question id; ``where`` the line, or None.
+    """
+    spec = course_questions()[spec] if type(spec) is str else spec
+    args = args if type(args) is tuple else (args,)
+    return f"raised by your code for {spec.describe(*args)}" + (f"; {where}" if where else "")
 
 
 def results_of(cell):

@@ -122,6 +122,8 @@ _CATALOGUE = [
               "counted with the query heads (h): K and V have only the key-value heads (h_kv)"),
     Diagnosis("transposed", _transposed,
               "the right numbers in the wrong layout: check the order of the axes"),
+    Diagnosis("head_layout", _any("mixed_heads"),
+              "heads cut or glued with a plain reshape mix tokens into heads: move the head axis"),
     Diagnosis("mask_off_by_one", _any("off_by_one"),
               "the mask is one position off: check whether a token may see itself"),
     Diagnosis("rounding", _any("floor"),

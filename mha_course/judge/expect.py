@@ -36,6 +36,34 @@ def _ratio_text(got, expected):
     return None
 
 
+def count_value(got):
+    """``got`` as a Python ``int`` when it is a count: an ``int`` or a numpy integer, never a bool; else ``None``.
+
+    numpy integers are counts too (the exercises say "return plain Python and numpy values"); whether one
+    overflowed is :func:`overflow_message`'s question.
+    """
+    if type(got) is int:
+        return got
+    if isinstance(got, np.integer) and type(got).__module__ == "numpy":
+        return int(got)
+    return None
+
+
+def overflow_message(got, expected, what):
+    """The one-line verdict on a numpy integer that overflowed on its way to ``expected``, else ``None``.
+
+    It overflowed when ``expected`` does not fit its dtype, or when it differs from ``expected`` by a
+    multiple of ``2**bits`` (a product that wrapped around).
+    """
+    if not isinstance(got, np.integer) or not isinstance(expected, numbers.Integral):
+        return None
+    info, value = np.iinfo(got.dtype), int(got)
+    if info.min <= expected <= info.max and (value == expected or (value - expected) % 2**info.bits):
+        return None
+    return (f"{what}: expected {expected:,}, got {value:,}: the count overflowed numpy's {got.dtype} (at most "
+            f"{info.max:,}): count with Python ints")
+
+
 def expect_int(got, expected, what, hints=None, wrong=None):
     """Check that ``got`` is a plain ``int`` equal to ``expected``.
 
@@ -59,9 +87,12 @@ def expect_int(got, expected, what, hints=None, wrong=None):
             _fail(f"expected {what} as an int, got float ({got!r}): use // or int(...)")
         _fail(f"expected {what} as an int, got {type(got).__module__}.{type(got).__name__} ({got!r})"
               + (": wrap it in int(...)" if isinstance(got, numbers.Integral) else ""))
-    if type(got) is not int:
+    if overflow_message(got, expected, what):
+        _fail(overflow_message(got, expected, what))
+    if count_value(got) is None:
         _fail(f"expected {what} as a plain Python int, got {type(got).__module__}.{type(got).__name__}: "
               "wrap it in int(...)")
+    got = count_value(got)
     if got == expected:
         return
     message = f"{what}: expected {expected:,}, got {got:,}"
@@ -119,7 +150,8 @@ def expect_shape(got, expected, what):
     _fail(f"shape of {what}: expected {tuple(expected)}, got {got}")
 
 
-def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
+def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6,
+                 nonfinite="did exp() overflow, or is a row fully masked?"):
     """Check an array against a reference with ``np.allclose``.
 
     Parameters
@@ -130,6 +162,8 @@ def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
     wrong : dict, optional
         ``{hint: array}``: results of classic mistakes. If ``got`` matches one of them the
         message gives that hint ("looks like the mask was applied after softmax").
+    nonfinite : str, optional
+        What to ask when ``got`` holds NaN or inf (the question's own likely cause).
     """
     if not isinstance(got, np.ndarray):
         _fail(f"expected {what} as a numpy array, got {type(got).__name__}")
@@ -138,7 +172,7 @@ def expect_close(got, expected, what, wrong=None, atol=1e-8, rtol=1e-6):
     if got.shape != expected.shape:
         _fail(f"shape of {what}: expected {expected.shape}, got {got.shape}")
     if not np.all(np.isfinite(got)):
-        _fail(f"{what} contains NaN or inf: did exp() overflow, or is a row fully masked?")
+        _fail(f"{what} contains NaN or inf: {nonfinite}")
     if np.allclose(got, expected, atol=atol, rtol=rtol):
         return
     for hint, array in (wrong or {}).items():

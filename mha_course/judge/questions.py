@@ -52,8 +52,16 @@ def question(qid, describe, static=None):
 
 
 def spec_name(spec):
-    """How messages name a case's config: the preset's name, or "a custom config"."""
-    return spec if type(spec) is str else "a custom config"
+    """How messages name a case's config: the preset's name, or its fields in the book's letters, so the
+    case can be rebuilt: ``{"d_model": 6, "num_heads": 2, "num_layers": 5}`` is "a config (d=6, h=2, L=5)"."""
+    if type(spec) is str:
+        return spec
+    return "a config (" + ", ".join(f"{_LETTERS.get(key, key)}={value!r}" for key, value in dict(spec).items()) + ")"
+
+
+#: The book's letters (README, Notation) for an ``AttentionConfig``'s fields in messages; L: layers.
+_LETTERS = {"d_model": "d", "num_heads": "h", "num_kv_heads": "h_kv", "head_dim": "d_h", "num_layers": "L",
+            "kv_lora_rank": "d_c"}
 
 
 def rng_arrays(seed, *shapes):

@@ -80,14 +80,19 @@ def encode(value, depth=0):
     return {"kind": "other", "type": type_name(value)}
 
 
-def encode_error(error):
-    """``{"kind": "error", "ename", "evalue"}`` of an exception raised by the learner's code."""
+def encode_error(error, where=None):
+    """``{"kind": "error", "ename", "evalue", "where"}`` of an exception raised by the learner's code.
+
+    ``where`` says where in the learner's code it was raised (``"line 17, in expected_tokens"``), or is
+    ``None`` when no frame of theirs is known.
+    """
     try:
         text = str(error)
     except Exception:  # a message that cannot be printed
         text = "(an error whose message cannot be read)"
     text = text if type(text) is str else "(an error whose message is not text)"
-    return {"kind": "error", "ename": type_name(error).rpartition(".")[2], "evalue": text[:MAX_TEXT]}
+    return {"kind": "error", "ename": type_name(error).rpartition(".")[2], "evalue": text[:MAX_TEXT],
+            "where": where[:MAX_TEXT] if type(where) is str else None}
 
 
 def warning_note(warnings):
@@ -104,10 +109,10 @@ class NotPlain:
 
 
 class LearnerError:
-    """An exception the learner's code raised for one case."""
+    """An exception the learner's code raised for one case (``where``: the line of their code, or None)."""
 
-    def __init__(self, ename, evalue):
-        self.ename, self.evalue = ename, evalue
+    def __init__(self, ename, evalue, where=None):
+        self.ename, self.evalue, self.where = ename, evalue, where
 
 
 def _text(value, default="?"):
@@ -134,7 +139,9 @@ def decode(data, depth=0):
         return NotPlain("malformed data")
     kind = data.get("kind")
     if kind == "error":
-        return LearnerError(_text(data.get("ename"), "Exception"), _text(data.get("evalue"), ""))
+        where = data.get("where")
+        return LearnerError(_text(data.get("ename"), "Exception"), _text(data.get("evalue"), ""),
+                            _text(where) if type(where) is str else None)
     if kind == "other":
         return NotPlain(_text(data.get("type")))
     if kind == "const" and (data.get("value") is None or type(data.get("value")) is bool):

@@ -17,6 +17,14 @@ WRONG_ANSWERS = [
      "    return softmax(scores) @ v",
      "        return (softmax(scores) * mask) @ v\n    return softmax(scores) @ v",
      {"attention_causal"}),
+    # the mask's two classic slips (issue 36): the upper triangle, and a token that may not see itself
+    ("mask_upper_triangle", "causal_mask_answer", "np.arange(n)[None, :] <= np.arange(n)[:, None]",
+     "np.arange(n)[None, :] >= np.arange(n)[:, None]", {"causal_mask_matches_reference"}),
+    ("mask_without_diagonal", "causal_mask_answer", "np.arange(n)[None, :] <= np.arange(n)[:, None]",
+     "np.arange(n)[None, :] < np.arange(n)[:, None]", {"causal_mask_matches_reference"}),
+    # heads cut with a plain reshape: the toy example's tokens mixed into heads (01's layout slip, here in Q4)
+    ("mha_heads_by_plain_reshape", "multi_head_answer", "(x @ w).reshape(n, h, d_h).transpose(1, 0, 2)",
+     "(x @ w).reshape(h, n, d_h)", {"multi_head_matches_mha_kit"}),
     ("gqa_copies_kv", "gqa_answer", "q_grouped = q.reshape(h_kv, (h // h_kv) * n, d_h)",
      "k, v = np.repeat(k, h // h_kv, axis=0), np.repeat(v, h // h_kv, axis=0)\n"
      "    h_kv = h\n    q_grouped = q", {"gqa_without_copies"}),
@@ -36,6 +44,9 @@ DIAGNOSES = {
     "softmax_without_max": "no_max_shift",
     "forgot_scale": "scale_missing",
     "mask_after_softmax": "the mask was applied after softmax",
+    "mask_upper_triangle": "that is the upper triangle",
+    "mask_without_diagonal": "mask_off_by_one",
+    "mha_heads_by_plain_reshape": "head_layout",
     "gqa_copies_kv": "uses repeat, which copies K or V once per query head",
     "gqa_fancy_index_copy": "with an array, which copies it",
     "gqa_modulo_head": "wrong_kv_head",

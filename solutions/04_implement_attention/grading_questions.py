@@ -39,7 +39,13 @@ def _softmax_extreme(got, rows):
 
 @question("causal_mask", lambda n: f"causal_mask({n})")
 def _causal_mask(got, n):
-    expect_equal(got, mk.causal_mask(n), f"causal_mask({n})")
+    expected, what = mk.causal_mask(n), f"causal_mask({n})"
+    rows, cols = np.arange(n)[:, None], np.arange(n)[None, :]  # query i, key j
+    diagnoses.check(got, expected, what, {"off_by_one": [cols < rows, cols <= rows + 1]}, "mask_off_by_one")
+    if any(diagnoses.matches(got, upper) for upper in (cols >= rows, cols > rows)) and n > 1:
+        raise AssertionError(f"{what}: that is the upper triangle: query i (row i) may see the keys j <= i, "
+                             "the ones before it")
+    expect_equal(got, expected, what)
 
 
 def _attention_mistakes(q, k, v, mask=None):
@@ -70,11 +76,28 @@ def mha_inputs(d, h, n, seed):
     return np.random.default_rng(seed).standard_normal((n, d)), mk.init_weights(mk.AttentionConfig(d, h), seed=seed)
 
 
+def _mixed_heads(x, weights, h, causal):
+    """Multi-head outputs with the heads split, merged, or both, by a plain reshape (tokens mixed into heads)."""
+    (n, d), (w_q, w_k, w_v, w_o) = x.shape, weights
+    mask = mk.causal_mask(n) if causal else None
+    outs = []
+    for split_slip, merge_slip in ((True, False), (False, True), (True, True)):
+        def split(t):  # (n, d) -> (h, n, d_h)
+            return t.reshape(h, n, d // h) if split_slip else t.reshape(n, h, d // h).transpose(1, 0, 2)
+        heads = mk.scaled_dot_product_attention(split(x @ w_q), split(x @ w_k), split(x @ w_v), mask)[0]
+        merged = heads.reshape(n, d) if merge_slip else heads.transpose(1, 0, 2).reshape(n, d)  # (n, h*d_h)
+        outs.append(merged @ w_o)
+    return outs
+
+
 @question("multi_head_attention", lambda d, h, n, seed, causal: f"multi-head output (d={d}, h={h}, n={n}, causal={causal})")
 def _multi_head(got, d, h, n, seed, causal):
     x, weights = mha_inputs(d, h, n, seed)
-    expect_close(got, mk.multi_head_attention(x, *weights, h, causal=causal)[0],
-                 f"multi-head output (n={x.shape[0]}, d={x.shape[1]}, h={h}, causal={causal})")
+    expected = mk.multi_head_attention(x, *weights, h, causal=causal)[0]
+    what = f"multi-head output (n={x.shape[0]}, d={x.shape[1]}, h={h}, causal={causal})"
+    mixed = [out for out in _mixed_heads(x, weights, h, causal) if not np.allclose(out, expected)]
+    diagnoses.check(got, expected, what, {"mixed_heads": mixed}, "head_layout")
+    expect_close(got, expected, what)
 
 
 def _gqa_check(got, h, h_kv, n, s, d_h, seed):

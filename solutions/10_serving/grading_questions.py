@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import mha_kit as mk
 
-from mha_course.judge.expect import expect_int
+from mha_course.judge.expect import count_value, expect_int, overflow_message
 from mha_course.judge.cases import config
 from mha_course.judge.questions import spec_name as _name, BITS_HINT as _BITS, ROUND_UP as _ROUND_UP, question
 from mha_course.judge import diagnoses
@@ -22,9 +22,12 @@ def _expect_int_list(got, expected, what, context, *names):
         raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}")
     if len(got) != len(expected):
         raise AssertionError(f"{what}: expected {len(expected)} numbers (one per request), got {len(got)}")
-    for item in got:
-        if type(item) is not int:
+    for item, want in zip(got, expected):
+        if count_value(item) is None:
             raise AssertionError(f"{what}: expected plain ints, got {type(item).__name__} ({item!r}): use // or int(...)")
+        if overflow_message(item, want, what):
+            raise AssertionError(overflow_message(item, want, what))
+    got = [count_value(item) for item in got]  # numpy ints are counts too
     diagnoses.check(got, expected, what, context, *names)
     if got != expected:
         raise AssertionError(f"{what}: expected {expected}, got {got}")

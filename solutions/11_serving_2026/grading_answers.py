@@ -14,25 +14,40 @@ WRONG_ANSWERS = [
     # k positions instead of k + 1: right at alpha = 1 (the branch), wrong at alpha = 0.8
     ("tokens_one_position_short", "expected_tokens_answer", "alpha ** (k + 1)", "alpha ** k",
      {"expected_tokens_alpha_and_k"}),
+    # every draft checked and the target's token added: right at alpha = 1 (the branch), too many at 0.8
+    ("tokens_linear_in_k", "expected_tokens_answer", "return (1 - alpha ** (k + 1)) / (1 - alpha)",
+     "return 1 + k * alpha", {"expected_tokens_alpha_and_k"}),
     # a fully cached prompt of whole blocks reuses all of them (visible request 4)
     ("reuse_without_last_token", "block_reuse_answer",
-     "min(matched, len(prompt) - 1) // block_size * block_size", "matched", {"block_reuse_stream_of_six"}),
+     "min(matched, len(prompt) - 1) // block_size * block_size", "matched", {"block_reuse_stream_of_seven"}),
     # caps at len - 1 tokens but keeps the part of a block before the last token (visible request 4)
     ("reuse_counts_partial_block", "block_reuse_answer",
      "min(matched, len(prompt) - 1) // block_size * block_size", "min(matched, len(prompt) - 1)",
-     {"block_reuse_stream_of_six"}),
+     {"block_reuse_stream_of_seven"}),
     # blocks keyed by their own tokens: a block after another prefix matches (visible request 3)
     ("reuse_blocks_not_leading", "block_reuse_answer", "return tuple(tokens[:end])",
-     "return tuple(tokens[end - block_size:end])", {"block_reuse_stream_of_six"}),
+     "return tuple(tokens[end - block_size:end])", {"block_reuse_stream_of_seven"}),
+    # caches the last sampled token too: request 6 finds 12 tokens of request 1 where the engines find 8
+    ("reuse_caches_the_sampled_token", "block_reuse_answer", "list(output)[:-1]", "list(output)",
+     {"block_reuse_stream_of_seven"}),
+    # the prompt only: request 7, the next turn after request 2, finds 8 tokens where its answer gives 12
+    ("reuse_leaves_out_outputs", "block_reuse_answer", "list(prompt) + list(output)[:-1]", "list(prompt)",
+     {"block_reuse_stream_of_seven"}),
     ("fp8_two_bytes_per_number", "fp8_batch_answer", "per_sequence = numbers  # FP8: one byte per number",
      "per_sequence = 2 * numbers", {"fp8_batch_llama3_70b_8_h100"}),
     ("fp8_query_heads", "fp8_batch_answer", "2 * cfg.num_kv_heads * cfg.head_dim", "2 * cfg.num_heads * cfg.head_dim",
      {"fp8_batch_llama3_70b_8_h100"}),
-    # right for the 64-token prompt (memory-bound), half the compute time for 2,048 tokens
+    # right for the 256-token prompt (memory-bound), half the compute time for 2,048 tokens
     ("ttft_one_flop_per_weight", "ttft_answer", "compute = 2 * multiplied", "compute = multiplied",
      {"ttft_llama3_8b_h100"}),
     ("ttft_adds_the_two_times", "ttft_answer", "return max(memory, compute)", "return memory + compute",
      {"ttft_llama3_8b_h100"}),
+    # the keys and values written left out: 0.2% short at 256 tokens, where memory sets the pace
+    ("ttft_leaves_out_the_writes", "ttft_answer", "(2 * params + written) / gpu.hbm_bandwidth",
+     "2 * params / gpu.hbm_bandwidth", {"ttft_llama3_8b_h100"}),
+    # both embedding tables taken as looked up: the output head's FLOPs are missing (visible 2,048 tokens)
+    ("ttft_output_head_looked_up", "ttft_answer", "params - facts.vocab_size * facts.config.d_model",
+     "params - 2 * facts.vocab_size * facts.config.d_model", {"ttft_llama3_8b_h100"}),
     ("handoff_gbit_read_as_gbyte", "handoff_answer", "link_gbit_per_s * 1e9 / 8", "link_gbit_per_s * 1e9",
      {"handoff_llama3_70b_infiniband"}),
 ]
@@ -78,7 +93,7 @@ def block_reuse(requests, block_size):
             node = children[node, tuple(prompt[depth * block_size:(depth + 1) * block_size])]
             depth += 1
         out.append(Reuse(len(prompt), depth * block_size).reused)
-        sequence, node = [*prompt, *output], 0
+        sequence, node = [*prompt, *output[:-1]], 0  # the last output token never ran: no keys or values
         for start in range(0, len(sequence) - block_size + 1, block_size):
             node = children.setdefault((node, tuple(sequence[start:start + block_size])), len(children) + 1)
     return out''',
@@ -94,9 +109,11 @@ def fp8_batch(cfg, context_len, free_bytes):
     return Fit(per_sequence, int(free_bytes) // per_sequence)''',
     # the roofline helper every assignment may use, in milliseconds first
     "ttft_answer": '''def ttft_seconds(facts, gpu, prompt_tokens):
-    weights = mk.dense_decoder_params(facts)
+    weights, cfg = mk.dense_decoder_params(facts), facts.config
+    kv_per_token = 2 * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim  # bytes: K and V in bf16
     flops = 2 * (weights - facts.vocab_size * facts.config.d_model) * prompt_tokens
-    ms = 1e3 * mk.roofline.roofline_seconds(2 * weights, flops, gpu.hbm_bandwidth, gpu.bf16_flops)
+    nbytes = 2 * weights + kv_per_token * prompt_tokens
+    ms = 1e3 * mk.roofline.roofline_seconds(nbytes, flops, gpu.hbm_bandwidth, gpu.bf16_flops)
     return ms / 1e3''',
     # bits over bits per second, with math.ceil on an exact integer division
     "handoff_answer": '''import math
@@ -110,6 +127,10 @@ def handoff_seconds(cfg, prompt_tokens, link_gbit_per_s, bits=16):
 #: Honest answers written in other ways than the solution's: (name, {answer grade_id: new source},
 #: (answer grade_id, source of an extra cell after it) or None); each must score full marks.
 HONEST = [
+    # numpy counts: a tuple of numpy.int64 and a list of them (issue 36: numpy ints are counts too)
+    ("honest_numpy_counts", {"fp8_batch_answer": '''def fp8_batch(cfg, context_len, free_bytes):
+    per_sequence = np.int64(context_len) * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim
+    return per_sequence, np.int64(free_bytes) // per_sequence'''}, None),
     ("honest_other_ways", HONEST_11, ("block_reuse_answer", "print(block_reuse([([1, 2, 3], [4])], 2))")),
     # a right answer that makes numpy warn: the warning is a note, never a failure (issue 24)
     ("where_warns_at_alpha_one", {"expected_tokens_answer": '''def expected_tokens(alpha, k):
@@ -124,12 +145,17 @@ HONEST = [
 DIAGNOSES = {
     "tokens_divide_by_zero_at_alpha_one": "ZeroDivisionError",
     "tokens_one_position_short": "one position short",
+    "tokens_linear_in_k": "1 + k * alpha checks every draft",
     "reuse_without_last_token": "the last prompt token is always computed again",
     "reuse_counts_partial_block": "reuse comes in whole blocks",
     "reuse_blocks_not_leading": "a block matches only after the same prefix",
+    "reuse_caches_the_sampled_token": "the last output token was sampled, never run",
+    "reuse_leaves_out_outputs": "a finished request leaves the blocks of its output in the cache too",
     "fp8_two_bytes_per_number": "FP8 stores one byte per number",
     "fp8_query_heads": "h_vs_h_kv",
     "ttft_one_flop_per_weight": "a multiply-add is 2 FLOPs",
     "ttft_adds_the_two_times": "the longer of the two times, not their sum",
+    "ttft_leaves_out_the_writes": "the step also writes every prompt token's keys and values",
+    "ttft_output_head_looked_up": "the output head is multiplied, not looked up",
     "handoff_gbit_read_as_gbyte": "a link rated in Gb/s moves gigabits",
 }

@@ -11,7 +11,7 @@ import numbers
 from fractions import Fraction
 
 import mha_kit as mk
-from mha_course.judge.expect import expect_float, expect_int
+from mha_course.judge.expect import count_value, expect_float, expect_int, overflow_message
 from mha_course.judge.cases import config
 from mha_course.judge.questions import question
 from mha_course.judge.questions import spec_name as _name
@@ -38,6 +38,7 @@ def _emitted(alpha, positions):
 def _expected_tokens(got, alpha, k):
     slips = [(_emitted(alpha, k), "one position short: the step can emit k + 1 tokens"),
              (k * alpha, "k * alpha checks every draft: the first rejection ends the checking"),
+             (1 + k * alpha, "1 + k * alpha checks every draft: the first rejection ends the checking"),
              (_emitted(alpha, k + 1) - 1, "accepted drafts only: every step also adds one token of the target's"),
              (math.inf if alpha == 1 else 1 / (1 - alpha), "that is the limit for any k: only k drafts are checked")]
     _expect_seconds(got, mk.speculative_expected_tokens(alpha, k),
@@ -55,7 +56,7 @@ def _stream(requests):
     return [(_tokens(prompt), _tokens(output)) for prompt, output in requests]
 
 
-def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=True):
+def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=True, sampled=True):
     """Reused tokens per request with one rule of the question left out (a flag set to False)."""
     def key(tokens, end):
         return tuple(tokens[:end]) if chained else tuple(tokens[end - size:end])
@@ -67,7 +68,7 @@ def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=T
             matched += size
         kept = min(matched, len(prompt) - 1) if cap else matched
         reused.append(kept // size * size if whole else kept)
-        sequence = prompt + (output if outputs else [])
+        sequence = prompt + ((output[:-1] if sampled else output) if outputs else [])
         cached.update(key(sequence, end) for end in range(size, len(sequence) + 1, size))
     return reused
 
@@ -82,7 +83,10 @@ def _reuse_slips(stream, size):
         (_reuse_with_slip(stream, size, cap=False), "the last prompt token is always computed again, even when cached"),
         (_reuse_with_slip(stream, size, chained=False),
          "a block matches only after the same prefix: its key covers all tokens before it"),
-        (_reuse_with_slip(stream, size, outputs=False), "a finished request leaves the blocks of its output in the cache too"),
+        (_reuse_with_slip(stream, size, sampled=False),
+         "the last output token was sampled, never run: it has no keys or values"),
+        (_reuse_with_slip(stream, size, outputs=False),
+         "a finished request leaves the blocks of its output in the cache too"),
     ]
 
 
@@ -99,13 +103,16 @@ def _block_reuse(got, requests, size):
         raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}")
     if len(got) != len(expected):
         raise AssertionError(f"{what}: expected {len(expected)} numbers (one per request), got {len(got)}")
-    for item in got:
-        if type(item) is not int:
+    for item, want in zip(got, expected):
+        if count_value(item) is None:
             raise AssertionError(f"{what}: expected plain ints, got {type(item).__name__} ({item!r})")
+        if overflow_message(item, want, what):
+            raise AssertionError(overflow_message(item, want, what))
+    got = [count_value(item) for item in got]  # numpy ints are counts too
     if got == expected:
         return
     i = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
-    message = f"{what}: request {i} reuses {expected[i]}, got {got[i]}"
+    message = f"{what}: request {i + 1} of {len(expected)} reuses {expected[i]}, got {got[i]}"
     hint = next((hint for wrong, hint in _reuse_slips(stream, size) if wrong != expected and got == wrong), None)
     raise AssertionError(f"{message}: {hint}" if hint else message)
 
@@ -137,15 +144,20 @@ def _fp8_batch(got, model, gpu, num_gpus, context_len):
 def _ttft(got, model, gpu, n):
     facts, chip = mk.MODEL_FACTS[model], mk.GPUS[gpu]
     step = mk.roofline_step(facts, chip)
-    memory = step.weight_bytes / chip.hbm_bandwidth
+    weights = step.weight_bytes / chip.hbm_bandwidth
+    written = step.kv_bytes_per_token * n / chip.hbm_bandwidth  # the prompt's keys and values, every layer
+    memory = weights + written
     compute = step.flops_per_token * n / chip.bf16_flops
     every_weight = 2 * mk.dense_decoder_params(facts) * n / chip.bf16_flops
-    slips = [(memory + compute, "the step takes the longer of the two times, not their sum"),
+    no_head = compute - 2 * facts.vocab_size * facts.config.d_model * n / chip.bf16_flops
+    slips = [(max(weights, compute), "the step also writes every prompt token's keys and values: bytes too"),
+             (memory + compute, "the step takes the longer of the two times, not their sum"),
              (max(memory, compute / 2), "compute too fast by half: a multiply-add is 2 FLOPs"),
-             (memory, "the weights' read only: a long prompt is compute-bound"),
+             (memory, "memory time only: a long prompt is compute-bound"),
              (compute, "compute only: reading the weights sets the pace of a short prompt"),
              (max(memory, every_weight), "the input embedding table is looked up, not multiplied"),
-             (max(memory / 2, compute), "memory time too short by half: a bf16 weight is 2 bytes"),
+             (max(memory, no_head), "the output head is multiplied, not looked up"),
+             (max(weights / 2 + written, compute), "memory time too short by half: a bf16 weight is 2 bytes"),
              (1e3 * step(n, 0, 0), "seconds, not milliseconds")]
     _expect_seconds(got, step(n, 0, 0), f"TTFT of {model} on one {gpu} ({n:,}-token prompt)", slips, rtol=1e-3)
 
@@ -153,19 +165,19 @@ def _ttft(got, model, gpu, n):
 # --- Q5: KV transfer -----------------------------------------------------------------------------
 
 @question("handoff_seconds", lambda spec, n, gbit, bits:
-          f"handoff of {_name(spec)}'s cache ({n:,} tokens, {gbit} Gb/s, {bits}-bit)")
+          f"handoff of the cache of {_name(spec)} ({n:,} tokens, {gbit} Gb/s, {bits}-bit)")
 def _handoff(got, spec, n, gbit, bits):
     cfg = config(spec)
     expected = mk.kv_transfer_seconds(cfg, n, gbit * 1e9 / 8, bits)
     hints = {}
     for ratio, hint in ((Fraction(1, 8), "a link rated in Gb/s moves gigabits: 8 bits to a byte"),
                         (8, "bits for bytes?"),
-                        (Fraction(1, 2), "did you forget K or V?"),
+                        (Fraction(1, 2), diagnoses.CATALOGUE["k_and_v"].message),
                         (Fraction(1, cfg.num_layers), "one layer's worth: every layer's cache moves"),
                         (cfg.num_heads // cfg.num_kv_heads, "h for h_kv?"),
                         (10**9 / 2**30, "giga in a link rate is 10^9, not 2^30"),
                         (1000, "seconds, not milliseconds")):
         if ratio != 1:
             hints[ratio] = f"{hints[ratio]} {hint}" if ratio in hints else hint
-    expect_float(got, expected, f"handoff of {_name(spec)}'s cache ({n:,} tokens, {gbit} Gb/s, {bits}-bit)",
+    expect_float(got, expected, f"handoff of the cache of {_name(spec)} ({n:,} tokens, {gbit} Gb/s, {bits}-bit)",
                  hints={float(r): h for r, h in hints.items()}, rtol=1e-6)

@@ -15,16 +15,52 @@ WRONG_ANSWERS = [
     # turns per radian instead of per full turn: the bands move
     ("llama3_without_two_pi", "llama3_answer", "wavelength = 2 * np.pi / theta", "wavelength = 1 / theta",
      {"llama3_inv_freq_llama31"}),
+    # the three slips a learner makes with the bands (issue 36): each named by the visible Llama 3.1 case
+    ("llama3_scaled_context", "llama3_answer", 'trained = rope_scaling["original_max_position_embeddings"]',
+     'trained = rope_scaling["original_max_position_embeddings"] * rope_scaling["factor"]', {"llama3_inv_freq_llama31"}),
+    ("llama3_multiplies_by_factor", "llama3_answer", '(1 - smooth) * theta / rope_scaling["factor"]',
+     '(1 - smooth) * theta * rope_scaling["factor"]', {"llama3_inv_freq_llama31"}),
+    ("llama3_theta_step", "llama3_answer", "base ** (-np.arange(0, head_dim, 2) / head_dim)",
+     "base ** (-np.arange(head_dim // 2) / head_dim)", {"llama3_inv_freq_llama31"}),
     ("sinks_evicted", "sink_positions_answer", "return sinks + recent",
      "return list(range(max(num_tokens - window, 0), num_tokens))", {"sink_positions_short_and_long"}),
     # the sinks and the last window added up before the cache is full: positions held twice (visible, 10 tokens)
     ("sinks_and_window_overlap", "sink_positions_answer", "max(num_tokens - window, n_sink)",
      "max(num_tokens - window, 0)", {"sink_positions_short_and_long"}),
+    # the window shifted one back: the newest token left out (visible, 20 tokens)
+    ("sinks_newest_left_out", "sink_positions_answer", "range(max(num_tokens - window, n_sink), num_tokens)",
+     "range(max(num_tokens - window - 1, n_sink), num_tokens - 1)", {"sink_positions_short_and_long"}),
+    # the largest L_i never added back to the merged log-sum-exp (visible, L near 1,000)
+    ("merge_lse_without_max", "merge_splits_answer", "return out, m + np.log(total)", "return out, np.log(total)",
+     {"merge_splits_large_lse"}),
     ("merge_averages_outputs", "merge_splits_answer", "weights = np.exp(lses - m)", "weights = np.ones_like(lses)",
      {"merge_splits_large_lse"}),
     # exp of the raw log-sum-exps: right near 0, inf and NaN near 1,000 (the visible second case)
     ("merge_without_max_shift", "merge_splits_answer", "m = lses.max(axis=0)", "m = np.zeros(lses.shape[1])",
      {"merge_splits_large_lse"}),
+    # every layer keeps every token (visible: 35 of the 42 layers are local with Gemma 3's layout)
+    ("local_global_window_ignored", "local_global_answer",
+     "(cfg.num_layers - n_global) * min(context_len, window)", "(cfg.num_layers - n_global) * context_len",
+     {"local_global_gemma2_128k"}),
+    # one global layer per local_per_global layers, not per group of local_per_global + 1
+    ("local_global_groups_too_small", "local_global_answer", "cfg.num_layers // (local_per_global + 1)",
+     "cfg.num_layers // local_per_global", {"local_global_gemma2_128k"}),
+    ("local_global_query_heads", "local_global_answer", "2 * cfg.num_kv_heads * cfg.head_dim * 2",
+     "2 * cfg.num_heads * cfg.head_dim * 2", {"local_global_gemma2_128k"}),
+    # the window without the sinks (visible, 131,072 tokens: 1,020 tokens where 1,024 are kept)
+    ("sink_bytes_without_sinks", "sink_bytes_answer", "min(num_tokens, n_sink + window)", "min(num_tokens, window)",
+     {"sink_bytes_llama3_8b"}),
+    # full from the first token (visible, 600 tokens)
+    ("sink_bytes_always_full", "sink_bytes_answer", "min(num_tokens, n_sink + window)", "n_sink + window",
+     {"sink_bytes_llama3_8b"}),
+    # Q7's slips: the cut-offs at L * factor, wavelengths per radian, dimensions counted for pairs
+    ("bands_scaled_context", "llama3_bands_answer", 'trained = rope_scaling["original_max_position_embeddings"]',
+     'trained = rope_scaling["original_max_position_embeddings"] * rope_scaling["factor"]', {"llama3_bands_llama31"}),
+    ("bands_without_two_pi", "llama3_bands_answer", "wavelength = 2 * np.pi / theta", "wavelength = 1 / theta",
+     {"llama3_bands_llama31"}),
+    # the slowest wavelength before scaling: the counts are right, the float is 8x too short
+    ("bands_slowest_unscaled", "llama3_bands_answer", "float(2 * np.pi / scaled.min())", "float(wavelength.max())",
+     {"llama3_bands_llama31"}),
     ("soft_cap_hard_clip", "soft_cap_answer", "return cap * np.tanh(scores / cap)",
      "return np.clip(scores, -cap, cap)", {"soft_cap_gemma2"}),
     ("soft_cap_tanh_then_scale", "soft_cap_answer", "return cap * np.tanh(scores / cap)",
@@ -35,6 +71,17 @@ WRONG_ANSWERS = [
 #: learner to write (or, with no single reference, the closest one-line use of forbidden mha_kit
 #: code). Graded with the graded kit, each earns nothing for the test cells it feeds.
 REFERENCE_CALLS = {
+    "llama3_bands_answer": "def llama3_bands(head_dim, base, rope_scaling):\n"
+                           "    scaled, _ = mk.rope_inv_freq(head_dim, base, rope_scaling)\n"
+                           "    stretch = mk.stretch_per_pair(head_dim, base, rope_scaling)\n"
+                           "    kept, divided = int(np.sum(stretch == 1)), int(np.sum(stretch == rope_scaling['factor']))\n"
+                           "    return kept, len(stretch) - kept - divided, divided, float(2 * np.pi / scaled.min())",
+    "local_global_answer": "def local_global_bytes(cfg, context_len, local_per_global, window):\n"
+                           "    layout = mk.LayerLayout(name='x', title='x', local_per_global=local_per_global, "
+                           "window=window, cite='x', source='x')\n"
+                           "    return mk.layout_kv_bytes(cfg, context_len, layout)",
+    "sink_bytes_answer": "def sink_cache_bytes(cfg, num_tokens, n_sink, window):\n"
+                         "    return mk.kv_cache_bytes(cfg, min(num_tokens, n_sink + window))",
     "llama3_answer": "def llama3_inv_freq(head_dim, base, rope_scaling):\n"
                      "    return mk.rope_inv_freq(head_dim, base, rope_scaling)[0]",
     "sink_positions_answer": "def sink_positions(n_sink, window, num_tokens):\n"
@@ -104,6 +151,10 @@ HONEST = [
     # a right answer that makes numpy warn: the warning is a note, never a failure (issue 24)
     ("honest_soft_cap_that_warns", {"soft_cap_answer": '''def soft_cap(scores, cap):
     return cap * (1 - 2 / (np.exp(2 * scores / cap) + 1))  # tanh(y) = 1 - 2 / (e^2y + 1)'''}, None),
+    # numpy ints in the list: positions are counts, Python or numpy (issue 36)
+    ("honest_numpy_positions", {"sink_positions_answer": '''def sink_positions(n_sink, window, num_tokens):
+    kept = np.union1d(np.arange(min(n_sink, num_tokens)), np.arange(max(num_tokens - window, 0), num_tokens))
+    return list(kept)  # numpy int64 items'''}, None),
 ]
 
 
@@ -111,6 +162,19 @@ HONEST = [
 #: (mha_course.judge.diagnoses.CATALOGUE), or words of a message of this assignment's own
 #: (tests/test_feedback_catalogue.py).
 DIAGNOSES = {
+    "bands_scaled_context": "the cut-offs use L, the trained context",
+    "bands_without_two_pi": "a wavelength is the tokens one full turn (2 pi) takes",
+    "bands_slowest_unscaled": "that is before scaling",
+    "local_global_window_ignored": "a local layer caches at most its window",
+    "local_global_groups_too_small": "one global layer in each group of local_per_global + 1 layers",
+    "local_global_query_heads": "h_vs_h_kv",
+    "sink_bytes_without_sinks": "the n_sink sinks are kept too",
+    "sink_bytes_always_full": "before the cache is full it holds only the tokens seen so far",
+    "llama3_scaled_context": "the cut-offs use L, the trained context",
+    "llama3_multiplies_by_factor": "the slow pairs were multiplied by the factor",
+    "llama3_theta_step": "pair i covers dimensions 2i and 2i + 1",
+    "sinks_newest_left_out": "is left out: the window ends with it",
+    "merge_lse_without_max": "add the largest L_i back",
     "llama3_divides_every_pair": "every pair was divided by the factor",
     "llama3_blend_reversed": "the blend is reversed",
     "llama3_without_two_pi": "a wavelength is the tokens one full turn (2 pi) takes",

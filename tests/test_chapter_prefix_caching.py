@@ -1,0 +1,37 @@
+"""The chapter "Prefix caching in depth" says what the engines cache of a finished request (issue 36).
+
+Its last output token was sampled and never run through the model: vLLM caches full blocks of the
+computed tokens (``allocate_slots`` caps them at ``request.num_tokens``), SGLang inserts
+``(origin_input_ids + output_ids)[:-1]``. Recomputed here by hand, not read from the notebook.
+"""
+import json
+
+from booktoc import REPO_ROOT
+
+import mha_kit as mk
+
+
+def _text():
+    nb = json.loads((REPO_ROOT / "book" / "prefix_caching.ipynb").read_text())
+    return " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_a_finished_request_caches_its_computed_tokens_only():
+    # Request 1: prompt 1..10, output [11, 12]. Computed: 1..11 (12 was sampled last). Blocks of 4: [1-4] [5-8].
+    computed = list(range(1, 11)) + [11]
+    full_blocks = len(computed) // 4
+    assert full_blocks == 2
+    cache = mk.PrefixBlockCache(4, 100)
+    cache.serve(list(range(1, 11)), [11, 12])
+    # A prompt 1..13 reuses its cached leading blocks, at most 12 tokens: 2 blocks = 8 (not 3 blocks = 12).
+    assert cache.match(list(range(1, 14))) == full_blocks * 4 == 8
+
+
+def test_the_chapter_states_the_rule_and_its_limits():
+    text = _text()
+    assert "never went through the model, so it has no keys or values" in text
+    assert "`sglangradixcache{cache_finished_req}`" in text and "`vllmcacheblocks{" in text
+    assert "In exact arithmetic it changes nothing in the output" in text
+    assert "`vllmbatchinvariance" in text
+    assert "drops the reasoning of earlier turns" in text
+    assert "finds its history, answer included," not in text  # the reasoning and the last token say otherwise
