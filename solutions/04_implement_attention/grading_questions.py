@@ -40,7 +40,7 @@ def _softmax_extreme(got, rows):
 @question("causal_mask", lambda n: f"causal_mask({n})")
 def _causal_mask(got, n):
     expected, what = mk.causal_mask(n), f"causal_mask({n})"
-    rows, cols = np.arange(n)[:, None], np.arange(n)[None, :]  # query i, key j
+    rows, cols = np.indices((n, n))  # query i and key j of every entry
     diagnoses.check(got, expected, what, {"off_by_one": [cols < rows, cols <= rows + 1]}, "mask_off_by_one")
     if any(diagnoses.matches(got, upper) for upper in (cols >= rows, cols > rows)) and n > 1:
         raise AssertionError(f"{what}: that is the upper triangle: query i (row i) may see the keys j <= i, "
