@@ -1,0 +1,32 @@
+"""Claims of attention_cost's sections on the FLOP split and the backward pass, with the products
+written out (Llama 3 70B: d 8192, 64 heads, 8 KV heads, d_h 128, d_ff 28672)."""
+import pytest
+
+import mha_kit as mk
+
+
+def split(n_ctx):
+    d, h, h_kv, d_h, d_ff = 8192, 64, 8, 128, 28672
+    proj = 2 * (2 * d * h * d_h + 2 * d * h_kv * d_h)
+    attn = 4 * n_ctx * h * d_h
+    ffn = 2 * 3 * d * d_ff
+    total = proj + attn + ffn
+    return proj / total, attn / total, ffn / total
+
+
+def test_projection_macs_match_the_written_product():
+    assert mk.projection_macs(mk.get_preset("llama-3-70b"), 1) == 2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128
+
+
+@pytest.mark.parametrize("n_ctx, shares", [(2_048, (17, 4, 79)), (8_192, (15, 14, 71)), (131_072, (5, 72, 23))])
+def test_flop_shares(n_ctx, shares):
+    assert tuple(round(100 * s) for s in split(n_ctx)) == shares
+
+
+def test_feed_forward_dominates_at_chat_lengths_attention_past_tens_of_thousands():
+    assert split(8_192)[2] > 0.5 and split(131_072)[1] > 0.5
+
+
+def test_logsumexp_is_n_over_2_times_smaller_than_p():
+    n, h = 8192, 32
+    assert (h * n * n * 2) // (h * n * 4) == n // 2 == 4096
