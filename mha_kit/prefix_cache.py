@@ -100,13 +100,17 @@ class PrefixBlockCache:
         Tokens per block ``B`` (vLLM's ``--block-size``).
     capacity_blocks : int
         Cached blocks the memory holds; the least recently used is evicted beyond it.
+    chained : bool
+        ``True`` (vLLM): a block's hash covers its parent's. ``False`` hashes each block's own tokens
+        alone, to show what the chain prevents: a block matched at the wrong place, after another prefix.
 
     Book: chapter "Prefix caching in depth".
     """
 
-    def __init__(self, block_size, capacity_blocks):
+    def __init__(self, block_size, capacity_blocks, chained=True):
         self.block_size = check_positive_int("block_size", block_size)
         self.capacity_blocks = check_positive_int("capacity_blocks", capacity_blocks)
+        self.chained = bool(chained)
         self._lru = OrderedDict()  # block hash -> None, least recently used first
         self.evicted = 0  # blocks evicted so far
 
@@ -125,7 +129,7 @@ class PrefixBlockCache:
         hashes, parent = [], b""
         for start in range(0, len(tokens) - size + 1, size):
             block = np.asarray(tokens[start:start + size], dtype="<i8").tobytes()
-            parent = hashlib.sha256(parent + block).digest()  # covers every token before it too
+            parent = hashlib.sha256((parent if self.chained else b"") + block).digest()  # chained: every token before it
             hashes.append(parent)
         return hashes
 

@@ -247,3 +247,15 @@ def test_routing_errors():
         mk.route_requests(stream, [mk.RadixPrefixCache(8)], max_imbalance=-1)
     with pytest.raises(ValueError, match=r"^expected a PrefixBlockCache or RadixPrefixCache, got dict$"):
         mk.serve_stream({}, stream)
+
+
+def test_unchained_hashes_match_a_block_after_another_prefix():
+    # [1-4][5-8] and [9-12][13-16] cached; a prompt [9-12][5-8][99]: its second block's tokens were cached,
+    # but after another prefix. vLLM's chained hash refuses it; hashing each block alone reuses it.
+    chained, loose = mk.PrefixBlockCache(4, 10), mk.PrefixBlockCache(4, 10, chained=False)
+    for cache in (chained, loose):
+        cache.insert(list(range(1, 9)))
+        cache.insert(list(range(9, 17)))
+    prompt = [9, 10, 11, 12, 5, 6, 7, 8, 99]
+    assert chained.match(prompt) == 4
+    assert loose.match(prompt) == 8

@@ -56,36 +56,38 @@ def _stream(requests):
     return [(_tokens(prompt), _tokens(output)) for prompt, output in requests]
 
 
-def _reuse_with_slip(stream, size, cap=True, whole=True, chained=True, outputs=True, sampled=True):
-    """Reused tokens per request with one rule of the question left out (a flag set to False)."""
-    def key(tokens, end):
-        return tuple(tokens[:end]) if chained else tuple(tokens[end - size:end])
+def _blocks(stream, size, chained=True):
+    """A block cache that never evicts, for the stream (vLLM's rule, or its hashes unchained)."""
+    return mk.PrefixBlockCache(size, sum(len(p) + len(o) for p, o in stream) // size + 1, chained=chained)
 
-    reused, cached = [], set()  # not the solution's own line: this file is packed into the browser edition
+
+def _uncapped(stream, size):
+    """Whole cached blocks each prompt matches, the last prompt token not held back (a slip's value)."""
+    cache, fresh, found = _blocks(stream, size), 1 + max(t for p, o in stream for t in (*p, *o)), []
     for prompt, output in stream:
-        matched = 0
-        while matched + size <= len(prompt) and key(prompt, matched + size) in cached:
-            matched += size
-        kept = min(matched, len(prompt) - 1) if cap else matched
-        reused.append(kept // size * size if whole else kept)
-        sequence = prompt + ((output[:-1] if sampled else output) if outputs else [])
-        cached.update(key(sequence, end) for end in range(size, len(sequence) + 1, size))
-    return reused
+        found.append(cache.match((*prompt, fresh)))  # one token more: its cap no longer bites
+        cache.insert(mk.computed_tokens(prompt, output))
+    return found
 
 
 def _reuse_slips(stream, size):
-    """``[(reused per request, hint)]`` of the designed mistakes, most telling first."""
+    """``[(reused per request, hint)]`` of the designed mistakes, most telling first, from mha_kit's caches."""
     everything = sum(len(p) + len(o) for p, o in stream) + 1
+    fresh = 1 + max(t for p, o in stream for t in (*p, *o))
+    sampled = [(p, (*o, fresh)) for p, o in stream]  # the sampled token cached as if it had been run
+    prompts = [(p, ()) for p, o in stream]  # nothing of the output cached
+    uncapped = _uncapped(stream, size)
     return [
         (mk.serve_stream(mk.RadixPrefixCache(everything), stream),
          "only full blocks are shared: the tokens of a part-matching block are computed again"),
-        (_reuse_with_slip(stream, size, whole=False), "reuse comes in whole blocks: the last token's block is computed again"),
-        (_reuse_with_slip(stream, size, cap=False), "the last prompt token is always computed again, even when cached"),
-        (_reuse_with_slip(stream, size, chained=False),
+        ([min(u, len(p) - 1) for u, (p, _) in zip(uncapped, stream)],
+         "reuse comes in whole blocks: the last token's block is computed again"),
+        (uncapped, "the last prompt token is always computed again, even when cached"),
+        (mk.serve_stream(_blocks(stream, size, chained=False), stream),
          "a block matches only after the same prefix: its key covers all tokens before it"),
-        (_reuse_with_slip(stream, size, sampled=False),
+        (mk.serve_stream(_blocks(sampled, size), sampled),
          "the last output token was sampled, never run: it has no keys or values"),
-        (_reuse_with_slip(stream, size, outputs=False),
+        (mk.serve_stream(_blocks(prompts, size), prompts),
          "a finished request leaves the blocks of its output in the cache too"),
     ]
 

@@ -20,33 +20,33 @@ from mha_course.judge.questions import question
 from mha_course.judge import diagnoses
 
 
-def _llama3_blend(theta, turns, scaling, reverse=False):
-    """``llama3``'s three bands for ``turns`` (trained length over wavelength): the shapes of two slips."""
-    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
-    smooth = np.clip((turns - low) / (high - low), 0.0, 1.0)  # 1: kept as trained, 0: divided by the factor
-    smooth = 1 - smooth if reverse else smooth
-    return smooth * theta + (1 - smooth) * theta / scaling["factor"]
+def _bands_moved(head_dim, base, scaling, by):
+    """``llama3`` with its cut-offs met ``by`` times sooner: a wavelength taken ``by`` times too short."""
+    moved = {**scaling, "low_freq_factor": scaling["low_freq_factor"] / by,
+             "high_freq_factor": scaling["high_freq_factor"] / by}
+    return mk.rope_inv_freq(head_dim, base, moved)[0]
 
 
 @question("llama3_inv_freq", lambda r, base, scaling: f"llama3 inv_freq (head_dim={r}, base={base:g})")
 def _llama3(got, head_dim, base, scaling):
     expected, _ = mk.rope_inv_freq(head_dim, base, scaling)
     theta, _ = mk.rope_inv_freq(head_dim, base)  # unscaled
-    trained = scaling["original_max_position_embeddings"]
-    turns = trained * theta / (2 * np.pi)  # the trained length over each pair's wavelength
-    stepped = float(base) ** (-np.arange(head_dim // 2) / head_dim)  # theta_i with i/r for 2i/r
-    wrong = {"every pair was divided by the factor: llama3 keeps short wavelengths as trained": theta / scaling["factor"],
+    factor = scaling["factor"]
+    wrong = {"every pair was divided by the factor: llama3 keeps short wavelengths as trained": theta / factor,
              "no pair was scaled: compare each pair's wavelength (tokens per turn) with the cut-offs": theta,
+             # each pair's kept and divided shares swapped: the two add up to theta + theta / factor
              "the blend is reversed: shorter wavelengths keep more of the unscaled frequency":
-                 _llama3_blend(theta, turns, scaling, reverse=True),
+                 theta + theta / factor - expected,
              "the bands are off: a wavelength is the tokens one full turn (2 pi) takes":
-                 _llama3_blend(theta, trained * theta, scaling),
+                 _bands_moved(head_dim, base, scaling, 2 * np.pi),
              "the cut-offs use L, the trained context, not L * factor":
-                 _llama3_blend(theta, turns * scaling["factor"], scaling),
+                 _bands_moved(head_dim, base, scaling, factor),
+             # the divided share multiplied instead: theta + (theta - expected) * factor
              "the slow pairs were multiplied by the factor: dividing is what slows them":
-                 _llama3_blend(theta, turns, {**scaling, "factor": 1 / scaling["factor"]}),
+                 theta + (theta - expected) * factor,
+             # base^(-i/r) is the square root of the base to the power -2i/r
              "theta_i = base^(-2i/r): pair i covers dimensions 2i and 2i + 1":
-                 _llama3_blend(stepped, trained * stepped / (2 * np.pi), scaling)}
+                 mk.rope_inv_freq(head_dim, float(base) ** 0.5, scaling)[0]}
     what = f"llama3 inv_freq (head_dim={head_dim}, base={base:g})"
     try:
         expect_close(got, expected, what, wrong=wrong, atol=0.0)
@@ -93,7 +93,7 @@ def _sink_positions(got, n_sink, window, num_tokens):
     empty = np.zeros((1, num_tokens, 1))  # (h_kv, t, d_h): only the positions matter
     cache.append(empty, empty)
     expected = cache.positions.tolist()
-    sinks = list(range(min(num_tokens, n_sink)))  # not the solution's own line: packed into the browser edition
+    sinks = expected[:min(num_tokens, n_sink)]  # the sinks come first in what the cache keeps
     wrong = [(list(range(max(num_tokens - window, 0), num_tokens)),
               "the first n_sink tokens are the sinks: they are never evicted"),
              (sinks + list(range(max(num_tokens - window - 1, n_sink), num_tokens)),
@@ -124,7 +124,7 @@ def _one_maximum(outs, lses):
     """The merge shifted by ONE maximum over every row: rows far below it underflow to 0/0."""
     with np.errstate(all="ignore"):
         weights = np.exp(lses - lses.max())
-        total = weights.sum(axis=0)
+        total = np.add.reduce(weights)  # over the splits
         return (weights[..., None] * outs).sum(axis=0) / total[:, None], lses.max() + np.log(total)
 
 
