@@ -66,3 +66,22 @@ def test_split_cap_occupancy_claim():
     assert free == 32
     assert items * 32 / (slots * -(-items * 32 // slots)) == pytest.approx(0.970, abs=5e-4)
     assert items * 16 / slots == pytest.approx(0.485, abs=5e-4)
+
+
+def test_low_precision_cache_bytes_for_llama3_70b():
+    cfg = mk.PRESETS["llama-3-70b"]
+    layers, kv_heads, head_dim = 80, 8, 128  # Llama 3 70B config.json
+    assert (cfg.num_layers, cfg.num_kv_heads, cfg.head_dim) == (layers, kv_heads, head_dim)
+    numbers = layers * 2 * kv_heads * head_dim  # K and V, every layer
+    assert mk.kv_cache_bytes_per_token(cfg) == 2 * numbers == 327_680
+    nvfp4 = numbers // 2 + numbers // 16  # 4 bits each, one 1-byte E4M3 scale per 16 (NVIDIA's NVFP4)
+    assert nvfp4 == 92_160
+    assert round(327_680 / nvfp4, 2) == 3.56
+    assert mk.format_percent(nvfp4 / 327_680) == "28.1%"
+
+
+def test_mla_kernel_head_widths():
+    v3 = mk.PRESETS["deepseek-v3"]
+    assert v3.kv_lora_rank + v3.qk_rope_head_dim == 576  # absorbed key: latent 512 + rotary 64
+    assert v3.kv_lora_rank == 512  # absorbed value: the latent itself
+    assert v3.qk_nope_head_dim + v3.qk_rope_head_dim == 192 and v3.v_head_dim == 128  # naive prefill form

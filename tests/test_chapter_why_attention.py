@@ -87,3 +87,9 @@ def test_a_hand_built_induction_circuit_completes_the_repeat():
     scores = np.where(causal, 30 * onehot @ previous.T / math.sqrt(vocab + 1), -np.inf)
     predicted = (_softmax(scores) @ onehot).argmax(axis=1)
     assert (predicted[half + 1:n - 1] == tokens[half + 2:]).all()
+
+
+def test_voita_pruning_kept_fraction():
+    encoder_heads, pruned = 6 * 8, 38  # Transformer-base encoder: 6 layers x 8 heads; Voita et al. pruned 38
+    assert encoder_heads == 48
+    assert mk.format_percent((encoder_heads - pruned) / encoder_heads) == "20.8%"
