@@ -105,7 +105,7 @@ def rank_loads(choices, num_experts, ep):
     e, ranks = check_positive_int("num_experts", num_experts), check_positive_int("ep", ep)
     if e % ranks:
         raise ValueError(f"num_experts ({e}) must be divisible by ep ({ranks}): each GPU holds E / ep experts")
-    per_expert = np.bincount(np.asarray(choices).ravel(), minlength=e)  # (E,)
+    per_expert = np.bincount(np.asarray(choices, dtype=np.intp).ravel(), minlength=e)  # (E,)
     return per_expert.reshape(ranks, e // ranks).sum(axis=1)  # (ep,)
 
 

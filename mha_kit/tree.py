@@ -254,7 +254,7 @@ def tree_expected_length(parents, accept_probs):
     p = np.asarray(accept_probs, dtype=np.float64)
     if p.shape != parents.shape or ((p < 0) | (p > 1)).any():
         raise ValueError(f"accept_probs must be {parents.size} probabilities in [0, 1], got {accept_probs!r}")
-    sibling_sums = np.bincount(parents + 1, weights=p)  # index 0: the top level
+    sibling_sums = np.bincount((parents + 1).astype(np.intp), weights=p)  # index 0: the top level
     if (sibling_sums > 1 + 1e-12).any():
         raise ValueError(f"siblings' accept_probs must sum to at most 1, got sums {sibling_sums.tolist()}")
     reach = np.empty_like(p)
