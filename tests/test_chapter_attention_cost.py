@@ -30,3 +30,11 @@ def test_feed_forward_dominates_at_chat_lengths_attention_past_tens_of_thousands
 def test_logsumexp_is_n_over_2_times_smaller_than_p():
     n, h = 8192, 32
     assert (h * n * n * 2) // (h * n * 4) == n // 2 == 4096
+
+
+def test_score_matrix_at_8k_32k_and_128k():
+    cfg = mk.MODEL_FACTS["llama-3-70b"].config
+    for n, total_gib, head_mib in ((8192, 8, 128), (32768, 128, 2048), (131072, 2048, 32768)):
+        assert 64 * n * n * 2 == total_gib * 2**30 == mk.score_matrix_bytes(cfg, n)  # h * n^2 * 2 bytes
+        assert n * n * 2 == head_mib * 2**20  # one head
+    assert 64 * 32768**2 * 2 > 80e9  # one layer's scores at 32K exceed an H100's 80 GB

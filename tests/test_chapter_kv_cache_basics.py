@@ -65,3 +65,11 @@ def test_interrupted_stream_reuses_whole_blocks():
 def test_the_saving_doubles_with_the_length(length):
     ratio = mk.generation_flops(L8, length, length, cached=False) / mk.generation_flops(L8, length, length)
     assert round(ratio) == {1024: 735, 2048: 1461, 4096: 2887}[length]
+
+
+def test_capacity_knobs_blocks_and_dtype():
+    free = int(0.9 * 80e9) - 2 * mk.dense_decoder_params(L8)
+    assert free // (16 * KV_PER_TOKEN) == 26_674  # blocks of 16 tokens, bf16
+    assert free // (16 * KV_PER_TOKEN // 2) == 53_348  # fp8: one byte a number
+    assert free // (8192 * KV_PER_TOKEN // 2) == 104 and free // (2048 * KV_PER_TOKEN // 2) == 416
+    assert mk.kv_cache_bytes_per_token(L8.config, "fp8") * 2 == KV_PER_TOKEN
