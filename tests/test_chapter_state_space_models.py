@@ -78,3 +78,17 @@ def test_performer_error_falls_for_small_inputs():
     row = next(line for line in printed().splitlines() if line.startswith("N(0, 0.5^2)"))
     errors = [float(v) for v in row.split()[3:]]
     assert errors == sorted(errors, reverse=True) and errors[-1] < 0.1
+
+
+def test_linear_attention_state_is_fixed_and_small_against_llama3_8b_kv():
+    # Katharopoulos et al. sec. 3.4: per head S is d_k x d_v and z has d_k entries; 32 layers of 32 heads of 128
+    layers, heads, kv_heads, dh = 32, 32, 8, 128
+    state = layers * heads * (dh * dh + dh) * 2  # bf16
+    assert heads * (dh * dh + dh) == 528_384
+    assert state == 33_816_576  # 32.25 MiB, the same at every context
+    kv_per_token = 2 * layers * kv_heads * dh * 2  # K and V, bf16
+    assert [kv_per_token * s for s in (4096, 32768, 131072)] == [512 * MIB, 4 * GIB, 16 * GIB]
+    assert round(state / kv_per_token) == 258
+    assert layers * kv_heads * (dh * dh + dh) * 2 == state // 4
+    text = printed()
+    assert "32.2 MiB" in text and "8.1 MiB" in text and "at 258 tokens" in text

@@ -67,3 +67,26 @@ def test_smoothquant_and_awq_help_on_outlier_channels():
     assert w8a8(0.5) < w8a8(0.0) / 3
     alpha, _, errors = mk.awq_search(w, x, 4, 128)
     assert alpha > 0 and errors.min() < errors[0]
+
+
+def test_bytes_per_weight_and_decode_floor_at_three_precisions():
+    assert [b / 8 for b in (16, 8, INT4)] == [2.0, 1.0, 0.53125]
+    assert [round(P70 * b / 8 / 1e9, 1) for b in (16, 8, INT4)] == [141.1, 70.6, 37.5]
+    assert [round(1e3 * P70 * b / 8 / BW, 1) for b in (16, 8, INT4)] == [42.1, 21.1, 11.2]
+
+
+def test_rounding_errors_are_unbiased_and_cancel_in_dot_products():
+    rng = np.random.default_rng(0)
+    w = rng.standard_t(4, size=(256, 1024))
+    err = mk.fake_quantize(w, 4, 128) - w
+    assert abs(err.mean()) < 0.01 * np.sqrt(np.mean(err ** 2))
+    x = rng.normal(0, 1, size=(1024, 32))
+    # random-walk growth: about sqrt(1024) = 32 times below the all-same-sign sum, within a factor of 2
+    ratio = np.mean(np.abs(err) @ np.abs(x)) / np.sqrt(np.mean((err @ x) ** 2))
+    assert 16 < ratio < 64
+
+
+def test_paper_perplexity_changes():
+    # GPTQ Table 3 (OPT-175B 8.34 -> 8.37 at 4 bits, 8.68 at 3), AWQ Table 4 (Llama-2-70B 3.32 -> 3.41)
+    assert f"{(8.37 - 8.34) / 8.34:.1%}" == "0.4%" and f"{(8.68 - 8.34) / 8.34:.1%}" == "4.1%"
+    assert f"{(3.41 - 3.32) / 3.32:.1%}" == "2.7%"
