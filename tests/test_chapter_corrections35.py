@@ -105,11 +105,11 @@ def test_rope_layouts_agree_only_after_the_permutation():
 
 
 def test_stored_run_mla_is_faster_than_mha_but_compute_bound():
-    """decode_benchmark: MLA 1.9 times MHA's speed (NumPy, 32K), slower than GQA-8 and MQA with fewer bytes than GQA-8."""
+    """decode_benchmark: MLA 2.1 times MHA's speed (NumPy, 32K; 1.9 in the run stored before 2026-12-05), slower than GQA-8 and MQA with fewer bytes than GQA-8."""
     with open(ROOT / "benchmarks" / "results_reference" / "decode_benchmark.csv") as f:
         rows = {(r["variant"], r["path"]): r for r in csv.DictReader(f) if r["context"] == "32768"}
     ms = {v: float(rows[(v, "numpy")]["median_s"]) for v in ("MHA", "GQA-8", "MQA", "MLA")}
-    assert round(ms["MHA"] / ms["MLA"], 1) == 1.9
+    assert round(ms["MHA"] / ms["MLA"], 1) == 2.1
     assert ms["MLA"] > ms["GQA-8"] > ms["MQA"]
     mla_bytes, gqa_bytes = 32768 * (512 + 64) * 4, 32768 * 2 * 8 * 128 * 4  # float32 cache
     assert int(rows[("MLA", "numpy")]["kv_bytes"]) == mla_bytes < gqa_bytes == int(rows[("GQA-8", "numpy")]["kv_bytes"])
