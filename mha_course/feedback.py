@@ -3,7 +3,7 @@
 * :class:`OneLineErrors`, a preprocessor: nbgrader's ``ClearHiddenTests`` removes the hidden-test
   region from a test cell's source, but an IPython traceback quotes the failing line of that
   source again. The exercises' checks put everything the learner needs into the error's one-line
-  message ("2x too small: did you forget K or V?"; a timeout names the course's time limit), so
+  message ("8x too large: bits, not bytes: divide by 8"; a timeout names the course's time limit), so
   the feedback keeps ``<ename>: <evalue>`` and drops the traceback.
 * :class:`OfflineHTMLExporter`: nbgrader's feedback page loads MathJax from a CDN; the exercises
   hold no TeX, so the page is written without any script from the network.

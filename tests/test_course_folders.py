@@ -45,6 +45,10 @@ EXAMPLES = {
     # issue 36's slips, where the issue found them: 04 blank, 11 and 12 with one slip per question
     "tests/test_grading_slips.py": {"04_implement_attention", "11_serving_2026", "12_long_context"},
     "tests/test_grading_pipeline.py": {"06_spot_the_bug"},
+    # issue 37's cases, where the red team found them
+    "tests/test_grading_round3.py": {"01_shapes", "04_implement_attention"},
+    "tests/test_grading_similarity.py": {"01_shapes", "11_serving_2026"},
+    "tests/test_learner_edition_code.py": {"11_serving_2026"},
     "tests/test_grading_timeout.py": {"01_shapes"},
     "tests/test_judge.py": {"01_shapes"},
     "tests/test_lab.py": {"01_shapes"},

@@ -47,12 +47,12 @@ OTHER_SPLIT = '''def split_heads(x, num_heads):
 
 
 def slip_simulator_as_q2():
-    """Exercise 11's ``_reuse_with_slip`` (its judge file, packed into the browser edition), as Q2's answer."""
+    """Exercise 11's judge helpers for Q2 (its judge file is packed into the browser edition), pasted as the answer."""
     source = (gs.ROOT / "solutions" / A11 / "grading_questions.py").read_text()
-    simulator = re.search(r"def _reuse_with_slip\(.*?\n    return reused\n", source, re.S).group(0)
+    helpers = re.search(r"def _blocks\(.*?\n    return found\n", source, re.S).group(0)
     nb = gs.submission(A11, {})
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "block_reuse_answer")
-    cell.source = simulator.replace("_reuse_with_slip(stream, size,", "block_reuse(requests, block_size,")
+    cell.source = helpers + "\n\ndef block_reuse(requests, block_size):\n    return _uncapped(requests, block_size)\n"
     return nb
 
 

@@ -857,7 +857,7 @@ def test_drill_messages_are_the_exercises_messages(drill_questions):
     differences = [f"{q['kind']} {text!r}:\n    page     {r['message']!r}\n    exercise {e!r}"
                    for (q, text), r, e in zip(jobs, shown, expected) if r["message"] != e or r["correct"] != (e is None)]
     assert not differences, f"{len(differences)} of {len(jobs)} messages differ:\n" + "\n".join(differences[:15])
-    assert any(e and "did you forget K or V?" in e for e in expected)  # the hints are exercised
+    assert any(e and "from K and V: check that each is counted" in e for e in expected)  # the hints are exercised
 
 
 def test_drills_by_keyboard_with_progress_kept(drill_questions):
