@@ -144,7 +144,6 @@ FULL = frozenset({
     "test_safegrade_resume.py",
     "test_safegrade_rebuild.py",
     "test_safegrade_shards.py",
-    "test_question_index_site.py",  # the built index's links: a second site build unless MHA_BUILT_SITE is set
     "test_site.py",  # the site build and the browser
     "test_site_tools.py",  # Sphinx builds of small sites
 })

@@ -8,7 +8,7 @@ list item::
 
 (a source's post-text in braces names the page of a collection cited by one entry)
 optionally followed by a note on a source's wrong answer. These tests parse the source, not the
-built page (tests/test_question_index_site.py checks the built links): at least 200 questions, each
+built page (tests/test_site.py checks the built links): at least 200 questions, each
 with a difficulty tag, a topic, sources that references.bib holds, and a link whose target exists
 in the book's sources, so a question can never point at a label that no chapter defines.
 """

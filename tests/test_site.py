@@ -33,6 +33,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import lite_support as lite
+import question_index_links as qil
 import nbformat
 import pytest
 import site_support as support
@@ -1378,3 +1379,42 @@ def test_flashcards_answered_wrong_come_back_first_and_progress_round_trips(serv
         page.set_input_files("#mha-progress-file", str(saved))
     assert page.evaluate(stored) == before
     assert not tab.problems, "\n".join(tab.problems)
+
+
+# --- the question index: every link a reader clicks resolves (issue 38) ---------------------------
+
+def test_every_link_of_the_question_index_resolves(site):
+    assert site.returncode == 0, site.log[-3000:]
+    page = site.page(qil.PAGE)
+    assert page.is_file(), f"{page} was not built"
+    assert len(qil.read_page(page).hrefs) > len(qil.QUESTIONS), "the page lost its links"
+    assert qil.broken_links(page, site.html) == []
+
+
+def test_every_question_links_its_answer(site):
+    assert qil.read_page(site.page(qil.PAGE)).answer_links == len(qil.QUESTIONS)
+
+
+# --- the question index's link checker, on a two-page site -------------------------------------------------------
+
+@pytest.fixture
+def tiny_index_site(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "b.html").write_text('<main><h1 id="top">B</h1></main>', encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("href, why", [
+    ("b.html#top", None),
+    ("b.html", None),
+    ("#here", None),
+    ("https://example.org/x", None),
+    ("b.html#gone", "no id 'gone' in b.html"),
+    ("c.html#top", "no such file"),
+])
+def test_the_question_index_checker_finds_a_broken_link(tiny_index_site, href, why):
+    page = tiny_index_site / "book" / "a.html"
+    page.write_text(f'<main id="here"><p>Answer: <a class="reference internal" href="{href}">x</a></p></main>',
+                    encoding="utf-8")
+    assert qil.broken_links(page, tiny_index_site) == ([] if why is None else [(href, why)])
+    assert qil.read_page(page).answer_links == 1

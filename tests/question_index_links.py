@@ -1,4 +1,6 @@
-"""The built question index: every link on book/question_index.html reaches a page and an anchor.
+"""Links of the built question index (tests/test_site.py checks them on the learner edition it builds).
+
+The built question index: every link on book/question_index.html reaches a page and an anchor.
 
 The source tests (tests/test_question_index.py) check that each question names a label or a chapter
 that exists; this module checks what a reader clicks. It takes the learner edition from
@@ -12,9 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-import pytest
-from test_question_index import QUESTIONS
-from test_site import site  # noqa: F401  (the learner edition, as the site tests build it)
+from test_question_index import QUESTIONS  # noqa: F401  (test_site reads qil.QUESTIONS)
 
 PAGE = "book/question_index"
 
@@ -72,40 +72,3 @@ def broken_links(page, html_root):
             if unquote(url.fragment) not in cache[target]:
                 broken.append((href, f"no id {url.fragment!r} in {target.name}"))
     return broken
-
-
-def test_every_link_of_the_index_resolves(site):  # noqa: F811
-    assert site.returncode == 0, site.log[-3000:]
-    page = site.page(PAGE)
-    assert page.is_file(), f"{page} was not built"
-    assert len(read_page(page).hrefs) > len(QUESTIONS), "the page lost its links"
-    assert broken_links(page, site.html) == []
-
-
-def test_every_question_links_its_answer(site):  # noqa: F811
-    assert read_page(site.page(PAGE)).answer_links == len(QUESTIONS)
-
-
-# --- the checker itself, on a two-page site -------------------------------------------------------
-
-@pytest.fixture
-def tiny_site(tmp_path):
-    (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "b.html").write_text('<main><h1 id="top">B</h1></main>', encoding="utf-8")
-    return tmp_path
-
-
-@pytest.mark.parametrize("href, why", [
-    ("b.html#top", None),
-    ("b.html", None),
-    ("#here", None),
-    ("https://example.org/x", None),
-    ("b.html#gone", "no id 'gone' in b.html"),
-    ("c.html#top", "no such file"),
-])
-def test_the_checker_finds_a_broken_link(tiny_site, href, why):
-    page = tiny_site / "book" / "a.html"
-    page.write_text(f'<main id="here"><p>Answer: <a class="reference internal" href="{href}">x</a></p></main>',
-                    encoding="utf-8")
-    assert broken_links(page, tiny_site) == ([] if why is None else [(href, why)])
-    assert read_page(page).answer_links == 1
