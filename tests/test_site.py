@@ -1236,7 +1236,8 @@ def test_lite_opens_every_exercise_and_runs_chapters_as_on_the_desktop(lite_lab,
         for index, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
             got = tab.page.evaluate(lite.EXECUTE, ["".join(cell["source"])])
             expected = lite.stored_text(cell)
-            if got["errors"] or got["text"] != expected:
+            hidden = "remove-cell" in cell.get("metadata", {}).get("tags", [])  # kept to define names, no outputs stored
+            if got["errors"] or (got["text"] != expected and not hidden):
                 differences.append(f"{path} code cell {index}: {got['errors'] or got['text'][:300]!r}, desktop {expected[:300]!r}")
     assert not differences, "\n".join(differences)
     # JupyterLab 4.0 puts a figure's <img src="attachment:..."> in the page before it swaps in the picture,
