@@ -154,7 +154,11 @@ FULL = frozenset({
 #: pytest-xdist (--no-loadscope-reorder), so the longest work starts first and no long module starts
 #: last while the other worker waits; xdist's own order (most tests first) started the site tests last.
 LONGEST_FIRST = (  # seconds in one make test on 2 cores (3 workers, 5:12 in all), 2026-12-02
-    "tests/test_site.py",  # 187
+    "tests/test_site.py",  # 187; with the browser edition run top to bottom (issue 36), more
+    "tests/test_grading_benchmark.py",  # 58 (2026-12-05): both graders on a class of 10
+    "tests/test_grading_similarity.py",  # a safegrade class with the similarity pass
+    "tests/test_grading_round3.py",
+    "tests/test_grading_slips.py",
     "tests/test_grading_scores_d.py",  # 67
     "tests/test_safegrade.py",  # 59
     "tests/test_grading_hostile.py",  # 51
