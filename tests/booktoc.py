@@ -61,6 +61,12 @@ def cells(chapter):
     return json.loads((REPO_ROOT / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))["cells"]
 
 
+def printed(chapter):
+    """Everything the chapter's code cells printed (their stored stream outputs), in order."""
+    return "".join("".join(o.get("text", "")) for c in cells(chapter) if c["cell_type"] == "code"
+                   for o in c.get("outputs", []) if o.get("output_type") == "stream")
+
+
 def markdown(chapter):
     """The sources of the chapter's markdown cells, in order."""
     return ["".join(c["source"]) for c in cells(chapter) if c["cell_type"] == "markdown"]

@@ -7,17 +7,12 @@ import math
 import re
 
 import pytest
-from booktoc import cells, markdown, png_figures, toc_docnames
+from booktoc import cells, markdown, png_figures, toc_docnames, printed
 
 import mha_kit as mk
 
 CHAPTER = "long_context_structure"
 LABELS = ("sparse-patterns", "long-documents", "prefix-lm", "evaluation", "effective-context", "shipping-check")
-
-
-def printed():
-    return "".join("".join(o.get("text", "")) for c in cells(CHAPTER) if c["cell_type"] == "code"
-                   for o in c.get("outputs", []) if o.get("output_type") == "stream")
 
 
 def test_in_the_toc_with_its_labels():
@@ -44,17 +39,17 @@ def test_windows_over_a_10000_token_document():
     count = 1 + math.ceil((10_000 - room) / step)
     assert (room, count) == (361, 43)
     assert len(mk.document_windows(10_000, room, 128)) == count
-    assert f"{room} context tokens per window, {count} windows, {count * 384:,} tokens encoded" in printed()
+    assert f"{room} context tokens per window, {count} windows, {count * 384:,} tokens encoded" in printed(CHAPTER)
 
 
 def test_prefix_lm_chat_reprefill():
     causal, prefix = 10 * 500, 500 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10)
     assert (causal, prefix) == (5_000, 27_500)
-    assert f"prefilled {causal:,} tokens with a causal model, {prefix:,} with a prefix LM" in printed()
+    assert f"prefilled {causal:,} tokens with a causal model, {prefix:,} with a prefix LM" in printed(CHAPTER)
 
 
 def test_prefix_lm_changes_earlier_outputs_causal_does_not():
-    text = printed()
+    text = printed(CHAPTER)
     assert "causal     largest change in the outputs of tokens 0-3: 0.000" in text
     change = float(re.search(r"prefix LM  largest change in the outputs of tokens 0-3: ([0-9.]+)", text)[1])
     assert change > 0.01
@@ -65,17 +60,17 @@ def test_longformer_row_and_causal_share_at_4096():
     mask = mk.longformer_mask(n, w, global_tokens=[0])
     assert mask[2048].sum() == w + 1 + 1  # 256 on each side, itself, the global column
     assert mk.mask_density(mk.causal_mask(n)) == (n * (n + 1) // 2) / n**2
-    assert "full n^2 (no mask)                        4,096          100%       64 MiB" in printed()
+    assert "full n^2 (no mask)                        4,096          100%       64 MiB" in printed(CHAPTER)
 
 
 @pytest.mark.parametrize("model, effective", [("Llama3.1 (8B)", "32K"), ("GradientAI/Llama3 (70B)", "16K"),
                                               ("Gemini-1.5-pro", ">128K")])
 def test_ruler_rows_as_printed(model, effective):
-    row = next(line for line in printed().splitlines() if line.startswith(model))
+    row = next(line for line in printed(CHAPTER).splitlines() if line.startswith(model))
     assert row.split()[-3] == effective
 
 
 def test_qwen_yarn_check():
     assert 32768 * 4 == 131072
-    assert "with YaRN x4 the engine allows 131,072 tokens" in printed()
-    assert f"attention factor {0.1 * math.log(4) + 1:.3f}" in printed()
+    assert "with YaRN x4 the engine allows 131,072 tokens" in printed(CHAPTER)
+    assert f"attention factor {0.1 * math.log(4) + 1:.3f}" in printed(CHAPTER)

@@ -7,18 +7,13 @@ d_conv 4, 64 layers; Mamba-2 2.7B: 80 heads of 64, d_state 128; Pythia 2.8B: 32 
 import re
 
 import pytest
-from booktoc import cells, markdown, png_figures, toc_docnames
+from booktoc import cells, markdown, png_figures, toc_docnames, printed
 
 import mha_kit as mk
 
 CHAPTER = "state_space_models"
 LABELS = ("selective-scan", "mamba2", "performer", "rwkv", "state-bytes", "hybrids")
 MIB, GIB = 2**20, 2**30
-
-
-def printed():
-    return "".join("".join(o.get("text", "")) for c in cells(CHAPTER) if c["cell_type"] == "code"
-                   for o in c.get("outputs", []) if o.get("output_type") == "stream")
 
 
 def test_in_the_toc_with_its_labels():
@@ -43,7 +38,7 @@ def test_nothing_on_stderr():
                                   "SSD quadratic form == recurrence: True", "parallel == recurrent: True",
                                   "mask with every a_t = 1 is the causal mask: True"])
 def test_equivalences_hold(line):
-    assert line in printed()
+    assert line in printed(CHAPTER)
 
 
 def test_mamba_state_against_pythia_kv():
@@ -52,7 +47,7 @@ def test_mamba_state_against_pythia_kv():
     assert mamba_model == mk.HYBRID_MODELS["mamba-2.8b"].cache_bytes(4096) == 12_451_840
     pythia_128k = 2 * 32 * 2560 * 131072 * 2  # K and V, layers, width, tokens, bf16
     assert pythia_128k == 40 * GIB
-    text = printed()
+    text = printed(CHAPTER)
     assert f"Mamba 2.8B, 64 layers           {mamba_model / MIB:.1f} MiB" in text
     assert re.search(r"Pythia 2.8B shape, 32 layers .* 40 GiB", text)
 
@@ -60,22 +55,22 @@ def test_mamba_state_against_pythia_kv():
 def test_mamba2_layer():
     layer = 2 * (80 * 64 * 128 + (5120 + 2 * 128) * 3)
     assert layer == mk.mamba2_state_bytes(2560)
-    assert f"one Mamba-2 layer's = {layer / (2 * 2 * 2560):.0f} tokens" in printed()
+    assert f"one Mamba-2 layer's = {layer / (2 * 2 * 2560):.0f} tokens" in printed(CHAPTER)
 
 
 def test_jamba_kv_at_256k_is_four_gib():
     kv = 2 * 4 * 8 * 128 * 262144 * 2  # K and V, 4 attention layers, 8 KV heads of 128, tokens, bf16
     assert kv == 4 * GIB
-    assert "256K tokens:    4.0 GiB (KV 4 GiB)" in printed()
+    assert "256K tokens:    4.0 GiB (KV 4 GiB)" in printed(CHAPTER)
 
 
 def test_recall_degrades_with_pairs():
-    errors = [float(e) for e in re.findall(r"relative recall error ([0-9.]+)", printed())]
+    errors = [float(e) for e in re.findall(r"relative recall error ([0-9.]+)", printed(CHAPTER))]
     assert len(errors) == 5 and errors == sorted(errors) and errors[2] == pytest.approx(1.0, abs=0.05)
 
 
 def test_performer_error_falls_for_small_inputs():
-    row = next(line for line in printed().splitlines() if line.startswith("N(0, 0.5^2)"))
+    row = next(line for line in printed(CHAPTER).splitlines() if line.startswith("N(0, 0.5^2)"))
     errors = [float(v) for v in row.split()[3:]]
     assert errors == sorted(errors, reverse=True) and errors[-1] < 0.1
 
@@ -90,5 +85,5 @@ def test_linear_attention_state_is_fixed_and_small_against_llama3_8b_kv():
     assert [kv_per_token * s for s in (4096, 32768, 131072)] == [512 * MIB, 4 * GIB, 16 * GIB]
     assert round(state / kv_per_token) == 258
     assert layers * kv_heads * (dh * dh + dh) * 2 == state // 4
-    text = printed()
+    text = printed(CHAPTER)
     assert "32.2 MiB" in text and "8.1 MiB" in text and "at 258 tokens" in text

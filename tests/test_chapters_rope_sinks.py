@@ -7,17 +7,11 @@ with alt text, nothing on stderr) and that model facts come from the records, no
 import re
 
 import pytest
-from booktoc import cells, png_figures, content_chapters, markdown
+from booktoc import cells, png_figures, content_chapters, markdown, printed
 
 import mha_kit as mk
 
 CHAPTERS = ["rope_scaling", "attention_sinks"]
-
-
-def printed(chapter):
-    """Everything the chapter's code cells printed, in order."""
-    return "".join("".join(o.get("text", "")) for c in cells(chapter) if c["cell_type"] == "code"
-                   for o in c.get("outputs", []) if o.get("output_type") == "stream")
 
 
 def source(chapter):

@@ -6,17 +6,11 @@ and say which claim broke, and check the formats other tools read (chain, tags, 
 import re
 
 import pytest
-from booktoc import cells, png_figures, markdown, toc_docnames
+from booktoc import cells, png_figures, markdown, toc_docnames, printed
 
 import mha_kit as mk
 
 CHAPTERS = ["serving_kv_cache", "why_several_heads"]
-
-
-def printed(chapter):
-    """Everything the chapter's code cells printed, in order."""
-    return "".join("".join(o.get("text", "")) for c in cells(chapter) if c["cell_type"] == "code"
-                   for o in c.get("outputs", []) if o.get("output_type") == "stream")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

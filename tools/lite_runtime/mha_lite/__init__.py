@@ -95,19 +95,30 @@ def kit_names(code, namespace):
     return names, learners
 
 
-def reference_uses(call, refused):
-    """``[(function name, mk name)]``: the refused ``mha_kit`` names that ``call`` and the learner's
-    functions it calls (directly or through each other) read, in the order met."""
-    found, seen, todo = [], set(), [call]
+def _walk(call, visit):
+    """``visit(function, code)`` for ``call`` and each learner's function it reaches, once each, in the
+    order met; ``visit`` returns the learner's functions its code calls, to follow next."""
+    seen, todo = set(), [call]
     while todo:
         function = todo.pop(0)
         if id(function) in seen or not isinstance(function, types.FunctionType):
             continue
         seen.add(id(function))
         for code in _codes(function.__code__):
-            names, learners = kit_names(code, function.__globals__)
-            found += [(function.__name__, name) for name in sorted(names) if name in refused]
-            todo += learners
+            todo += visit(function, code)
+
+
+def reference_uses(call, refused):
+    """``[(function name, mk name)]``: the refused ``mha_kit`` names that ``call`` and the learner's
+    functions it calls (directly or through each other) read, in the order met."""
+    found = []
+
+    def visit(function, code):
+        names, learners = kit_names(code, function.__globals__)
+        found.extend((function.__name__, name) for name in sorted(names) if name in refused)
+        return learners
+
+    _walk(call, visit)
     return found
 
 
@@ -128,20 +139,19 @@ def numpy2_uses(call):
     work without a word; the grading kernel runs numpy 2 (:mod:`mha_course.numpy2`)."""
     from mha_course.numpy2 import REMOVED
 
-    found, seen, todo = [], set(), [call]
-    while todo:
-        function = todo.pop(0)
-        if id(function) in seen or not isinstance(function, types.FunctionType):
-            continue
-        seen.add(id(function))
-        for code in _codes(function.__code__):
-            numpy = False  # the instruction before put the numpy module on the stack
-            for ins in dis.get_instructions(code):
-                if ins.opname.startswith(("LOAD_ATTR", "LOAD_METHOD")) and numpy and ins.argval in REMOVED:
-                    found.append((function.__name__, ins.argval))
-                value = function.__globals__.get(ins.argval) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
-                numpy = getattr(value, "__name__", None) == "numpy" and isinstance(value, types.ModuleType)
-                todo += [value] if _is_learners(value) else []
+    found = []
+
+    def visit(function, code):
+        learners, numpy = [], False  # numpy: the instruction before put the numpy module on the stack
+        for ins in dis.get_instructions(code):
+            if ins.opname.startswith(("LOAD_ATTR", "LOAD_METHOD")) and numpy and ins.argval in REMOVED:
+                found.append((function.__name__, ins.argval))
+            value = function.__globals__.get(ins.argval) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
+            numpy = getattr(value, "__name__", None) == "numpy" and isinstance(value, types.ModuleType)
+            learners += [value] if _is_learners(value) else []
+        return learners
+
+    _walk(call, visit)
     return list(dict.fromkeys(found))
 
 
