@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .attention import softmax
 from .config import check_positive_int
 from .counting import kv_elements_per_token
 from .units import elements_to_bytes
@@ -79,8 +80,7 @@ def snapkv_keep(q_window, k, budget, kernel=5):
         raise ValueError(f"kernel must be a positive odd int, got {kernel}")
     budget = _check_budget("budget", budget, s - w)
     scores = q_window @ k[: s - w].T / np.sqrt(k.shape[1])  # (w, d_h) @ (d_h, s - w) -> (w, s - w)
-    probs = np.exp(scores - scores.max(axis=1, keepdims=True))
-    votes = (probs / probs.sum(axis=1, keepdims=True)).sum(axis=0)  # (s - w,)
+    votes = softmax(scores, axis=1).sum(axis=0)  # (s - w,)
     pooled = np.convolve(np.pad(votes, kernel // 2, mode="edge"), np.ones(kernel) / kernel, mode="valid")
     top = np.argsort(-pooled, kind="stable")[:budget]
     return np.sort(np.concatenate([top, np.arange(s - w, s)])).astype(np.int64)

@@ -18,7 +18,8 @@ friendly" and the second "data-movement friendly").
 from __future__ import annotations
 
 from .config import LatentAttentionConfig, check_positive_int
-from .units import dtype_bits
+from .counting import kv_elements_per_token
+from .units import elements_to_bytes
 
 
 def _pairs(num_queries, context_len, causal):
@@ -65,7 +66,7 @@ def mla_decode_intensity(cfg, heads_per_gpu=None, latent_bytes_per_token=None) -
     if not isinstance(cfg, LatentAttentionConfig):
         raise ValueError(f"expected a LatentAttentionConfig, got {type(cfg).__name__}")
     heads = cfg.num_heads if heads_per_gpu is None else check_positive_int("heads_per_gpu", heads_per_gpu)
-    per_token = (cfg.kv_lora_rank + cfg.qk_rope_head_dim) * dtype_bits("bf16") // 8
+    per_token = elements_to_bytes(kv_elements_per_token(cfg), "bf16")  # (d_c + d_rope) bf16 numbers
     nbytes = per_token if latent_bytes_per_token is None else check_positive_int(
         "latent_bytes_per_token", latent_bytes_per_token)
     return 2 * heads * (2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim) / nbytes

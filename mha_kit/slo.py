@@ -16,6 +16,7 @@ import numbers
 
 import numpy as np
 
+from .config import check_positive_int
 from .scheduling import RequestLatency
 
 
@@ -46,8 +47,7 @@ def poisson_requests(rate, n, prompt_tokens, output_tokens, seed=0):
     """
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 < rate < math.inf:
         raise ValueError(f"rate must be a positive number of requests per second, got {rate!r}")
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_positive_int("n", n)
     rng = np.random.default_rng(seed)
     arrivals = np.cumsum(rng.exponential(1 / rate, size=n)).round(4)
     prompts = rng.choice(np.atleast_1d(prompt_tokens), size=n)

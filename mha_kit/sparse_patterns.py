@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import causal_mask
+from .attention import causal_mask, sliding_window_mask
 from .config import check_positive_int
 
 
@@ -119,8 +119,7 @@ def strided_masks(n, stride):
     """
     i, j = _positions(n)
     step = check_positive_int("stride", stride)
-    causal = j <= i
-    return causal & (i - j < step), causal & ((i - j) % step == 0)
+    return sliding_window_mask(n, step), (j <= i) & ((i - j) % step == 0)
 
 
 def lsh_buckets(x, num_buckets, seed=0):
@@ -196,7 +195,7 @@ def prefix_lm_mask(n, prefix_len):
     i, j = _positions(n)
     if isinstance(prefix_len, bool) or not isinstance(prefix_len, (int, np.integer)) or not 0 <= prefix_len <= n:
         raise ValueError(f"prefix_len must be an integer in 0 .. n ({n}), got {prefix_len!r}")
-    return (j < prefix_len) | (j <= i)
+    return (j < prefix_len) | causal_mask(n)
 
 
 def document_windows(num_tokens, max_len, stride):

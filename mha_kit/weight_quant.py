@@ -20,6 +20,8 @@ import numbers
 
 import numpy as np
 
+from .config import check_positive_int
+
 #: Minifloat element formats as ``(exponent bits, mantissa bits, largest finite value)``: FP8 E4M3 (OCP,
 #: no infinities, max 448) and FP4 E2M1 (OCP MX, values 0, 0.5, 1, 1.5, 2, 3, 4, 6).
 MINIFLOATS = {"e4m3": (4, 3, 448.0), "e2m1": (2, 1, 6.0)}
@@ -105,9 +107,7 @@ def bits_per_weight(bits, block_size, scale_bits=16, zero_bits=0) -> float:
     ``bits_per_weight(4, 32, 8) == 4.25`` (MXFP4), ``bits_per_weight(4, 128, 16, 16) == 4.25``
     (an int4 grid with fp16 scale and zero per 128 weights).
     """
-    for name, value in (("bits", bits), ("block_size", block_size)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    bits, block_size = check_positive_int("bits", bits), check_positive_int("block_size", block_size)
     if scale_bits < 0 or zero_bits < 0:
         raise ValueError(f"scale_bits and zero_bits must be >= 0, got {scale_bits} and {zero_bits}")
     return bits + (scale_bits + zero_bits) / block_size
@@ -275,9 +275,7 @@ def weight_step_seconds(params, tokens, weight_bits, bandwidth, flop_rate) -> fl
 
     Book: chapter "Weight quantization for serving".
     """
-    for name, value in (("params", params), ("tokens", tokens)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    params, tokens = check_positive_int("params", params), check_positive_int("tokens", tokens)
     if not (weight_bits > 0 and bandwidth > 0 and flop_rate > 0):
         raise ValueError(f"weight_bits, bandwidth and flop_rate must be positive, got "
                          f"{weight_bits}, {bandwidth}, {flop_rate}")

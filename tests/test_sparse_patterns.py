@@ -49,6 +49,7 @@ def test_bigbird_blocks_window_global_random():
 
 def test_bigbird_is_seeded():
     np.testing.assert_array_equal(mk.bigbird_block_mask(12, 2, seed=1), mk.bigbird_block_mask(12, 2, seed=1))
+    assert not np.array_equal(mk.bigbird_block_mask(12, 2, seed=1), mk.bigbird_block_mask(12, 2, seed=2))  # seed used
 
 
 def test_strided_heads_reach_every_earlier_token_in_two_steps():
