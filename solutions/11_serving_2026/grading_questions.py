@@ -89,8 +89,7 @@ def _describe_reuse(requests, size):
 @question("block_reuse", _describe_reuse)
 def _block_reuse(got, requests, size):
     stream, what = _stream(requests), _describe_reuse(requests, size)
-    cache = mk.PrefixBlockCache(size, sum(len(p) + len(o) for p, o in stream) // size + 1)  # never evicts
-    expected = mk.serve_stream(cache, stream)
+    expected = mk.serve_stream(_blocks(stream, size), stream)
     if type(got) is not list:
         raise AssertionError(f"expected {what} as a list of ints, got {type(got).__name__}")
     if len(got) != len(expected):
