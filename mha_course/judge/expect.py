@@ -113,10 +113,12 @@ def _lookup_hint(hints, ratio):
     return None
 
 
-def expect_float(got, expected, what, hints=None, rtol=1e-9):
+def expect_float(got, expected, what, hints=None, rtol=1e-9, wrong=None):
     """Check a real-valued answer (a ratio, FLOPs per byte) with ``math.isclose``.
 
-    ``hints`` maps ``got / expected`` (a number such as ``0.5``) to an explanation.
+    ``hints`` maps ``got / expected`` (a number such as ``0.5``) to an explanation. ``wrong`` lists
+    ``(value, hint)`` pairs: results of classic mistakes, named (the first that ``got`` is close to)
+    before the ratios; a value close to ``expected`` itself is skipped.
     """
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
         _fail(f"expected {what} as a number, got {type(got).__name__} ({got!r})")
@@ -127,6 +129,9 @@ def expect_float(got, expected, what, hints=None, rtol=1e-9):
     if math.isclose(got, expected, rel_tol=rtol):
         return
     message = f"{what}: expected {expected:.6g}, got {got:.6g}"
+    for value, hint in wrong or ():
+        if not math.isclose(value, expected, rel_tol=rtol) and math.isclose(got, value, rel_tol=rtol):
+            _fail(f"{message}: {hint}")
     for ratio, hint in (hints or {}).items():
         if math.isclose(got, ratio * expected, rel_tol=rtol):
             message += f" ({hint})"

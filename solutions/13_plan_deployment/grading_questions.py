@@ -24,15 +24,6 @@ def _is_number(got):
     return isinstance(got, numbers.Real) and not isinstance(got, bool)
 
 
-def _expect_close(got, expected, what, slips, rtol):
-    """``expect_float``, after naming the first designed slip ``(value, hint)`` that ``got`` equals."""
-    if _is_number(got):
-        for value, hint in slips:
-            if not math.isclose(value, expected, rel_tol=rtol) and math.isclose(float(got), value, rel_tol=rtol):
-                raise AssertionError(f"{what}: expected {expected:.6g}, got {float(got):.6g}: {hint}")
-    expect_float(got, expected, what, rtol=rtol)
-
-
 def _expect_pair(got, what, kinds):
     """Raise unless ``got`` is a tuple of two numbers (``kinds`` names them in the message)."""
     if type(got) is not tuple or len(got) != 2:
@@ -97,11 +88,11 @@ def _decode_floor(got, model, gpu, tp, context_len, batch_size):
                   (mk.decode_memory_floor(facts, chip, tp, context_len, batch_size, weight_bits=8)[0],
                    "a bf16 weight is 2 bytes"),
                   (1e3 * step, "seconds, not milliseconds")]
-    _expect_close(got[0], step, f"TPOT of {what}", tpot_slips, rtol=1e-6)
+    expect_float(got[0], step, f"TPOT of {what}", wrong=tpot_slips, rtol=1e-6)
     rate_slips = [(rate * tp, "per GPU: divide the replica's tokens by its tp GPUs"),
                   (1 / step / tp, "each step makes one token for every sequence of the batch"),
                   (1 / step, "each step makes one token for every sequence, over tp GPUs")]
-    _expect_close(got[1], rate, f"tokens/s/GPU of {what}", rate_slips, rtol=1e-6)
+    expect_float(got[1], rate, f"tokens/s/GPU of {what}", wrong=rate_slips, rtol=1e-6)
 
 
 # --- Q3: when the cache outweighs the weights -----------------------------------------------------
@@ -135,10 +126,10 @@ def _verification_experts(got, num_experts, top_k, k):
              (min((k + 1) * top_k, num_experts), "tokens share experts: count distinct experts, not routings"),
              (touched / num_experts, "that is the share of the experts: count them"),
              (1 - (1 - top_k / num_experts) ** (k + 1), "that is one expert's chance of being read: count the experts")]
-    _expect_close(got[0], touched, f"experts read {what}", slips, rtol=1e-9)
+    expect_float(got[0], touched, f"experts read {what}", wrong=slips, rtol=1e-9)
     ratio_slips = [(touched / num_experts, "one decode step reads top_k experts, not all of them"),
                    (touched / (k + 1) / one, "the ratio of the whole step's reads, not per token")]
-    _expect_close(got[1], touched / one, f"ratio to a decode step, {what}", ratio_slips, rtol=1e-9)
+    expect_float(got[1], touched / one, f"ratio to a decode step, {what}", wrong=ratio_slips, rtol=1e-9)
 
 
 # --- Q5: the best number of drafts ----------------------------------------------------------------
