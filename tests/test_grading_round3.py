@@ -150,13 +150,31 @@ def test_the_re_runs_flags_are_the_submissions(rerun):
     assert rerun["flooder"].review
 
 
-def test_a_result_no_check_foresaw_costs_its_case_not_the_notebook():
-    """``10**400`` for 11's expected tokens: ``float(got)`` overflows inside the check (OverflowError)."""
+def test_a_result_no_check_foresaw_costs_its_case_not_the_notebook(monkeypatch):
+    """A check that raises something other than AssertionError fails its case with a message, not the judge."""
+    import dataclasses
+
+    from mha_course.judge import questions
+    from mha_course.judge.core import course_questions, first_failure
+    from mha_course.judge.wire import encode
+
+    spec = course_questions()["expected_tokens"]
+
+    def unforeseen(got, *args):
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setitem(questions.QUESTIONS, "expected_tokens", dataclasses.replace(spec, check=unforeseen))
+    failure = first_failure("expected_tokens", [(0.5, 3)], [encode(1.875)])
+    assert failure[:2] == (0, "AssertionError") and "(OverflowError)" in failure[2]
+
+
+def test_an_int_too_large_for_a_float_is_named_by_the_check():
+    """``10**400`` for 11's expected tokens: expect_float says what it is (it used to overflow inside the check)."""
     from mha_course.judge.core import first_failure
     from mha_course.judge.wire import encode
 
     failure = first_failure("expected_tokens", [(0.5, 3)], [encode(10**400)])
-    assert failure[:2] == (0, "AssertionError") and "(OverflowError)" in failure[2]
+    assert failure[:2] == (0, "AssertionError") and "too large for a float" in failure[2], failure
     assert first_failure("expected_tokens", [(0.5, 3)], [encode(1.875)]) is None
 
 
