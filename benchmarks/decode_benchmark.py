@@ -364,10 +364,10 @@ def products_roof(roofs, label):
     return max(roofs[f"products {label}"], roofs.get(f"fused products {label}", 0.0))
 
 
-def table_rows(times, roofs, kernels, dtype="fp32"):
+def table_rows(times, roofs, kernels, fmt="fp32"):
     """Rows of the table: counts, medians and spread, both roofs' fractions, ratios to MHA and to the peer."""
     variants = roofline.benchmark_variants()
-    rows = [table_row(label, variants[label], s, seconds, roofs, dtype) | {"path": path} | _kernel_columns(
+    rows = [table_row(label, variants[label], s, seconds, roofs, fmt) | {"path": path} | _kernel_columns(
         path, kernels[(label, s)]) for (label, s, path), seconds in times.items()]
     medians = {(r["variant"], r["context"], r["path"]): r["median_s"] for r in rows}
     for r in rows:
@@ -389,16 +389,16 @@ def _kernel_name(choice):
     return f"{choice['kernel']}/{choice['block_len'] or 'default'}"
 
 
-def table_row(label, cfg, s, seconds, roofs, dtype="fp32"):
+def table_row(label, cfg, s, seconds, roofs, fmt="fp32"):
     """One measurement against both roofs. ``roofs``: each roof's best rate (bytes/s, FLOP/s) by name."""
-    kv_bytes, macs = mk.kv_bytes_read(cfg, s, dtype), mk.attention_macs(cfg, s)
+    kv_bytes, macs = mk.kv_bytes_read(cfg, s, fmt), mk.attention_macs(cfg, s)
     median = float(np.median(seconds))
     bound = roofline.roofline_seconds(kv_bytes, 2 * macs, roofs["copy_bandwidth"], roofs["gemm_flop_rate"])
     products = products_roof(roofs, label)
     achievable = roofline.roofline_seconds(kv_bytes, 2 * macs, roofs["read_bandwidth"], products)
     return {"context": s, "variant": label, "kv_bytes": kv_bytes, "macs": macs, "median_s": median,
             "spread": spread(seconds), "gb_per_s": kv_bytes / median / 1e9, "gflop_per_s": 2 * macs / median / 1e9,
-            "bound_s": bound, "limited_by": roofline.limited_by(cfg, s, roofs["copy_bandwidth"], roofs["gemm_flop_rate"], dtype),
+            "bound_s": bound, "limited_by": roofline.limited_by(cfg, s, roofs["copy_bandwidth"], roofs["gemm_flop_rate"], fmt),
             "roofline_fraction": bound / median, "achievable_s": achievable,
             "achievable_limited_by": "memory" if kv_bytes / roofs["read_bandwidth"] >= 2 * macs / products else "compute",
             "achievable_fraction": achievable / median, "read_fraction": kv_bytes / roofs["read_bandwidth"] / median}

@@ -88,7 +88,7 @@ def main(argv=None):
         for s in args.contexts:
             medians[(label, s)] = gpu_seconds(torch, decode_step(torch, cfg, s))
             torch.cuda.empty_cache()
-    rows = cpu.table_rows(medians, bandwidth, flop_rate, dtype="bf16")
+    rows = cpu.table_rows(medians, bandwidth, flop_rate, fmt="bf16")
     print(cpu.format_table(rows))
     print("\n".join(cpu.summary_lines(rows)))
     return 0

@@ -6,7 +6,9 @@ Notation used across the project (see the book's notation page):
 """
 from __future__ import annotations
 
+import functools
 import numbers
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -29,6 +31,33 @@ def check_positive_int(name: str, value) -> int:
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
     return int(value)
+
+
+def renamed_keyword(old: str, new: str):
+    """Decorator: accept the keyword ``old`` as a deprecated alias of ``new``.
+
+    A call with ``old=`` warns (``FutureWarning`` naming ``new``) and passes the value on as ``new=``;
+    a call with both raises ``TypeError``. Stacked decorators share one wrapper, so the warning
+    points at the caller's line. Kept only where a chapter or an exercise used the old name.
+    """
+    def decorate(func):
+        renames = {**getattr(func, "_renamed_keywords", {}), old: new}
+        target = getattr(func, "_renamed_target", func)
+
+        @functools.wraps(target)
+        def wrapper(*args, **kwargs):
+            for was, now in renames.items():
+                if was in kwargs:
+                    if now in kwargs:
+                        raise TypeError(f"{target.__name__}() got both {was}= and {now}=; "
+                                        f"{was} is the old name of {now}: pass only {now}=")
+                    warnings.warn(f"{target.__name__}(): the keyword {was}= is renamed {now}=; pass {now}= instead",
+                                  FutureWarning, stacklevel=2)
+                    kwargs[now] = kwargs.pop(was)
+            return target(*args, **kwargs)
+        wrapper._renamed_keywords, wrapper._renamed_target = renames, target
+        return wrapper
+    return decorate
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numbers
 
-from .config import AttentionConfig, LatentAttentionConfig, check_positive_int, type_name
+from .config import AttentionConfig, LatentAttentionConfig, check_positive_int, renamed_keyword, type_name
 from .models import MODEL_FACTS, ModelFacts
 from .units import dtype_bits, elements_to_bytes
 
@@ -106,31 +106,35 @@ def kv_elements_per_token(cfg) -> int:
     return 2 * cfg.num_kv_heads * cfg.head_dim
 
 
-def kv_bytes_read(cfg, context_len, dtype="bf16") -> int:
+@renamed_keyword("dtype", "fmt")
+def kv_bytes_read(cfg, context_len, fmt="bf16") -> int:
     """Bytes of keys and values read from one layer's cache to decode one token.
 
-    ``context_len * 2 * h_kv * d_h`` elements of ``dtype`` (a name or a number of bits).
+    ``context_len * 2 * h_kv * d_h`` elements of ``fmt`` (a name or a number of bits).
 
     Book: chapter "Worked example".
     """
     s = check_positive_int("context_len", context_len)
-    return elements_to_bytes(s * kv_elements_per_token(cfg), dtype)
+    return elements_to_bytes(s * kv_elements_per_token(cfg), fmt)
 
 
-def kv_cache_bytes_per_token(cfg, dtype="bf16") -> int:
+@renamed_keyword("dtype", "fmt")
+def kv_cache_bytes_per_token(cfg, fmt="bf16") -> int:
     """Bytes of cache one token occupies across **all layers** of the model."""
     cfg = _check_config(cfg)
-    return elements_to_bytes(cfg.num_layers * kv_elements_per_token(cfg), dtype)
+    return elements_to_bytes(cfg.num_layers * kv_elements_per_token(cfg), fmt)
 
 
-def kv_cache_bytes(cfg, context_len, batch_size=1, dtype="bf16") -> int:
+@renamed_keyword("dtype", "fmt")
+def kv_cache_bytes(cfg, context_len, batch_size=1, fmt="bf16") -> int:
     """Bytes of cache for ``batch_size`` sequences of ``context_len`` tokens, all layers."""
     cfg = _check_config(cfg)
     tokens = check_positive_int("context_len", context_len) * check_positive_int("batch_size", batch_size)
-    return elements_to_bytes(tokens * cfg.num_layers * kv_elements_per_token(cfg), dtype)
+    return elements_to_bytes(tokens * cfg.num_layers * kv_elements_per_token(cfg), fmt)
 
 
-def max_context_tokens(cfg, memory_bytes, dtype="bf16", batch_size=1) -> int:
+@renamed_keyword("dtype", "fmt")
+def max_context_tokens(cfg, memory_bytes, fmt="bf16", batch_size=1) -> int:
     """Most tokens of context per sequence whose cache fits in ``memory_bytes`` (all layers)."""
     if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, numbers.Integral):
         raise ValueError(f"memory_bytes must be a whole number of bytes, got {memory_bytes!r} "
@@ -139,11 +143,12 @@ def max_context_tokens(cfg, memory_bytes, dtype="bf16", batch_size=1) -> int:
     if memory < 0:
         raise ValueError(f"memory_bytes must be non-negative, got {memory_bytes}")
     bits_per_token = check_positive_int("batch_size", batch_size) * _check_config(cfg).num_layers \
-        * kv_elements_per_token(cfg) * dtype_bits(dtype)
+        * kv_elements_per_token(cfg) * dtype_bits(fmt)
     return memory * 8 // bits_per_token
 
 
-def arithmetic_intensity(cfg, context_len, dtype="bf16", queries_per_step=1) -> float:
+@renamed_keyword("dtype", "fmt")
+def arithmetic_intensity(cfg, context_len, fmt="bf16", queries_per_step=1) -> float:
     """FLOPs per byte of cache read when decoding one token: ``2 * attention_macs / kv_bytes_read``.
 
     ``queries_per_step`` queries of one sequence that read the cache once, such as the ``k + 1``
@@ -152,7 +157,7 @@ def arithmetic_intensity(cfg, context_len, dtype="bf16", queries_per_step=1) -> 
     and the KV cache").
     """
     queries = check_positive_int("queries_per_step", queries_per_step)
-    return 2 * attention_macs(cfg, context_len, num_queries=queries) / kv_bytes_read(cfg, context_len, dtype)
+    return 2 * attention_macs(cfg, context_len, num_queries=queries) / kv_bytes_read(cfg, context_len, fmt)
 
 
 def cache_reduction(smaller, larger) -> float:
@@ -281,16 +286,16 @@ def crossover_length(cfg, intermediate_size=None) -> int:
     return -(-per_token // attention_macs(cfg, 1))  # ceil(per_token / c)
 
 
-def score_matrix_bytes(cfg, n, dtype="bf16") -> int:
+def score_matrix_bytes(cfg, n, fmt="bf16") -> int:
     """Bytes of the ``h x n x n`` score matrix of one layer, the memory FlashAttention never holds."""
-    return elements_to_bytes(score_count(cfg, n), dtype)
+    return elements_to_bytes(score_count(cfg, n), fmt)
 
 
-def qkvo_bytes(cfg, n, dtype="bf16") -> int:
+def qkvo_bytes(cfg, n, fmt="bf16") -> int:
     """Bytes of one layer's queries, keys, values and outputs for ``n`` tokens: ``n * (2*h + 2*h_kv) * d_h``."""
     cfg = _check_config(cfg, allow_latent=False)
     n = check_positive_int("n", n)
-    return elements_to_bytes(n * (2 * cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim, dtype)
+    return elements_to_bytes(n * (2 * cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim, fmt)
 
 
 def layer_flops(cfg, num_tokens, context_len, batch_size=1) -> int:
@@ -303,7 +308,7 @@ def layer_flops(cfg, num_tokens, context_len, batch_size=1) -> int:
     return 2 * b * (projection_macs(cfg, num_tokens) + attention_macs(cfg, context_len, num_tokens))
 
 
-def layer_bytes(cfg, num_tokens, context_len, batch_size=1, dtype="bf16") -> int:
+def layer_bytes(cfg, num_tokens, context_len, batch_size=1, fmt="bf16") -> int:
     """Fewest bytes one attention layer moves from or to HBM for the work of :func:`layer_flops`.
 
     The weights once (shared by the batch), and per sequence its input and output activations
@@ -312,13 +317,13 @@ def layer_bytes(cfg, num_tokens, context_len, batch_size=1, dtype="bf16") -> int
     b, n = check_positive_int("batch_size", batch_size), check_positive_int("num_tokens", num_tokens)
     s = check_positive_int("context_len", context_len)
     per_sequence = 2 * n * cfg.d_model + s * kv_elements_per_token(cfg)
-    return elements_to_bytes(projection_params(cfg) + b * per_sequence, dtype)
+    return elements_to_bytes(projection_params(cfg) + b * per_sequence, fmt)
 
 
-def layer_intensity(cfg, num_tokens, context_len, batch_size=1, dtype="bf16") -> float:
+def layer_intensity(cfg, num_tokens, context_len, batch_size=1, fmt="bf16") -> float:
     """Arithmetic intensity, FLOPs per byte: :func:`layer_flops` / :func:`layer_bytes`."""
     return layer_flops(cfg, num_tokens, context_len, batch_size) / layer_bytes(
-        cfg, num_tokens, context_len, batch_size, dtype)
+        cfg, num_tokens, context_len, batch_size, fmt)
 
 
 def standard_attention_io(n, d) -> int:

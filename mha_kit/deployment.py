@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .config import check_positive_int
+from .config import check_positive_int, renamed_keyword
 from .counting import attention_macs, dense_decoder_params, model_params
 from .hardware import GPUS, LINKS, Accelerator, Link
 from .models import MODEL_FACTS, ModelFacts
@@ -80,21 +80,21 @@ def _embedding_params(facts):
 EIGHT_BIT_SPEEDUP = 2
 
 
-def _matmul_rate(chip, dtype):
-    """Peak FLOP/s of matrix products on ``dtype`` operands: 8-bit at twice bf16, anything else at bf16."""
-    return chip.bf16_flops * (EIGHT_BIT_SPEEDUP if dtype_bits(dtype) == 8 else 1)
+def _matmul_rate(chip, fmt):
+    """Peak FLOP/s of matrix products on ``fmt`` operands: 8-bit at twice bf16, anything else at bf16."""
+    return chip.bf16_flops * (EIGHT_BIT_SPEEDUP if dtype_bits(fmt) == 8 else 1)
 
 
-def _step_seconds(facts, chip, tp, tokens, logit_tokens, attention_flops, read_bytes, link, dtypes):
+def _step_seconds(facts, chip, tp, tokens, logit_tokens, attention_flops, read_bytes, link, fmts):
     """``(seconds, bound)``: max(bytes / bandwidth, FLOPs / peak) per GPU, plus two all-reduces a layer.
 
     FLOPs: ``2 * (active - 2 V d)`` per token for the layers' weights, ``2 V d`` per token whose
     logits are computed (every token of a decode step, the last one of a prefill), and attention;
-    the weights' products at the rate of ``dtypes[0]``, attention's at that of ``dtypes[1]``.
+    the weights' products at the rate of ``fmts[0]``, attention's at that of ``fmts[1]``.
     """
     layers = params_read_per_step(facts, 1) - 2 * _embedding_params(facts)  # one token's layer weights
     matmul = 2 * layers * tokens + 2 * _embedding_params(facts) * logit_tokens
-    compute_s = (matmul / _matmul_rate(chip, dtypes[0]) + attention_flops / _matmul_rate(chip, dtypes[1])) / tp
+    compute_s = (matmul / _matmul_rate(chip, fmts[0]) + attention_flops / _matmul_rate(chip, fmts[1])) / tp
     memory_s = read_bytes / chip.hbm_bandwidth
     comm = 0.0 if tp == 1 else 2 * facts.config.num_layers * all_reduce_bytes_per_gpu(
         tokens * facts.config.d_model, tp) / link.bytes_per_s
@@ -106,7 +106,9 @@ def _weights_read(facts, tokens, weight_bytes, tp):
     return (params_read_per_step(facts, tokens) - _embedding_params(facts)) * weight_bytes / tp
 
 
-def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight_dtype="bf16", kv_dtype="bf16",
+@renamed_keyword("weight_dtype", "weight_fmt")
+@renamed_keyword("kv_dtype", "kv_fmt")
+def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight_fmt="bf16", kv_fmt="bf16",
                     link="nvlink4") -> DeploymentPlan:
     """Plan ``num_gpus`` GPUs as replicas of ``tp`` serving ``batch_size`` sequences of ``context_len``.
 
@@ -116,8 +118,8 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     per layer over ``link`` (a key of :data:`mha_kit.LINKS`, or a :class:`mha_kit.Link` whose rate
     is what each GPU's share of a ring all-reduce moves at). Prefill floor: one ``context_len``
     prompt, the same way. MLA is counted in its absorbed form in decode and its naive form in
-    prefill (:func:`mha_kit.attention_macs`). An 8-bit ``weight_dtype`` means 8-bit matrix products
-    (W8A8, as FP8 checkpoints run on Hopper), at twice the bf16 peak; an 8-bit ``kv_dtype`` runs
+    prefill (:func:`mha_kit.attention_macs`). An 8-bit ``weight_fmt`` means 8-bit matrix products
+    (W8A8, as FP8 checkpoints run on Hopper), at twice the bf16 peak; an 8-bit ``kv_fmt`` runs
     attention at that rate too.
 
     Book: part "Serving at scale", chapter "Plan a deployment".
@@ -130,18 +132,18 @@ def plan_deployment(model, gpu, *, num_gpus, tp, context_len, batch_size, weight
     wire = LINKS.get(link) if isinstance(link, str) else link
     if not isinstance(wire, Link):
         raise ValueError(f"unknown link {link!r}; known: {', '.join(LINKS)}, or a Link record")
-    cfg, weight_bytes = facts.config, dtype_bits(weight_dtype) / 8
+    cfg, weight_bytes = facts.config, dtype_bits(weight_fmt) / 8
     weights = math.ceil(model_params(facts) * weight_bytes / t)
-    per_seq = kv_cache_bytes_per_gpu(cfg, s, t, dtype=kv_dtype)
+    per_seq = kv_cache_bytes_per_gpu(cfg, s, t, fmt=kv_fmt)
     free = chip.hbm_bytes - weights
     max_seq = max(free // per_seq, 0)
     decode_read = _weights_read(facts, b, weight_bytes, t) + b * per_seq  # and the whole cache of the batch
     decode_attention = 2 * cfg.num_layers * attention_macs(cfg, s) * b
-    dtypes = (weight_dtype, kv_dtype)  # W8A8 with FP8 weights; attention at the cache's precision
-    decode_s, bound = _step_seconds(facts, chip, t, b, b, decode_attention, decode_read, wire, dtypes)
+    fmts = (weight_fmt, kv_fmt)  # W8A8 with FP8 weights; attention at the cache's precision
+    decode_s, bound = _step_seconds(facts, chip, t, b, b, decode_attention, decode_read, wire, fmts)
     prefill_read = _weights_read(facts, s, weight_bytes, t) + per_seq  # and the cache it writes
     prefill_attention = 2 * cfg.num_layers * attention_macs(cfg, s, num_queries=s, form="naive") // 2  # causal
-    prefill_s, _ = _step_seconds(facts, chip, t, s, 1, prefill_attention, prefill_read, wire, dtypes)
+    prefill_s, _ = _step_seconds(facts, chip, t, s, 1, prefill_attention, prefill_read, wire, fmts)
     return DeploymentPlan(
         model=facts.name, gpu=chip.name, num_gpus=n_gpu, tp=t, context_len=s, batch_size=b,
         weight_bytes_per_gpu=weights, kv_bytes_per_sequence_per_gpu=per_seq, max_sequences=int(max_seq),
@@ -185,12 +187,14 @@ def fleet_estimate(plan, *, rate, output_tokens, price_per_gpu_hour) -> FleetEst
                          input_cost_per_million=1e6 * per_second * plan.prefill_s / plan.context_len)
 
 
-def decode_memory_floor(facts, gpu, tp, context_len, batch_size, weight_bits=16) -> tuple:
+@renamed_keyword("weight_bits", "weight_fmt")
+def decode_memory_floor(facts, gpu, tp, context_len, batch_size, weight_fmt="bf16") -> tuple:
     """``(tpot_s, tokens_per_s_per_gpu)`` of the simplest decode floor, the one an interview asks first.
 
     Each GPU reads its ``1/tp`` share of every weight of a dense model (:func:`mha_kit.dense_decoder_params`,
     embeddings included) and the cache of every sequence of the batch, once a step, over HBM bandwidth;
-    compute and the all-reduces are left out. :func:`plan_deployment` refines it.
+    compute and the all-reduces are left out. The weights are stored in ``weight_fmt`` (a format name
+    or a number of bits), the cache in bf16. :func:`plan_deployment` refines it.
 
     Book: chapter "Plan a deployment"; exercise 13, Q2.
     """
@@ -198,19 +202,21 @@ def decode_memory_floor(facts, gpu, tp, context_len, batch_size, weight_bits=16)
     if not isinstance(chip, Accelerator):
         raise ValueError(f"unknown gpu {gpu!r}; known: {', '.join(GPUS)}")
     t, b = check_positive_int("tp", tp), check_positive_int("batch_size", batch_size)
-    weights = elements_to_bytes(dense_decoder_params(facts), weight_bits) / t
+    weights = elements_to_bytes(dense_decoder_params(facts), weight_fmt) / t
     step = (weights + b * kv_cache_bytes_per_gpu(facts.config, context_len, t)) / chip.hbm_bandwidth
     return step, b / step / t
 
 
-def cache_crossover_batch(facts, tp, context_len, weight_bits=16) -> int:
+def cache_crossover_batch(facts, tp, context_len, weight_fmt="bf16") -> int:
     """Smallest batch whose cache per GPU reaches that GPU's share of a dense model's weights.
+
+    Weights in ``weight_fmt`` (a format name or a number of bits), the cache in bf16.
 
     Book: chapter "Plan a deployment"; exercise 13, Q3.
     """
     t = check_positive_int("tp", tp)
     per_sequence = kv_cache_bytes_per_gpu(facts.config, context_len, t)
-    return -(-elements_to_bytes(dense_decoder_params(facts), weight_bits) // (t * per_sequence))
+    return -(-elements_to_bytes(dense_decoder_params(facts), weight_fmt) // (t * per_sequence))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def _check_rate(name, value):
 def kv_transfer_seconds(cfg, prompt_tokens, link_bytes_per_s, fmt="bf16") -> float:
     """Seconds to send the KV cache of a ``prompt_tokens``-token prompt, all layers, over one link.
 
-    ``kv_cache_bytes(cfg, prompt_tokens, dtype=fmt) / link_bytes_per_s``: the link's peak rate,
+    ``kv_cache_bytes(cfg, prompt_tokens, fmt=fmt) / link_bytes_per_s``: the link's peak rate,
     no overlap with compute and no protocol overhead (a lower bound on the time).
 
     Parameters
@@ -43,7 +43,7 @@ def kv_transfer_seconds(cfg, prompt_tokens, link_bytes_per_s, fmt="bf16") -> flo
     Book: chapter "Disaggregated prefill and decode".
     """
     rate = _check_rate("link_bytes_per_s", link_bytes_per_s)
-    return kv_cache_bytes(cfg, prompt_tokens, dtype=fmt) / rate
+    return kv_cache_bytes(cfg, prompt_tokens, fmt=fmt) / rate
 
 
 def prefill_flops(facts, prompt_tokens) -> int:

@@ -86,7 +86,7 @@ def snapkv_keep(q_window, k, budget, kernel=5):
     return np.sort(np.concatenate([top, np.arange(s - w, s)])).astype(np.int64)
 
 
-def cross_layer_cache_bytes(cfg, sharing_factor, dtype="bf16"):
+def cross_layer_cache_bytes(cfg, sharing_factor, fmt="bf16"):
     """Cache bytes per token when each group of ``sharing_factor`` adjacent layers shares one K, V.
 
     Cross-Layer Attention (CLA): only one layer in each group computes keys and values; the
@@ -98,10 +98,10 @@ def cross_layer_cache_bytes(cfg, sharing_factor, dtype="bf16"):
     """
     f = check_positive_int("sharing_factor", sharing_factor)
     caching_layers = -(-cfg.num_layers // f)
-    return elements_to_bytes(caching_layers * kv_elements_per_token(cfg), dtype)
+    return elements_to_bytes(caching_layers * kv_elements_per_token(cfg), fmt)
 
 
-def yoco_cache_bytes(cfg, context_len, window, dtype="bf16"):
+def yoco_cache_bytes(cfg, context_len, window, fmt="bf16"):
     """Cache bytes of one sequence under YOCO's split: windowed lower half, one shared global cache.
 
     The lower ``L/2`` layers (the self-decoder) use sliding-window attention and keep at most
@@ -121,4 +121,4 @@ def yoco_cache_bytes(cfg, context_len, window, dtype="bf16"):
     s, wdw = check_positive_int("context_len", context_len), check_positive_int("window", window)
     per_layer_token = kv_elements_per_token(cfg)
     self_decoder = (cfg.num_layers // 2) * min(s, wdw) * per_layer_token
-    return elements_to_bytes(self_decoder + s * per_layer_token, dtype)
+    return elements_to_bytes(self_decoder + s * per_layer_token, fmt)

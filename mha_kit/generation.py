@@ -90,10 +90,10 @@ class GenerationBytes:
     cache_written: int  # keys and values of the P + T - 1 positions that go through the model
 
 
-def generation_bytes(model, prompt_len, new_tokens, dtype="bf16") -> GenerationBytes:
+def generation_bytes(model, prompt_len, new_tokens, fmt="bf16") -> GenerationBytes:
     """Cumulative HBM traffic of a cached generation of ``new_tokens`` after ``prompt_len`` tokens.
 
-    One sequence alone: the weights (:func:`mha_kit.dense_decoder_params`, in ``dtype``) less the
+    One sequence alone: the weights (:func:`mha_kit.dense_decoder_params`, in ``fmt``) less the
     input embedding table, of which a pass reads only the rows of its own tokens, are read once per
     forward pass, ``T`` times (the untied output head is read in full: every logit needs it); decode step ``k = 1 .. T - 1`` reads the cache of the
     ``P + k - 1`` positions before it, ``c (T - 1) P + c (T - 1)(T - 2) / 2`` bytes in all for
@@ -105,9 +105,9 @@ def generation_bytes(model, prompt_len, new_tokens, dtype="bf16") -> GenerationB
     """
     facts = _dense_facts(model)
     p, t = check_positive_int("prompt_len", prompt_len), check_positive_int("new_tokens", new_tokens)
-    per_token = kv_cache_bytes_per_token(facts.config, dtype)
+    per_token = kv_cache_bytes_per_token(facts.config, fmt)
     embedding_rows = facts.vocab_size * facts.config.d_model  # looked up by row, not streamed
-    weights = elements_to_bytes(dense_decoder_params(facts) - embedding_rows, dtype)
+    weights = elements_to_bytes(dense_decoder_params(facts) - embedding_rows, fmt)
     read_tokens = (t - 1) * p + (t - 1) * (t - 2) // 2  # sum over k = 1..T-1 of (P + k - 1)
     return GenerationBytes(weights_read=t * weights, cache_read=read_tokens * per_token,
                            cache_written=(p + t - 1) * per_token)

@@ -108,7 +108,7 @@ def kv_replication(num_kv_heads, num_devices) -> int:
     return max(1, n_dev // h_kv)
 
 
-def kv_cache_bytes_per_device(cfg: AttentionConfig, num_devices, dtype="bf16") -> int:
+def kv_cache_bytes_per_device(cfg: AttentionConfig, num_devices, fmt="bf16") -> int:
     """Cache bytes per token that each device stores under tensor parallelism, all layers.
 
     Each device stores ``max(h_kv / D, 1)`` key-value heads: a share when ``h_kv >= D``, one
@@ -118,7 +118,7 @@ def kv_cache_bytes_per_device(cfg: AttentionConfig, num_devices, dtype="bf16") -
         raise ValueError(f"expected an AttentionConfig, got {type(cfg).__name__}")
     shards = shard_heads(cfg.num_heads, cfg.num_kv_heads, num_devices)
     heads = len(shards[0].kv_heads)
-    return elements_to_bytes(cfg.num_layers * 2 * heads * cfg.head_dim, dtype)
+    return elements_to_bytes(cfg.num_layers * 2 * heads * cfg.head_dim, fmt)
 
 
 # --- Fused QKV ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ def _check(cfg, context_len):
     return check_positive_int("context_len", context_len)
 
 
-def layout_kv_bytes(cfg, context_len, layout, dtype="bf16") -> int:
+def layout_kv_bytes(cfg, context_len, layout, fmt="bf16") -> int:
     """Cache of one sequence when ``cfg``'s layers follow ``layout``: global layers keep every token.
 
     ``layout.global_layers(L)`` layers cache ``s`` tokens, the other ``L - that`` cache
@@ -34,12 +34,12 @@ def layout_kv_bytes(cfg, context_len, layout, dtype="bf16") -> int:
     s = _check(cfg, context_len)
     if not isinstance(layout, LayerLayout):
         raise ValueError(f"expected a LayerLayout (mk.LAYER_LAYOUTS[name]), got {type(layout).__name__}")
-    per_layer_token = kv_cache_bytes_per_token(cfg, dtype) // cfg.num_layers
+    per_layer_token = kv_cache_bytes_per_token(cfg, fmt) // cfg.num_layers
     n_global = layout.global_layers(cfg.num_layers)
     return per_layer_token * (n_global * s + (cfg.num_layers - n_global) * min(s, layout.window))
 
 
-def linear_state_bytes(num_layers, num_heads, head_dim, dtype="fp32") -> int:
+def linear_state_bytes(num_layers, num_heads, head_dim, fmt="fp32") -> int:
     """The recurrent state of linear attention: ``num_layers * num_heads * (d_h * d_h + d_h)`` numbers.
 
     Each head keeps ``S`` (``d_h x d_h``, feature size = head size as with ``elu(x) + 1``) and
@@ -49,10 +49,10 @@ def linear_state_bytes(num_layers, num_heads, head_dim, dtype="fp32") -> int:
     """
     layers, h, d_h = (check_positive_int(k, v) for k, v in (("num_layers", num_layers), ("num_heads", num_heads),
                                                             ("head_dim", head_dim)))
-    return elements_to_bytes(layers * h * (d_h * d_h + d_h), dtype)
+    return elements_to_bytes(layers * h * (d_h * d_h + d_h), fmt)
 
 
-def hybrid_cache_bytes(cfg, context_len, attention_every, dtype="bf16", state_dtype="fp32") -> int:
+def hybrid_cache_bytes(cfg, context_len, attention_every, fmt="bf16", state_fmt="fp32") -> int:
     """Cache of a hybrid built on ``cfg``: full attention in one layer of every ``attention_every``.
 
     ``L // attention_every`` layers keep ``cfg``'s KV cache of ``context_len`` tokens; the others
@@ -63,7 +63,7 @@ def hybrid_cache_bytes(cfg, context_len, attention_every, dtype="bf16", state_dt
     """
     s, every = _check(cfg, context_len), check_positive_int("attention_every", attention_every)
     n_attention = cfg.num_layers // every
-    per_layer_token = kv_cache_bytes_per_token(cfg, dtype) // cfg.num_layers
+    per_layer_token = kv_cache_bytes_per_token(cfg, fmt) // cfg.num_layers
     n_linear = cfg.num_layers - n_attention
-    state = linear_state_bytes(n_linear, cfg.num_heads, cfg.head_dim, state_dtype) if n_linear else 0
+    state = linear_state_bytes(n_linear, cfg.num_heads, cfg.head_dim, state_fmt) if n_linear else 0
     return n_attention * per_layer_token * s + state

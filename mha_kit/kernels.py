@@ -203,7 +203,7 @@ class DecodeBytes:
 
 
 def flash_decoding_bytes(batch_size, num_heads, num_kv_heads, head_dim, context_len, num_splits,
-                         dtype="bf16") -> DecodeBytes:
+                         fmt="bf16") -> DecodeBytes:
     """Bytes a split-K decode step moves: the cache once, plus the partial results when split.
 
     Each of ``num_splits`` splits writes, per sequence and query head, ``head_dim`` output
@@ -216,6 +216,6 @@ def flash_decoding_bytes(batch_size, num_heads, num_kv_heads, head_dim, context_
                                                         ("num_kv_heads", num_kv_heads)))
     d_h, s = check_positive_int("head_dim", head_dim), check_positive_int("context_len", context_len)
     splits = check_positive_int("num_splits", num_splits)
-    kv = elements_to_bytes(2 * b * h_kv * s * d_h, dtype)
+    kv = elements_to_bytes(2 * b * h_kv * s * d_h, fmt)
     partials = 0 if splits == 1 else 2 * elements_to_bytes(splits * b * h * (d_h + 1), "fp32")
     return DecodeBytes(kv=kv, partials=partials)

@@ -109,7 +109,7 @@ def rank_loads(choices, num_experts, ep):
     return per_expert.reshape(ranks, e // ranks).sum(axis=1)  # (ep,)
 
 
-def expert_all_to_all_bytes(num_tokens, d_model, top_k, ep, dtype="bf16") -> float:
+def expert_all_to_all_bytes(num_tokens, d_model, top_k, ep, fmt="bf16") -> float:
     """Expected bytes each of ``ep`` GPUs sends per MoE layer: its tokens to their experts, and back.
 
     The ``num_tokens`` of a step are spread evenly, ``n / ep`` a GPU; each goes to ``top_k``
@@ -122,4 +122,4 @@ def expert_all_to_all_bytes(num_tokens, d_model, top_k, ep, dtype="bf16") -> flo
     if n % ranks:
         raise ValueError(f"num_tokens ({n}) must be divisible by ep ({ranks}): each GPU sends its own tokens")
     remote = (n // ranks) * k * (ranks - 1)  # ep times the expected vectors leaving one GPU each way
-    return 2 * elements_to_bytes(remote * d, dtype) / ranks
+    return 2 * elements_to_bytes(remote * d, fmt) / ranks

@@ -57,16 +57,16 @@ def kv_elements_per_token_per_gpu(cfg, tp) -> int:
     return 2 * kv_heads_per_gpu(cfg.num_kv_heads, t) * cfg.head_dim
 
 
-def kv_cache_bytes_per_gpu(cfg, context_len, tp, batch_size=1, dtype="bf16") -> int:
+def kv_cache_bytes_per_gpu(cfg, context_len, tp, batch_size=1, fmt="bf16") -> int:
     """Bytes of cache one GPU holds for ``batch_size`` sequences of ``context_len`` tokens, all layers.
 
     Book: part "Serving at scale" (tensor parallelism and the cache).
     """
     tokens = check_positive_int("context_len", context_len) * check_positive_int("batch_size", batch_size)
-    return elements_to_bytes(tokens * cfg.num_layers * kv_elements_per_token_per_gpu(cfg, tp), dtype)
+    return elements_to_bytes(tokens * cfg.num_layers * kv_elements_per_token_per_gpu(cfg, tp), fmt)
 
 
-def ring_attention_bytes(cfg, context_len, cp, dtype="bf16") -> int:
+def ring_attention_bytes(cfg, context_len, cp, fmt="bf16") -> int:
     """Bytes each of ``cp`` ranks sends, per layer, in one ring pass over a ``context_len`` prefill.
 
     Each rank holds ``context_len / cp`` tokens of keys and values and forwards a block of that
@@ -77,10 +77,10 @@ def ring_attention_bytes(cfg, context_len, cp, dtype="bf16") -> int:
     s, c = check_positive_int("context_len", context_len), check_positive_int("cp", cp)
     if s % c:
         raise ValueError(f"context_len ({s}) must be divisible by cp ({c}): each rank holds an equal share")
-    return elements_to_bytes((c - 1) * (s // c) * kv_elements_per_token(cfg), dtype)
+    return elements_to_bytes((c - 1) * (s // c) * kv_elements_per_token(cfg), fmt)
 
 
-def all_reduce_bytes_per_gpu(num_elements, tp, dtype="bf16") -> int:
+def all_reduce_bytes_per_gpu(num_elements, tp, fmt="bf16") -> int:
     """Bytes each of ``tp`` GPUs sends in a ring all-reduce of ``num_elements`` numbers.
 
     A ring all-reduce is a reduce-scatter then an all-gather, each sending ``(t - 1) / t`` of the
@@ -90,10 +90,10 @@ def all_reduce_bytes_per_gpu(num_elements, tp, dtype="bf16") -> int:
     n, t = check_positive_int("num_elements", num_elements), check_positive_int("tp", tp)
     if n % t:
         raise ValueError(f"num_elements ({n}) must be divisible by tp ({t}): the ring splits it into tp chunks")
-    return elements_to_bytes(2 * (t - 1) * (n // t), dtype)
+    return elements_to_bytes(2 * (t - 1) * (n // t), fmt)
 
 
-def ring_overlap_min_tokens(cfg, flop_rate, link_bytes_per_s, dtype="bf16") -> int:
+def ring_overlap_min_tokens(cfg, flop_rate, link_bytes_per_s, fmt="bf16") -> int:
     """Fewest tokens per rank for which one ring step's attention hides the next block's transfer.
 
     A step computes ``(s/c)^2`` query-key pairs (``2 * attention_macs`` FLOPs each: ``4 h d_h``,
@@ -104,7 +104,7 @@ def ring_overlap_min_tokens(cfg, flop_rate, link_bytes_per_s, dtype="bf16") -> i
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
             raise ValueError(f"{name} must be a positive number, got {rate!r}")
     flops_per_pair = 2 * attention_macs(cfg, 1, form="naive")
-    bytes_per_token = elements_to_bytes(kv_elements_per_token(cfg), dtype)
+    bytes_per_token = elements_to_bytes(kv_elements_per_token(cfg), fmt)
     return math.ceil(bytes_per_token * flop_rate / (flops_per_pair * link_bytes_per_s))
 
 

@@ -10,6 +10,8 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 import numpy as np
 
+from .config import renamed_keyword
+
 # One palette for the attention variants, used by every figure.
 VARIANT_COLORS = {"mha": "#4C72B0", "gqa": "#55A868", "mqa": "#C44E52", "mla": "#8172B2"}
 
@@ -60,7 +62,7 @@ def cost_vs_length(cfg, lengths, intermediate_size=None):
     return fig
 
 
-def roofline_points(gpu, points, dtype="bf16"):
+def roofline_points(gpu, points, fmt="bf16"):
     """A roofline (attainable FLOP/s against arithmetic intensity) with labelled work on it.
 
     Parameters
@@ -84,16 +86,16 @@ def roofline_points(gpu, points, dtype="bf16"):
     ax.axvline(gpu.ridge_point, color="gray", linestyle=":", linewidth=1)
     ax.annotate(f"ridge {gpu.ridge_point:.0f} FLOP/byte", (gpu.ridge_point, 1.2), fontsize=8, color="gray")
     for k, (label, (cfg, tokens, context, batch)) in enumerate(points.items()):
-        i = layer_intensity(cfg, tokens, context, batch, dtype)
+        i = layer_intensity(cfg, tokens, context, batch, fmt)
         y = min(gpu.bf16_flops, i * gpu.hbm_bandwidth) / 1e12
         ax.plot([i], [y], "o", color=f"C{k}")
         ax.annotate(label, (i, y), textcoords="offset points", xytext=(5, -12), fontsize=8, color=f"C{k}")
-    ax.set(xscale="log", yscale="log", xlabel=f"arithmetic intensity (FLOPs per byte of HBM traffic, {dtype})",
+    ax.set(xscale="log", yscale="log", xlabel=f"arithmetic intensity (FLOPs per byte of HBM traffic, {fmt})",
            ylabel="attainable TFLOP/s", title=f"{gpu.title}: roofline of one attention layer")
     return fig
 
 
-def io_vs_sram(n, d, sram_sizes, marks=None, dtype="bf16"):
+def io_vs_sram(n, d, sram_sizes, marks=None, fmt="bf16"):
     """HBM traffic of standard attention and FlashAttention against the SRAM size, log-log.
 
     Parameters
@@ -108,7 +110,7 @@ def io_vs_sram(n, d, sram_sizes, marks=None, dtype="bf16"):
     Returns
     -------
     matplotlib.figure.Figure
-        Bytes moved (``dtype`` per element) by Algorithm 0 (flat), Algorithm 1 (falling), and the
+        Bytes moved (``fmt`` per element) by Algorithm 0 (flat), Algorithm 1 (falling), and the
         leading term ``12 n^2 d^2 / M`` of Theorem 2's bound.
 
     Book: chapter "What attention costs".
@@ -117,7 +119,7 @@ def io_vs_sram(n, d, sram_sizes, marks=None, dtype="bf16"):
     from .units import elements_to_bytes
 
     m = np.array(sram_sizes, dtype=float)
-    mib = lambda elements: elements_to_bytes(int(elements), dtype) / 2**20  # noqa: E731
+    mib = lambda elements: elements_to_bytes(int(elements), fmt) / 2**20  # noqa: E731
     fig, ax = _figure(6.4, 3.8)
     ax.plot(m, [mib(standard_attention_io(n, d))] * len(m), color="#4C72B0", label="standard (Algorithm 0)")
     ax.plot(m, [mib(flash_attention_io(n, d, int(s))) for s in sram_sizes], color="#C44E52",
@@ -127,7 +129,7 @@ def io_vs_sram(n, d, sram_sizes, marks=None, dtype="bf16"):
     for label, size in (marks or {}).items():
         ax.axvline(size, color="gray", linestyle="--", linewidth=1)
         ax.annotate(label, (size, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -12), fontsize=8, color="gray")
-    ax.set(xscale="log", yscale="log", xlabel="fast memory M (elements)", ylabel=f"HBM reads + writes (MiB, {dtype})",
+    ax.set(xscale="log", yscale="log", xlabel="fast memory M (elements)", ylabel=f"HBM reads + writes (MiB, {fmt})",
            title=f"One head, n = {n:,}, d = {d}: bytes moved against SRAM size")
     ax.legend(fontsize=8, loc="lower left")
     return fig
@@ -138,7 +140,7 @@ def io_vs_sram(n, d, sram_sizes, marks=None, dtype="bf16"):
 _LINESTYLES = ("-", "--", ":", "-.")  # tell apart configs of the same variant (same colour)
 
 
-def decode_cost_bars(cfg, context_len, kv_head_counts=None, dtype="bf16"):
+def decode_cost_bars(cfg, context_len, kv_head_counts=None, fmt="bf16"):
     """Attention arithmetic stays flat across MHA, GQA and MQA while the bytes read fall.
 
     Two panels for one decoded token in one layer with ``context_len`` cached tokens: the
@@ -152,7 +154,7 @@ def decode_cost_bars(cfg, context_len, kv_head_counts=None, dtype="bf16"):
         ``s``, tokens in the cache.
     kv_head_counts : sequence of int, optional
         Values of ``h_kv`` to draw; default ``h``, ``cfg.num_kv_heads`` and 1 (MHA, GQA, MQA).
-    dtype : str or int
+    fmt : str or int
         Cache element type (name or bits).
 
     Returns
@@ -169,7 +171,7 @@ def decode_cost_bars(cfg, context_len, kv_head_counts=None, dtype="bf16"):
     labels = [f"{v.variant.upper()}\nh_kv={v.num_kv_heads}" for v in variants]
     colors = [VARIANT_COLORS[v.variant] for v in variants]
     macs = [attention_macs(v, context_len) for v in variants]
-    reads = [kv_bytes_read(v, context_len, dtype) for v in variants]
+    reads = [kv_bytes_read(v, context_len, fmt) for v in variants]
     fig, (ax_macs, ax_bytes) = plt.subplots(1, 2, figsize=(9.0, 3.6), dpi=100, layout="constrained")
     bars = ax_macs.bar(labels, [m / 1e6 for m in macs], color=colors)
     ax_macs.bar_label(bars, labels=[format_int(m) for m in macs], fontsize=8)
@@ -178,12 +180,13 @@ def decode_cost_bars(cfg, context_len, kv_head_counts=None, dtype="bf16"):
     ax_bytes.bar_label(bars, labels=[format_bytes(b) for b in reads], fontsize=8)
     ax_bytes.set_yscale("log")
     ax_bytes.set_ylim(bottom=min(reads) / 2**20 / 4)  # room under the smallest bar
-    ax_bytes.set(ylabel=f"KV bytes read per token per layer\n(MiB, {dtype}, log scale)", title="Key-value bytes read")
+    ax_bytes.set(ylabel=f"KV bytes read per token per layer\n(MiB, {fmt}, log scale)", title="Key-value bytes read")
     fig.suptitle(f"{cfg.name or 'attention layer'}: one decoded token, s = {format_int(context_len)}")
     return fig
 
 
-def cache_vs_context(configs, contexts, dtype="bf16", batch_size=1):
+@renamed_keyword("dtype", "fmt")
+def cache_vs_context(configs, contexts, fmt="bf16", batch_size=1):
     """KV-cache size of whole models against context length, log-log, coloured by variant.
 
     Parameters
@@ -192,7 +195,7 @@ def cache_vs_context(configs, contexts, dtype="bf16", batch_size=1):
         With ``num_layers`` set: the cache counts every layer.
     contexts : sequence of int
         Context lengths ``s`` in tokens (x axis).
-    dtype : str or int
+    fmt : str or int
         Cache element type (name or bits).
     batch_size : int
         Sequences held at once.
@@ -213,13 +216,13 @@ def cache_vs_context(configs, contexts, dtype="bf16", batch_size=1):
     for cfg in configs:
         style = _LINESTYLES[seen.get(cfg.variant, 0) % len(_LINESTYLES)]
         seen[cfg.variant] = seen.get(cfg.variant, 0) + 1
-        gib = [kv_cache_bytes(cfg, s, batch_size, dtype) / 2**30 for s in contexts]
+        gib = [kv_cache_bytes(cfg, s, batch_size, fmt) / 2**30 for s in contexts]
         ax.plot(contexts, gib, style, marker="o", markersize=3, color=VARIANT_COLORS[cfg.variant],
                 label=f"{cfg.name} ({cfg.variant.upper()})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set(xlabel="context length s (tokens, log scale)",
-           ylabel=f"KV cache, batch {batch_size} (GiB, {dtype}, log scale)")
+           ylabel=f"KV cache, batch {batch_size} (GiB, {fmt}, log scale)")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
     return fig

@@ -99,7 +99,7 @@ def attention_mass_by_position(weights, first=None):
     return fig
 
 
-def cache_bytes_vs_generated(cfg, generated, n_sink, window, dtype="bf16"):
+def cache_bytes_vs_generated(cfg, generated, n_sink, window, fmt="bf16"):
     """KV cache of one sequence as tokens are generated: full cache, window cache, sink cache.
 
     The full cache grows with every token; window attention keeps the last ``n_sink + window``
@@ -112,7 +112,7 @@ def cache_bytes_vs_generated(cfg, generated, n_sink, window, dtype="bf16"):
     generated : sequence of int
         Token counts (x axis).
     n_sink, window : int
-    dtype : str
+    fmt : str
 
     Returns
     -------
@@ -124,16 +124,16 @@ def cache_bytes_vs_generated(cfg, generated, n_sink, window, dtype="bf16"):
 
     tokens = np.asarray(generated)
     budget = n_sink + window
-    lines = {"full cache": [kv_cache_bytes(cfg, int(t), dtype=dtype) for t in tokens],
-             f"window of {budget:,} (evicts the first tokens)": [kv_cache_bytes(cfg, int(min(t, budget)), dtype=dtype)
+    lines = {"full cache": [kv_cache_bytes(cfg, int(t), fmt=fmt) for t in tokens],
+             f"window of {budget:,} (evicts the first tokens)": [kv_cache_bytes(cfg, int(min(t, budget)), fmt=fmt)
                                                                  for t in tokens],
-             f"sink cache, {n_sink} + {window:,}": [kv_cache_bytes(cfg, int(min(t, budget)), dtype=dtype)
+             f"sink cache, {n_sink} + {window:,}": [kv_cache_bytes(cfg, int(min(t, budget)), fmt=fmt)
                                                      for t in tokens]}
     fig, ax = _figure(6.4, 3.6)
     for (label, nbytes), style, width in zip(lines.items(), ("-", "-", "--"), (1.6, 3.0, 1.6)):
         ax.plot(tokens, np.asarray(nbytes) / 2**30, style, linewidth=width, label=label)
     ax.set(xscale="log", yscale="log", xlabel="tokens in the sequence (prompt + generated)",
-           ylabel=f"KV cache of one sequence (GiB, {dtype})", title=f"{cfg.name or 'model'}: what each cache holds")
+           ylabel=f"KV cache of one sequence (GiB, {fmt})", title=f"{cfg.name or 'model'}: what each cache holds")
     ax.legend(fontsize=8)
     return fig
 
@@ -248,7 +248,7 @@ def soft_cap_curves(caps, x_max=150.0):
 # --- After GQA and MLA (chapter "After GQA and MLA: sparse, linear and state-space hybrids") ---
 
 
-def cache_growth(cfg, contexts, layout, attention_every, dtype="bf16"):
+def cache_growth(cfg, contexts, layout, attention_every, fmt="bf16"):
     """Cache bytes of one sequence against context length, for four ways of building ``cfg``'s layers.
 
     Lines: every layer full attention (:func:`mha_kit.kv_cache_bytes`); ``layout``'s local/global
@@ -268,11 +268,11 @@ def cache_growth(cfg, contexts, layout, attention_every, dtype="bf16"):
     s = np.array(contexts, dtype=float)
     gib = 2.0**30
     lines = {
-        "full attention, every layer": [kv_cache_bytes(cfg, int(c), dtype=dtype) / gib for c in contexts],
+        "full attention, every layer": [kv_cache_bytes(cfg, int(c), fmt=fmt) / gib for c in contexts],
         f"{layout.title} layout ({layout.local_per_global}:1, window {layout.window:,})":
-            [layout_kv_bytes(cfg, int(c), layout, dtype) / gib for c in contexts],
+            [layout_kv_bytes(cfg, int(c), layout, fmt) / gib for c in contexts],
         f"hybrid, attention in 1 layer of {attention_every}":
-            [hybrid_cache_bytes(cfg, int(c), attention_every, dtype) / gib for c in contexts],
+            [hybrid_cache_bytes(cfg, int(c), attention_every, fmt) / gib for c in contexts],
         "linear attention, every layer (state)":
             [linear_state_bytes(cfg.num_layers, cfg.num_heads, cfg.head_dim) / gib] * len(contexts),
     }

@@ -122,7 +122,7 @@ def expected_tokens_vs_k(alphas, ks):
     return fig
 
 
-def verification_intensity(configs, ks, gpu, dtype="bf16"):
+def verification_intensity(configs, ks, gpu, fmt="bf16"):
     """FLOPs per byte of KV cache read by a verification step of ``k + 1`` queries, against ``k``.
 
     Parameters
@@ -132,7 +132,7 @@ def verification_intensity(configs, ks, gpu, dtype="bf16"):
         Draft tokens per step (x axis); the step has ``k + 1`` queries.
     gpu : Accelerator
         Its ridge point is drawn as a dashed line.
-    dtype : str or int
+    fmt : str or int
         Cache element type.
 
     Returns
@@ -150,14 +150,14 @@ def verification_intensity(configs, ks, gpu, dtype="bf16"):
         raise ValueError(f"need at least one config and one k, got {len(configs)} and {len(ks)}")
     fig, ax = _figure()
     for j, cfg in enumerate(configs):
-        ax.plot(ks, [arithmetic_intensity(cfg, 1, dtype, queries_per_step=k + 1) for k in ks], marker="o",
+        ax.plot(ks, [arithmetic_intensity(cfg, 1, fmt, queries_per_step=k + 1) for k in ks], marker="o",
                 markersize=3, color=f"C{j}", label=cfg.name or f"config {j}")
     ax.axhline(gpu.ridge_point, color="gray", linestyle="--", linewidth=1)
     # label at the right end, under the line: the curves rise from the left and would cross it there
     ax.annotate(f"{gpu.title} ridge point", (ks[-1], gpu.ridge_point), textcoords="offset points", xytext=(-2, -4),
                 ha="right", va="top", fontsize=8, color="gray")
     ax.set(yscale="log", xlabel="draft tokens per step k (the step has k + 1 queries)",
-           ylabel=f"attention FLOPs per byte of cache ({dtype}, log)",
+           ylabel=f"attention FLOPs per byte of cache ({fmt}, log)",
            title="Verification multiplies decode attention's intensity by k + 1")
     ax.legend(fontsize=8, loc="lower right")
     return fig

@@ -50,7 +50,7 @@ class PreemptionCost:
     recompute_s: float  # a prefill of all its tokens, at the roofline of the GPU
 
 
-def preemption_costs(facts, context_tokens, gpu, link, dtype="bf16") -> PreemptionCost:
+def preemption_costs(facts, context_tokens, gpu, link, fmt="bf16") -> PreemptionCost:
     """Swap against recompute for a request holding ``context_tokens`` tokens of cache.
 
     Swapping moves :func:`mha_kit.kv_cache_bytes` out and back over ``link`` (one direction each,
@@ -74,8 +74,8 @@ def preemption_costs(facts, context_tokens, gpu, link, dtype="bf16") -> Preempti
         raise ValueError(f"expected an Accelerator and a Link (mk.GPUS[...], mk.LINKS[...]), got "
                          f"{type(gpu).__name__} and {type(link).__name__}")
     n = check_positive_int("context_tokens", context_tokens)
-    cache = kv_cache_bytes(facts.config, n, dtype=dtype)
-    weights = elements_to_bytes(dense_decoder_params(facts), dtype)
+    cache = kv_cache_bytes(facts.config, n, fmt=fmt)
+    weights = elements_to_bytes(dense_decoder_params(facts), fmt)
     recompute = roofline_seconds(weights + cache, prefill_flops(facts, n), gpu.hbm_bandwidth, gpu.bf16_flops)
     return PreemptionCost(cache_bytes=cache, swap_out_s=cache / link.bytes_per_s,
                           swap_in_s=cache / link.bytes_per_s, recompute_s=recompute)
@@ -357,7 +357,7 @@ def time_average_in_system(arrivals, finishes) -> float:
     return area / (max(finishes) - min(arrivals))
 
 
-def max_concurrent_sequences(facts, gpu, tokens_per_sequence, memory_fraction=0.9, dtype="bf16") -> int:
+def max_concurrent_sequences(facts, gpu, tokens_per_sequence, memory_fraction=0.9, fmt="bf16") -> int:
     """Sequences of ``tokens_per_sequence`` tokens whose cache fits next to the weights on ``gpu``.
 
     ``floor((memory_fraction * HBM - weight bytes) / (tokens * cache bytes per token))``, the way
@@ -370,7 +370,7 @@ def max_concurrent_sequences(facts, gpu, tokens_per_sequence, memory_fraction=0.
         raise ValueError(f"expected an Accelerator and 0 < memory_fraction <= 1, got "
                          f"{type(gpu).__name__} and {memory_fraction!r}")
     tokens = check_positive_int("tokens_per_sequence", tokens_per_sequence)
-    free = int(memory_fraction * gpu.hbm_bytes) - elements_to_bytes(dense_decoder_params(facts), dtype)
+    free = int(memory_fraction * gpu.hbm_bytes) - elements_to_bytes(dense_decoder_params(facts), fmt)
     if free <= 0:
         raise ValueError(f"{facts.name}'s weights do not fit in {memory_fraction} of {gpu.title}'s memory")
-    return free // (tokens * kv_cache_bytes_per_token(facts.config, dtype))
+    return free // (tokens * kv_cache_bytes_per_token(facts.config, fmt))

@@ -50,13 +50,13 @@ def decode_flops(cfg, context_len) -> int:
     return 2 * attention_macs(cfg, context_len)
 
 
-def decode_intensity(cfg, dtype="bf16") -> float:
+def decode_intensity(cfg, fmt="bf16") -> float:
     """FLOPs per byte of cache read by one decode step (independent of the context length).
 
     ``2g / b`` for MHA, GQA and MQA; ``2 h (2 d_c + d_rope) / ((d_c + d_rope) b)`` for absorbed MLA:
     DeepSeek-V2's 128 heads in bf16 give 2176/9, about 241.8.
     """
-    return arithmetic_intensity(cfg, 1, dtype)
+    return arithmetic_intensity(cfg, 1, fmt)
 
 
 def ridge_point(bandwidth, flop_rate) -> float:
@@ -88,22 +88,22 @@ def overlap(load_seconds, multiply_seconds, both_seconds) -> float:
     return min(max(hidden, 0.0), 1.0)
 
 
-def decode_bound_seconds(cfg, context_len, bandwidth, flop_rate, dtype="bf16") -> float:
+def decode_bound_seconds(cfg, context_len, bandwidth, flop_rate, fmt="bf16") -> float:
     """Roofline bound of one layer's decode step: its cache bytes and its attention FLOPs."""
-    return roofline_seconds(kv_bytes_read(cfg, context_len, dtype), decode_flops(cfg, context_len),
+    return roofline_seconds(kv_bytes_read(cfg, context_len, fmt), decode_flops(cfg, context_len),
                             bandwidth, flop_rate)
 
 
-def limited_by(cfg, context_len, bandwidth, flop_rate, dtype="bf16") -> str:
+def limited_by(cfg, context_len, bandwidth, flop_rate, fmt="bf16") -> str:
     """``"memory"`` or ``"compute"``: which side of the ridge point the decode step sits on."""
-    intensity = arithmetic_intensity(cfg, context_len, dtype)
+    intensity = arithmetic_intensity(cfg, context_len, fmt)
     return "compute" if intensity > ridge_point(bandwidth, flop_rate) else "memory"
 
 
-def token_memory_seconds(cfg, context_len, bandwidth, dtype="bf16") -> float:
+def token_memory_seconds(cfg, context_len, bandwidth, fmt="bf16") -> float:
     """Least time per token that reading the KV cache of **all layers** allows, in seconds.
 
     ``num_layers * kv_bytes_read / bandwidth``: the weights, read once per step whatever the
     context, come on top.
     """
-    return cfg.num_layers * kv_bytes_read(cfg, context_len, dtype) / bandwidth
+    return cfg.num_layers * kv_bytes_read(cfg, context_len, fmt) / bandwidth

@@ -383,7 +383,7 @@ def dequantize_per_head(q, scale):
     return q * scale[:, None, None]
 
 
-def quantized_cache_bytes(num_elements, num_scales, scale_dtype="fp32") -> int:
+def quantized_cache_bytes(num_elements, num_scales, scale_fmt="fp32") -> int:
     """Bytes of an 8-bit cache: one byte per element plus the scales.
 
     ``num_elements`` cached numbers (keys and values) and ``num_scales`` scales (one per
@@ -394,4 +394,4 @@ def quantized_cache_bytes(num_elements, num_scales, scale_dtype="fp32") -> int:
     for name, n in (("num_elements", num_elements), ("num_scales", num_scales)):
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {n!r}")
-    return elements_to_bytes(num_elements, "int8") + elements_to_bytes(num_scales, scale_dtype)
+    return elements_to_bytes(num_elements, "int8") + elements_to_bytes(num_scales, scale_fmt)

@@ -336,14 +336,14 @@ def gated_deltanet_state_elements(num_key_heads, num_value_heads, key_head_dim, 
     return hv * dk * dv + (2 * hk * dk + hv * dv) * (w - 1)
 
 
-def mamba_state_bytes(d_model, d_state=16, expand=2, d_conv=4, dtype="bf16") -> int:
-    """:func:`mamba_state_elements` in bytes of ``dtype``: one Mamba layer, one sequence."""
-    return elements_to_bytes(mamba_state_elements(d_model, d_state, expand, d_conv), dtype)
+def mamba_state_bytes(d_model, d_state=16, expand=2, d_conv=4, fmt="bf16") -> int:
+    """:func:`mamba_state_elements` in bytes of ``fmt``: one Mamba layer, one sequence."""
+    return elements_to_bytes(mamba_state_elements(d_model, d_state, expand, d_conv), fmt)
 
 
-def mamba2_state_bytes(d_model, d_state=128, expand=2, headdim=64, ngroups=1, d_conv=4, dtype="bf16") -> int:
-    """:func:`mamba2_state_elements` in bytes of ``dtype``: one Mamba-2 layer, one sequence."""
-    return elements_to_bytes(mamba2_state_elements(d_model, d_state, expand, headdim, ngroups, d_conv), dtype)
+def mamba2_state_bytes(d_model, d_state=128, expand=2, headdim=64, ngroups=1, d_conv=4, fmt="bf16") -> int:
+    """:func:`mamba2_state_elements` in bytes of ``fmt``: one Mamba-2 layer, one sequence."""
+    return elements_to_bytes(mamba2_state_elements(d_model, d_state, expand, headdim, ngroups, d_conv), fmt)
 
 
 @dataclass(frozen=True)
@@ -362,11 +362,11 @@ class HybridModel:
     state_elements: int  # numbers one state layer keeps per sequence
     source: str  # where the numbers were read
 
-    def cache_bytes(self, context_len, dtype="bf16", state_dtype="bf16") -> int:
+    def cache_bytes(self, context_len, fmt="bf16", state_fmt="bf16") -> int:
         """Bytes one sequence of ``context_len`` tokens keeps: KV of the attention layers plus the states."""
         s = check_positive_int("context_len", context_len)
-        kv = elements_to_bytes(2 * self.attention_layers * self.num_kv_heads * self.head_dim * s, dtype)
-        return kv + elements_to_bytes(self.state_layers * self.state_elements, state_dtype)
+        kv = elements_to_bytes(2 * self.attention_layers * self.num_kv_heads * self.head_dim * s, fmt)
+        return kv + elements_to_bytes(self.state_layers * self.state_elements, state_fmt)
 
 
 #: Published hybrids and pure SSMs, read from their config.json (see each ``source``).

@@ -208,7 +208,7 @@ def cascade_attention(q, k_prefix, v_prefix, k_suffix, v_suffix, suffix_mask=Non
     return acc / tot[..., None]
 
 
-def shared_prefix_read_bytes(cfg, prefix_len, batch_size, dtype="bf16"):
+def shared_prefix_read_bytes(cfg, prefix_len, batch_size, fmt="bf16"):
     """Bytes of the shared prefix's cache read per decode step: per sequence, and once.
 
     Parameters
@@ -216,7 +216,7 @@ def shared_prefix_read_bytes(cfg, prefix_len, batch_size, dtype="bf16"):
     cfg : AttentionConfig or LatentAttentionConfig
         All layers count (``cfg.num_layers``).
     prefix_len, batch_size : int
-    dtype : str or int
+    fmt : str or int
         Cache format (a name or a number of bits).
 
     Returns
@@ -226,7 +226,7 @@ def shared_prefix_read_bytes(cfg, prefix_len, batch_size, dtype="bf16"):
     """
     p = check_positive_int("prefix_len", prefix_len)
     b = check_positive_int("batch_size", batch_size)
-    per_token = kv_cache_bytes_per_token(cfg, dtype)
+    per_token = kv_cache_bytes_per_token(cfg, fmt)
     return b * p * per_token, p * per_token
 
 

@@ -1,4 +1,4 @@
-"""Units: one table of dtype sizes, and formatting of bytes and large integers.
+"""Units: one table of number-format sizes, and formatting of bytes and large integers.
 
 KiB = 1,024 bytes (binary); KB = 1,000 bytes (decimal). Functions that return sizes return
 bytes as ``int``.
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numbers
 
-#: Bits per stored element for each dtype name.
+#: Bits per stored element for each number-format name (the ``fmt`` of every byte counter).
 DTYPE_BITS = {
     "fp32": 32, "float32": 32,
     "bf16": 16, "bfloat16": 16, "fp16": 16, "float16": 16,
@@ -20,26 +20,26 @@ _BINARY = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _DECIMAL = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 
 
-def dtype_bits(dtype) -> int:
+def dtype_bits(fmt) -> int:
     """Bits per element: a name from :data:`DTYPE_BITS` or a positive integer number of bits.
 
     DeepSeek-V2 stores its cache at about 6 bits per element, so ``dtype_bits(6) == 6``.
     """
-    if isinstance(dtype, str):
+    if isinstance(fmt, str):
         try:
-            return DTYPE_BITS[dtype.lower()]
+            return DTYPE_BITS[fmt.lower()]
         except KeyError:
-            raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(DTYPE_BITS)} or a number of bits") from None
-    if isinstance(dtype, bool) or not isinstance(dtype, numbers.Integral) or dtype <= 0:
-        raise ValueError(f"dtype must be a name such as 'bf16' or a positive integer number of bits, got {dtype!r}")
-    return int(dtype)
+            raise ValueError(f"unknown number format {fmt!r}; use one of {sorted(DTYPE_BITS)} or a number of bits") from None
+    if isinstance(fmt, bool) or not isinstance(fmt, numbers.Integral) or fmt <= 0:
+        raise ValueError(f"fmt must be a format name such as 'bf16' or a positive integer number of bits, got {fmt!r}")
+    return int(fmt)
 
 
-def elements_to_bytes(num_elements: int, dtype="bf16") -> int:
-    """Bytes needed for ``num_elements`` numbers of ``dtype``, rounded up to a whole byte."""
+def elements_to_bytes(num_elements: int, fmt="bf16") -> int:
+    """Bytes needed for ``num_elements`` numbers of ``fmt``, rounded up to a whole byte."""
     if isinstance(num_elements, bool) or not isinstance(num_elements, numbers.Integral) or num_elements < 0:
         raise ValueError(f"num_elements must be a non-negative integer, got {num_elements!r}")
-    return -(-int(num_elements) * dtype_bits(dtype) // 8)
+    return -(-int(num_elements) * dtype_bits(fmt) // 8)
 
 
 def format_int(n) -> str:

@@ -107,8 +107,8 @@ def test_llama_3_70b_attention_multiply_adds_are_the_same_in_every_variant(h_kv,
     ],
 )
 def test_llama_3_70b_bytes_read_per_decoded_token(h_kv, text):
-    assert_article(mk.kv_bytes_read(LLAMA.with_kv_heads(h_kv), CONTEXT, dtype="bf16"), text)
-    assert_article(mk.kv_bytes_read(LLAMA.with_kv_heads(h_kv), CONTEXT, dtype=16), text)  # "16-bit numbers"
+    assert_article(mk.kv_bytes_read(LLAMA.with_kv_heads(h_kv), CONTEXT, fmt="bf16"), text)
+    assert_article(mk.kv_bytes_read(LLAMA.with_kv_heads(h_kv), CONTEXT, fmt=16), text)  # "16-bit numbers"
 
 
 def test_llama_3_70b_cache_per_token():

@@ -42,7 +42,7 @@ def test_cache_nbytes_matches_counting(dtype, itemsize):
     cache.append(np.zeros((2, 7, 4)), np.zeros((2, 7, 4)))
     assert cache.keys.dtype == dtype
     assert cache.nbytes == 7 * 2 * 2 * 4 * itemsize
-    assert cache.nbytes == mk.kv_bytes_read(cfg, 7, dtype=8 * itemsize)
+    assert cache.nbytes == mk.kv_bytes_read(cfg, 7, fmt=8 * itemsize)
 
 
 def test_cache_accepts_nested_lists():

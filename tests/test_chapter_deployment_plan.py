@@ -18,13 +18,13 @@ def test_deepseek_v3_fp8_weights_fit_eight_h200s_but_not_eight_h100s():
     per_gpu = -(-V3_PARAMS // 8)  # one byte a parameter over 8 GPUs
     assert 80 * 10**9 < per_gpu < 141 * 10**9
     h100 = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=8, tp=8, context_len=2500, batch_size=1,
-                              weight_dtype="fp8")
+                              weight_fmt="fp8")
     h200 = mk.plan_deployment("deepseek-v3", "h200-sxm", num_gpus=8, tp=8, context_len=2500, batch_size=1,
-                              weight_dtype="fp8")
+                              weight_fmt="fp8")
     assert h100.weight_bytes_per_gpu == per_gpu and not h100.fits and h100.max_sequences == 0
     assert h200.fits
     two_nodes = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=16, tp=16, context_len=2500, batch_size=1,
-                                   weight_dtype="fp8", link="ib-ndr")
+                                   weight_fmt="fp8", link="ib-ndr")
     assert two_nodes.weight_bytes_per_gpu == -(-V3_PARAMS // 16) and two_nodes.fits
 
 
@@ -38,7 +38,7 @@ def _v3_decode_floor(batch, context, tp, bandwidth, link_rate):
 
 
 def test_deepseek_v3_on_h200_decode_floor_and_the_batch_a_20_ms_target_allows():
-    kw = dict(num_gpus=8, tp=8, context_len=2500, weight_dtype="fp8")
+    kw = dict(num_gpus=8, tp=8, context_len=2500, weight_fmt="fp8")
     for batch in (84, 85, 86):
         plan = mk.plan_deployment("deepseek-v3", "h200-sxm", batch_size=batch, **kw)
         assert plan.decode_bound == "memory"

@@ -29,7 +29,7 @@ def test_four_ways_table(n_ctx, gib_mha, gib_gqa, gib_fp8):
     cfg = mk.get_preset("llama-3-8b")
     assert mk.kv_cache_bytes(cfg.with_kv_heads(32), n_ctx) == 32 * 2 * 32 * 128 * 2 * n_ctx == gib_mha * 2 ** 30
     assert mk.kv_cache_bytes(cfg, n_ctx) == gib_gqa * 2 ** 30
-    assert mk.kv_cache_bytes(cfg, n_ctx, dtype="fp8") == 32 * 2 * 8 * 128 * 1 * n_ctx == gib_fp8 * 2 ** 30
+    assert mk.kv_cache_bytes(cfg, n_ctx, fmt="fp8") == 32 * 2 * 8 * 128 * 1 * n_ctx == gib_fp8 * 2 ** 30
 
 
 def test_slot_of_the_next_token_follows_the_block_table():

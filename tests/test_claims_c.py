@@ -67,7 +67,7 @@ def test_weight_products_turn_compute_bound_at_a_few_hundred():
 def test_deepseek_v2_intensity_depends_on_the_cache_format(fmt, bits, expected):
     # 2 * h * (2 d_c + d_h^R) FLOPs per 576 cached numbers of `bits` bits, per token and layer
     assert Fraction(2 * 128 * (2 * 512 + 64) * 8, 576 * bits) == expected
-    assert mk.arithmetic_intensity(V2, 8192, dtype=fmt) == pytest.approx(float(expected), rel=1e-12)
+    assert mk.arithmetic_intensity(V2, 8192, fmt=fmt) == pytest.approx(float(expected), rel=1e-12)
     assert round(float(expected)) == {16: 242, 8: 484, 6: 645}[bits]
 
 

@@ -1,11 +1,13 @@
 """Tests for mha_kit.config: validation of AttentionConfig / LatentAttentionConfig and presets."""
+import inspect
+import warnings
 from dataclasses import FrozenInstanceError
 
 import numpy as np
 import pytest
 
 import mha_kit as mk
-from mha_kit.config import check_positive_int
+from mha_kit.config import check_positive_int, renamed_keyword
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,3 +215,85 @@ def test_presets_are_read_only():
 def test_get_preset_unknown_name():
     with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, gpt2, .*qwen3-30b-a3b$"):
         mk.get_preset("llama-4")
+
+
+# ---------------------------------------------------------------------------------------------
+# renamed_keyword: the old number-format keywords, kept as deprecated aliases
+# ---------------------------------------------------------------------------------------------
+
+LLAMA_70B = mk.MODEL_FACTS["llama-3-70b"]
+PLAN = dict(num_gpus=8, tp=8, context_len=8192, batch_size=32)
+
+# (function, positional arguments, old keyword, new keyword, a value that differs from the default)
+ALIASES = [
+    (mk.kv_bytes_read, (LLAMA_70B.config, 8192), "dtype", "fmt", "fp8"),  # chapter "Worked example"
+    (mk.kv_cache_bytes_per_token, (LLAMA_70B.config,), "dtype", "fmt", 6),  # "Trade-offs": a 6-bit cache
+    (mk.kv_cache_bytes, (LLAMA_70B.config, 32768), "dtype", "fmt", "fp8_e4m3"),  # exercise 11
+    (mk.max_context_tokens, (LLAMA_70B.config, 40 * 10**9), "dtype", "fmt", "fp8"),  # "Low-precision KV cache"
+    (mk.arithmetic_intensity, (LLAMA_70B.config, 8192), "dtype", "fmt", "fp8"),  # "Answering"
+    (mk.plan_deployment, ("llama-3-70b", "h100-sxm"), "weight_dtype", "weight_fmt", "fp8"),  # "Plan a deployment"
+    (mk.plan_deployment, ("llama-3-70b", "h100-sxm"), "kv_dtype", "kv_fmt", "fp8"),
+    (mk.decode_memory_floor, (LLAMA_70B, "h100-sxm", 8, 8192, 32), "weight_bits", "weight_fmt", 8),  # exercise 13
+]
+
+
+def _call(func, args, **kwargs):
+    return func(*args, **(PLAN if func is mk.plan_deployment else {}), **kwargs)
+
+
+@pytest.mark.parametrize("func, args, old, new, value", ALIASES)
+def test_old_keyword_warns_and_gives_the_new_keywords_value(func, args, old, new, value):
+    with pytest.warns(FutureWarning, match=rf"^{func.__name__}\(\): the keyword {old}= is renamed {new}=") as caught:
+        got = _call(func, args, **{old: value})
+    assert [w.filename for w in caught] == [__file__]  # the warning points at the caller's line
+    assert got == _call(func, args, **{new: value}) != _call(func, args)  # the value reached the function
+
+
+@pytest.mark.parametrize("func, args, old, new, value", ALIASES)
+def test_old_and_new_keyword_together_are_refused(func, args, old, new, value):
+    with pytest.raises(TypeError, match=rf"^{func.__name__}\(\) got both {old}= and {new}=; .*pass only {new}=$"):
+        _call(func, args, **{old: value, new: value})
+
+
+@pytest.mark.parametrize("func, args, old, new, value", ALIASES)
+def test_signature_shows_only_the_new_keyword(func, args, old, new, value):
+    params = inspect.signature(func).parameters
+    assert new in params and old not in params
+
+
+def test_new_keyword_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mk.kv_cache_bytes(LLAMA_70B.config, 10, fmt="fp8") * 2 == mk.kv_cache_bytes(LLAMA_70B.config, 10)
+
+
+def test_two_old_keywords_of_one_function_warn_once_each():
+    """plan_deployment stacks two renames in one wrapper: both warn, at the caller, and both values arrive."""
+    with pytest.warns(FutureWarning) as caught:
+        old = mk.plan_deployment("llama-3-70b", "h100-sxm", **PLAN, weight_dtype="fp8", kv_dtype="int4")
+    assert sorted(str(w.message).split("(): ")[1][:16] for w in caught) == ["the keyword kv_d", "the keyword weig"]
+    assert {w.filename for w in caught} == {__file__}
+    assert old == mk.plan_deployment("llama-3-70b", "h100-sxm", **PLAN, weight_fmt="fp8", kv_fmt="int4")
+
+
+def test_plots_cache_vs_context_alias():
+    """The calculator chapter passed dtype= to the plot; the figure's label shows the format either way."""
+    plt = pytest.importorskip("matplotlib.pyplot")  # the numpy-floor run has no matplotlib
+    from mha_kit import plots
+    with pytest.warns(FutureWarning, match=r"^cache_vs_context\(\): the keyword dtype= is renamed fmt="):
+        fig = plots.cache_vs_context([LLAMA_70B.config], [1024, 2048], dtype="fp8")
+    assert "fp8" in fig.axes[0].get_ylabel()
+    plt.close(fig)
+
+
+def test_renamed_keyword_on_a_plain_function():
+    @renamed_keyword("old", "new")
+    def f(x, new=1):
+        """Doc."""
+        return x + new
+
+    assert f(1) == 2 and f(1, 5) == 6 and f.__name__ == "f" and f.__doc__ == "Doc."
+    with pytest.warns(FutureWarning, match=r"^f\(\): the keyword old= is renamed new=; pass new= instead$"):
+        assert f(1, old=5) == 6
+    with pytest.raises(TypeError, match=r"^f\(\) got both old= and new="):
+        f(1, old=5, new=5)

@@ -237,8 +237,8 @@ def test_fractional_bytes_round_up_once_for_the_whole_cache():
     # 1 layer, 2 * 1 * 1 = 2 elements per token at 3 bits: 6 bits per token.
     cfg = mk.AttentionConfig(1, 1, 1, 1, 1)
     assert mk.kv_cache_bytes_per_token(cfg, 3) == 1  # 6 bits -> 1 byte
-    assert mk.kv_cache_bytes(cfg, 4, dtype=3) == 3  # 24 bits, not 4 x 1 byte
-    assert mk.kv_cache_bytes(cfg, 5, dtype=3) == 4  # 30 bits -> 4 bytes
+    assert mk.kv_cache_bytes(cfg, 4, fmt=3) == 3  # 24 bits, not 4 x 1 byte
+    assert mk.kv_cache_bytes(cfg, 5, fmt=3) == 4  # 30 bits -> 4 bytes
 
 
 def test_defaults_are_bf16_single_sequence():
@@ -402,7 +402,7 @@ def test_max_context_tokens_memory_is_a_whole_number_of_bytes(memory, shown):
     ],
 )
 def test_unknown_dtype_is_refused_everywhere(call):
-    with pytest.raises(ValueError, match=r"^unknown dtype 'fp12'"):
+    with pytest.raises(ValueError, match=r"^unknown number format 'fp12'"):
         call()
 
 
@@ -463,7 +463,7 @@ def test_kv_weight_crossover_of_a_changed_config_needs_a_parameter_count():
     (lambda: mk.kv_weight_crossover_tokens("gpt2"), r"^gpt2: no parameter count: the record has neither total_params "),
     (lambda: mk.kv_weight_crossover_tokens("llama-3-70b", num_params=0), r"^num_params must be a positive integer, got 0$"),
     (lambda: mk.kv_weight_crossover_tokens("llama-3-70b", num_params=7e10), r"^num_params must be a positive integer"),
-    (lambda: mk.kv_weight_crossover_tokens("llama-3-70b", fmt="int3"), r"unknown dtype|int3"),
+    (lambda: mk.kv_weight_crossover_tokens("llama-3-70b", fmt="int3"), r"unknown number format|int3"),
     (lambda: mk.kv_weight_crossover_tokens(42), r"^expected an AttentionConfig or LatentAttentionConfig, got int$"),
     (lambda: mk.model_params(mk.PRESETS["gpt2"]), r"^expected a ModelFacts record"),
 ])

@@ -60,21 +60,21 @@ def test_weights_that_do_not_fit_one_gpu():
 
 
 def test_fp8_weights_halve_the_weight_bytes():
-    assert _plan(weight_dtype="fp8").weight_bytes_per_gpu == -(-LLAMA_PARAMS // 8)
+    assert _plan(weight_fmt="fp8").weight_bytes_per_gpu == -(-LLAMA_PARAMS // 8)
 
 
 def test_mla_cache_is_whole_on_every_rank_in_the_plan():
     plan = mk.plan_deployment("deepseek-v3", "h200-sxm", num_gpus=8, tp=8, context_len=8192, batch_size=1,
-                              weight_dtype="fp8")
+                              weight_fmt="fp8")
     assert plan.kv_bytes_per_sequence_per_gpu == 8192 * 61 * (512 + 64) * 2
     assert plan.weight_bytes_per_gpu == -(-671 * 10**9 // 8) and plan.fits
 
 
 def test_moe_decode_reads_more_experts_with_a_larger_batch():
     small = mk.plan_deployment("deepseek-v3", "h200-sxm", num_gpus=8, tp=8, context_len=4096, batch_size=1,
-                               weight_dtype="fp8")
+                               weight_fmt="fp8")
     large = mk.plan_deployment("deepseek-v3", "h200-sxm", num_gpus=8, tp=8, context_len=4096, batch_size=32,
-                               weight_dtype="fp8")
+                               weight_fmt="fp8")
     weights_small = (mk.params_read_per_step(mk.MODEL_FACTS["deepseek-v3"], 1) - 129280 * 7168) / 8
     assert small.decode_step_s > weights_small / 4.8e12
     assert large.decode_step_s > 10 * small.decode_step_s  # 163 experts a layer instead of 8
@@ -120,13 +120,13 @@ def test_fleet_estimate_rules():
 def test_fp8_weights_run_their_products_at_twice_the_bf16_peak():
     # H100 datasheet: FP8 3,958 against BF16 1,979 TFLOPS (with sparsity): an FP8 prefill's weight products
     # take half the time, attention over a bf16 cache keeps the bf16 rate
-    plan = _plan(weight_dtype="fp8")
+    plan = _plan(weight_fmt="fp8")
     matmul = 2 * (LLAMA_PARAMS - 2 * EMBED) * 8192 + 2 * EMBED
     attention = 2 * 80 * (2 * 64 * 8192 * 8192 * 128) // 2
     all_reduce = 2 * 80 * (2 * 7 * (8192 * 8192 // 8) * 2) / 450e9
     expected = (matmul / (2 * 989e12) + attention / 989e12) / 8 + all_reduce
     assert plan.prefill_s == pytest.approx(expected, rel=1e-12)
-    both = _plan(weight_dtype="fp8", kv_dtype="fp8")
+    both = _plan(weight_fmt="fp8", kv_fmt="fp8")
     assert both.prefill_s == pytest.approx((matmul + attention) / (2 * 989e12) / 8 + all_reduce, rel=1e-12)
     assert mk.EIGHT_BIT_SPEEDUP == 2
 
@@ -136,9 +136,9 @@ def test_a_link_record_sets_the_all_reduce_rate():
     ports = mk.Link(name="ib-ndr-x8", title="eight NDR ports", cite="nvidiadgxh100", source="test",
                     bytes_per_s=8 * 50e9)
     base = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=16, tp=16, context_len=2000, batch_size=1,
-                              weight_dtype="fp8", link="ib-ndr")
+                              weight_fmt="fp8", link="ib-ndr")
     fast = mk.plan_deployment("deepseek-v3", "h100-sxm", num_gpus=16, tp=16, context_len=2000, batch_size=1,
-                              weight_dtype="fp8", link=ports)
+                              weight_fmt="fp8", link=ports)
     sent = 2 * 61 * (2 * 15 * (2000 * 7168 // 16) * 2)  # bytes per GPU: two ring all-reduces a layer, bf16
     assert base.prefill_s - fast.prefill_s == pytest.approx(sent / 50e9 - sent / 400e9, rel=1e-9)
     with pytest.raises(ValueError, match="unknown link 'nvlink9'"):

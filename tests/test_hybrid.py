@@ -24,7 +24,7 @@ def test_gemma3_layout_keeps_a_sixth_of_the_layers_growing():
 
 def test_linear_state_bytes():
     assert mk.linear_state_bytes(32, 32, 128) == 32 * 32 * (128 * 128 + 128) * 4  # fp32
-    assert mk.linear_state_bytes(1, 1, 2, dtype="bf16") == 12
+    assert mk.linear_state_bytes(1, 1, 2, fmt="bf16") == 12
 
 
 def test_hybrid_with_every_layer_attention_is_the_full_cache():

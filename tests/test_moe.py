@@ -109,6 +109,6 @@ def test_expert_all_to_all_bytes_by_hand():
     # 256 tokens over 8 GPUs: 32 each, 8 experts a token, 7/8 of them remote, d = 7168, bf16, both ways
     assert mk.expert_all_to_all_bytes(256, 7168, 8, 8) == 2 * 32 * 8 * 7 / 8 * 7168 * 2
     assert mk.expert_all_to_all_bytes(256, 7168, 8, 1) == 0  # one GPU holds every expert
-    assert mk.expert_all_to_all_bytes(256, 7168, 8, 8, dtype="fp8") == 32 * 8 * 7 / 8 * 7168 * 2
+    assert mk.expert_all_to_all_bytes(256, 7168, 8, 8, fmt="fp8") == 32 * 8 * 7 / 8 * 7168 * 2
     with pytest.raises(ValueError, match=r"num_tokens \(10\) must be divisible by ep \(4\)"):
         mk.expert_all_to_all_bytes(10, 7168, 8, 4)

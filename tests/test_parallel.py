@@ -71,7 +71,7 @@ def test_mla_latent_is_whole_on_every_rank():
 
 
 def test_fp8_halves_the_cache_per_gpu():
-    assert 2 * mk.kv_cache_bytes_per_gpu(LLAMA_70B, 8192, 8, dtype="fp8") == mk.kv_cache_bytes_per_gpu(
+    assert 2 * mk.kv_cache_bytes_per_gpu(LLAMA_70B, 8192, 8, fmt="fp8") == mk.kv_cache_bytes_per_gpu(
         LLAMA_70B, 8192, 8)
 
 

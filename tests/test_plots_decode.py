@@ -54,7 +54,7 @@ def test_decode_cost_bars_custom_head_counts(kv_head_counts):
 
 
 def test_decode_cost_bars_axes_name_their_units():
-    fig = plots.decode_cost_bars(LLAMA_70B, 8192, dtype="fp8")
+    fig = plots.decode_cost_bars(LLAMA_70B, 8192, fmt="fp8")
     ax_macs, ax_bytes = fig.axes
     assert "multiply-adds" in ax_macs.get_ylabel()
     assert "MiB" in ax_bytes.get_ylabel() and "fp8" in ax_bytes.get_ylabel()

@@ -134,7 +134,7 @@ def test_scale_count(shape, axis, count):
 def test_fp8_names_have_8_bits_in_the_dtype_table():
     cfg = mk.PRESETS["llama-3-70b"]
     assert mk.dtype_bits("fp8_e4m3") == mk.dtype_bits("fp8_e5m2") == 8
-    assert mk.kv_cache_bytes(cfg, 1000, dtype="fp8_e4m3") * 2 == mk.kv_cache_bytes(cfg, 1000)
+    assert mk.kv_cache_bytes(cfg, 1000, fmt="fp8_e4m3") * 2 == mk.kv_cache_bytes(cfg, 1000)
 
 
 # ---------------------------------------------------------------------------------------------

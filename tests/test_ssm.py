@@ -115,7 +115,7 @@ def test_state_elements_of_mamba_2_8b_and_mamba2_2_7b():
     assert mk.mamba_state_bytes(2560) == 2 * 97_280
     # Mamba-2 2.7B: 80 heads of 64, d_state 128; conv over 5120 + 2 * 128 channels
     assert mk.mamba2_state_elements(2560) == 80 * 64 * 128 + (5120 + 256) * 3 == 671_488
-    assert mk.mamba2_state_bytes(2560, dtype="fp32") == 4 * 671_488
+    assert mk.mamba2_state_bytes(2560, fmt="fp32") == 4 * 671_488
     # Qwen3-Next's Gated DeltaNet: 32 value heads of 128 x 128; conv over 2 * 16 * 128 + 32 * 128
     assert mk.gated_deltanet_state_elements(16, 32, 128, 128) == 32 * 128 * 128 + (4096 + 4096) * 3
 

@@ -41,13 +41,13 @@ def test_dtype_bits_by_number(bits):
 
 
 def test_dtype_bits_unknown_name():
-    with pytest.raises(ValueError, match=r"^unknown dtype 'fp12'; use one of \[.*'bf16'.*\] or a number of bits$"):
+    with pytest.raises(ValueError, match=r"^unknown number format 'fp12'; use one of \[.*'bf16'.*\] or a number of bits$"):
         mk.dtype_bits("fp12")
 
 
 @pytest.mark.parametrize("bad", [0, -16, 16.0, True, None, np.float32(8)])  # zero, negative, float, bool, None
 def test_dtype_bits_bad_value(bad):
-    with pytest.raises(ValueError, match=r"^dtype must be a name such as 'bf16' or a positive integer number of bits"):
+    with pytest.raises(ValueError, match=r"^fmt must be a format name such as 'bf16' or a positive integer number of bits"):
         mk.dtype_bits(bad)
 
 
