@@ -702,9 +702,9 @@ def _planner_models():
 def test_planner_matches_mha_kit_on_every_model_and_gpu(planner_tab):
     """Every model the planner offers on every GPU record, a few shardings and formats: the page equals mha_kit."""
     settings = [dict(num_gpus=8, tp=8, context_len=8192, batch_size=32),
-                dict(num_gpus=16, tp=16, context_len=131072, batch_size=4, kv_dtype="fp8_e4m3"),
-                dict(num_gpus=8, tp=2, context_len=4096, batch_size=64, weight_dtype="fp8"),
-                dict(num_gpus=1, tp=1, context_len=1, batch_size=1, weight_dtype="int4", kv_dtype="int8")]
+                dict(num_gpus=16, tp=16, context_len=131072, batch_size=4, kv_fmt="fp8_e4m3"),
+                dict(num_gpus=8, tp=2, context_len=4096, batch_size=64, weight_fmt="fp8"),
+                dict(num_gpus=1, tp=1, context_len=1, batch_size=1, weight_fmt="int4", kv_fmt="int8")]
     cases = [(model, gpu, opts, (10.0, 500, 2.0)) for model in _planner_models() for gpu in mk.GPUS for opts in settings]
     differences = _compare_plans(planner_tab, cases)
     assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences[:20])
@@ -720,7 +720,7 @@ def test_planner_matches_mha_kit_on_random_settings(planner_tab):
         opts = dict(num_gpus=tp * rng.choice([1, 2, 4]) + (1 if rng.random() < 0.05 else 0), tp=tp,
                     context_len=rng.choice([1, 7, 4096, 8192, 32768, rng.randint(1, 262144)]),
                     batch_size=rng.choice([1, 3, 32, 256, rng.randint(1, 2048)]),
-                    weight_dtype=rng.choice(formats), kv_dtype=rng.choice(formats))
+                    weight_fmt=rng.choice(formats), kv_fmt=rng.choice(formats))
         fleet = (rng.choice([0.5, 10.0, rng.uniform(0.01, 500)]), rng.randint(1, 4000), rng.uniform(0.5, 10))
         cases.append((rng.choice(_planner_models()), rng.choice(list(mk.GPUS)), opts, fleet))
     differences = _compare_plans(planner_tab, cases)

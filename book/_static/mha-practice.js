@@ -291,7 +291,7 @@
     return Number(positiveInt(name, value));
   }
 
-  // plan_deployment(model, gpu, num_gpus=, tp=, context_len=, batch_size=, weight_dtype=, kv_dtype=, link=)
+  // plan_deployment(model, gpu, num_gpus=, tp=, context_len=, batch_size=, weight_fmt=, kv_fmt=, link=)
   function plan(name, gpuName, opts) {
     const m = planModel(name);
     const gpu = DATA.deployment.gpus.find((g) => g.name === gpuName);
@@ -301,9 +301,9 @@
     if (nGpu % t) throw new RangeError(`num_gpus (${nGpu}) must be a multiple of tp (${t}): each replica has tp GPUs`);
     const link = DATA.deployment.links.find((l) => l.name === (opts.link || "nvlink4"));
     if (!link) throw new RangeError(`unknown link ${opts.link}`);
-    const weightBits = dtypeBits(opts.weight_dtype || "bf16");
+    const weightBits = dtypeBits(opts.weight_fmt || "bf16");
     const weightBytes = Number(weightBits) / 8;
-    const kvBits = dtypeBits(opts.kv_dtype || "bf16");
+    const kvBits = dtypeBits(opts.kv_fmt || "bf16");
     const weights = Math.ceil((m.total_params * weightBytes) / t);
     const perSeq = ceilDiv(BigInt(s) * BigInt(m.num_layers) * BigInt(kvElementsPerGpu(m, t)) * kvBits, 8n);
     const free = BigInt(gpu.hbm_bytes) - BigInt(weights);
@@ -1075,7 +1075,7 @@
       rate: el("input", { type: "text", inputmode: "decimal", autocomplete: "off", value: "10", "data-name": "rate" }),
       price: el("input", { type: "text", inputmode: "decimal", autocomplete: "off", value: "2", "data-name": "price" }),
     };
-    const weightFmt = fmt("weight_dtype", "bf16"), kvFmt = fmt("kv_dtype", "bf16");
+    const weightFmt = fmt("weight_fmt", "bf16"), kvFmt = fmt("kv_fmt", "bf16");
     const results = el("dl", { class: "mha-results" });
     const status = el("p", { class: "mha-error", role: "alert" });
     const chart = el("figure", { class: "mha-figure" });
@@ -1100,7 +1100,7 @@
       chart.replaceChildren();
       try {
         const opts = { num_gpus: inputs.num_gpus.value, tp: inputs.tp.value, context_len: inputs.context.value,
-                       batch_size: inputs.batch.value, weight_dtype: weightFmt.value, kv_dtype: kvFmt.value };
+                       batch_size: inputs.batch.value, weight_fmt: weightFmt.value, kv_fmt: kvFmt.value };
         const p = M.plan(model.value, gpu.value, opts);
         const f = M.fleet(p, inputs.rate.value, inputs.output.value, inputs.price.value);
         row("Weights per GPU", M.formatBytes(BigInt(p.weight_bytes_per_gpu), "GB"));

@@ -60,7 +60,7 @@ REFERENCE_CALLS = {
     "block_reuse_answer": "def block_reuse(requests, block_size):\n"
                           "    return mk.serve_stream(mk.PrefixBlockCache(block_size, 10**6), requests)",
     "fp8_batch_answer": "def fp8_batch(cfg, context_len, free_bytes):\n"
-                        "    per_sequence = mk.kv_cache_bytes(cfg, context_len, dtype='fp8_e4m3')\n"
+                        "    per_sequence = mk.kv_cache_bytes(cfg, context_len, fmt='fp8_e4m3')\n"
                         "    return per_sequence, free_bytes // per_sequence",
     "ttft_answer": "def ttft_seconds(facts, gpu, prompt_tokens):\n"
                    "    return mk.roofline_step(facts, gpu)(prompt_tokens, 0, 0)",

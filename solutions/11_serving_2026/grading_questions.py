@@ -116,7 +116,7 @@ def _fp8_batch(got, model, gpu, num_gpus, context_len):
     cfg = mk.PRESETS[model]
     weights = mk.elements_to_bytes(mk.dense_decoder_params(mk.MODEL_FACTS[model]), "bf16")
     free = num_gpus * mk.GPUS[gpu].hbm_bytes - weights
-    per_sequence = mk.kv_cache_bytes(cfg, context_len, dtype="fp8_e4m3")
+    per_sequence = mk.kv_cache_bytes(cfg, context_len, fmt="fp8_e4m3")
     if type(got) is not tuple or len(got) != 2:
         raise AssertionError(f"expected (bytes_per_sequence, sequences) as a tuple of 2 ints, got {type(got).__name__}")
     hints = {2: "FP8 stores one byte per number", Fraction(1, cfg.num_layers): "one layer's worth: count every layer"}

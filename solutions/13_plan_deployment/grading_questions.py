@@ -85,7 +85,7 @@ def _decode_floor(got, model, gpu, tp, context_len, batch_size):
                   (mk.decode_memory_floor(facts, chip, tp, context_len, 1)[0],
                    "every sequence reads its own cache: it grows with the batch"),
                   (step + (tp - 1) * weights_s, "each GPU reads only its own share of the weights"),
-                  (mk.decode_memory_floor(facts, chip, tp, context_len, batch_size, weight_bits=8)[0],
+                  (mk.decode_memory_floor(facts, chip, tp, context_len, batch_size, weight_fmt="fp8")[0],
                    "a bf16 weight is 2 bytes"),
                   (1e3 * step, "seconds, not milliseconds")]
     expect_float(got[0], step, f"TPOT of {what}", wrong=tpot_slips, rtol=1e-6)
