@@ -297,3 +297,28 @@ def test_renamed_keyword_on_a_plain_function():
         assert f(1, old=5) == 6
     with pytest.raises(TypeError, match=r"^f\(\) got both old= and new="):
         f(1, old=5, new=5)
+
+
+def _kit_callables():
+    """Every public function and method of mha_kit's exports (classes' own methods included)."""
+    for name in dir(mk):
+        obj = getattr(mk, name)
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj) and obj.__module__.startswith("mha_kit"):
+            for attr, member in vars(obj).items():
+                if inspect.isfunction(member) and not attr.startswith("_") or attr == "__init__":
+                    yield f"{name}.{attr}", member
+
+
+def test_a_number_format_is_never_called_dtype():
+    """dtype is a numpy dtype only (KVCache's np.float64); a format name or bit count is fmt / <what>_fmt."""
+    wrong = []
+    for name, func in _kit_callables():
+        for param in inspect.signature(func).parameters.values():
+            if param.name == "dtype" and isinstance(param.default, str):
+                wrong.append(f"{name}({param.name}={param.default!r})")
+            if param.name.endswith("_dtype"):
+                wrong.append(f"{name}({param.name})")
+    assert not wrong, wrong
+    assert "dtype" in inspect.signature(mk.KVCache).parameters  # a real numpy dtype keeps the name
