@@ -21,7 +21,7 @@
 # make clean         remove the build output
 #
 # MHA_REPOSITORY_URL=https://github.com/<owner>/<repo> adds the repository,
-# issue and Binder buttons to any build (tools/site_buttons.py); without it
+# issue and Binder buttons to any build (website/ext/site_buttons.py); without it
 # the site shows none.
 #
 # Both `book` and `test` create .venv (python3.11) and install
@@ -68,7 +68,7 @@ $(STAMP): requirements.txt requirements-bench.txt pyproject.toml
 	$(BIN)/python -c "import matplotlib.pyplot"
 	touch $@
 
-# The browser edition (JupyterLite, tools/lite_site.py) builds in its own pinned environment,
+# The browser edition (JupyterLite, website/lite/site.py) builds in its own pinned environment,
 # so that it never constrains the project's JupyterLab.
 LITE_VENV := .venv-lite
 LITE_STAMP := $(LITE_VENV)/.installed
@@ -82,12 +82,12 @@ $(LITE_STAMP): requirements-lite.txt
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html -W --keep-going -n
 
-# tools/build_site.py runs the same jupyter-book command with MHA_HIDE_SOLUTIONS=1
+# website/build.py runs the same jupyter-book command with MHA_HIDE_SOLUTIONS=1
 # and also keeps its log (_build/learner/build.log), which the site tests read
 # when handed this build (MHA_BUILT_SITE=_build/learner make test); without it
 # they build their own, from the outputs nbval checks in the same run.
 learner-book: $(STAMP) $(LITE_STAMP)
-	$(BIN)/python tools/build_site.py --learner _build/learner
+	$(BIN)/python -m website.build --learner _build/learner
 
 release: learner-book
 	rm -rf _build/release _build/mha-course-release.tar.gz
@@ -118,7 +118,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 # mha_kit on the oldest numpy it supports (pyproject.toml: numpy>=1.25), the one the browser
-# edition's kernel has: its unit tests (tools/numpy_floor_tests.py lists them) in a venv of their own.
+# edition's kernel has: its unit tests (tests/numpy_floor.py lists them) in a venv of their own.
 NUMPY_FLOOR := 1.25.2
 FLOOR_VENV := .venv-numpy-floor
 FLOOR_STAMP := $(FLOOR_VENV)/.installed-$(NUMPY_FLOOR)
@@ -130,7 +130,7 @@ $(FLOOR_STAMP):
 	touch $@
 
 test-numpy-floor: $(FLOOR_STAMP)
-	PYTHONPATH=$(CURDIR) $(FLOOR_VENV)/bin/python -m pytest -q $$($(FLOOR_VENV)/bin/python tools/numpy_floor_tests.py)
+	PYTHONPATH=$(CURDIR) $(FLOOR_VENV)/bin/python -m pytest -q $$($(FLOOR_VENV)/bin/python tests/numpy_floor.py)
 
 serve:
 	@test -f $(SITE)/index.html || { echo "No built book in $(SITE): run 'make book' (or 'make learner-book') first."; exit 1; }

@@ -23,9 +23,11 @@ its spread; the steps are read on their medians. The last line gives each path's
 achievable roof and what bounds that roof (bytes or products), not a pass or a fail. A step faster
 than its roof means the roof was measured low: the report then says so instead.
 
-    python benchmarks/decode_benchmark.py                 # full run, a few minutes on 2 quiet cores
-    python benchmarks/decode_benchmark.py --quick         # small contexts, five rounds
-    python benchmarks/decode_benchmark.py --out benchmarks/results_reference   # the book's copy
+    python -m benchmarks.decode_benchmark                 # full run, a few minutes on 2 quiet cores
+    python -m benchmarks.decode_benchmark --quick         # small contexts, five rounds
+    python -m benchmarks.decode_benchmark --out benchmarks/results_reference   # the book's copy
+
+(from the repository's root, which ``python -m`` puts on the import path: mha_kit need not be installed).
 
 Writes ``decode_benchmark.csv``, ``machine.json`` and ``report.txt`` (what it printed) to ``--out``
 (default benchmarks/results/). Book: chapter "Measure it yourself".
@@ -44,20 +46,16 @@ for _name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
 import argparse  # noqa: E402
 import csv  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-import fused_decode as fd  # noqa: E402  (beside this script)
-import host  # noqa: E402
-import numpy_decode as nd  # noqa: E402
-import peer  # noqa: E402
-
 import mha_kit as mk  # noqa: E402
+from benchmarks import fused_decode as fd  # noqa: E402
+from benchmarks import host, peer  # noqa: E402
+from benchmarks import numpy_decode as nd  # noqa: E402
 from mha_kit import roofline  # noqa: E402
 
 FULL_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)

@@ -5,7 +5,7 @@ Same variants and table as ``decode_benchmark.py`` (MHA, GQA-8, MQA with 64 quer
 written the same way as mha_kit's decode path: the ``g`` queries of each KV head in one product.
 On a GPU the ridge point is far higher than on a CPU, so MQA stays memory-bound.
 
-    python benchmarks/gpu_decode.py            # needs torch with CUDA; says so and exits 0 otherwise
+    python -m benchmarks.gpu_decode            # needs torch with CUDA; says so and exits 0 otherwise
 
 Optional and never run in CI: torch is not a requirement of this project.
 Book: chapter "Measure it yourself".
@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import decode_benchmark as cpu  # noqa: E402  (the table, counts and summary)
+from benchmarks import decode_benchmark as cpu  # the table, counts and summary
 
 CONTEXTS = (1024, 4096, 16384, 32768, 131072)
 

@@ -1,7 +1,10 @@
 """Grade one synthetic class with plain ``nbgrader autograde`` and with ``mha_course.safegrade``.
 
-    .venv/bin/python benchmarks/grading_benchmark.py [--students 60] [--workers 2xCORES] [--timeout 5]
-    .venv/bin/python benchmarks/grading_benchmark.py --similarity-rounds 3   # the similarity pass's cost
+    PYTHONPATH=tests .venv/bin/python -m benchmarks.grading_benchmark [--students 60] [--workers 2xCORES] [--timeout 5]
+    PYTHONPATH=tests .venv/bin/python -m benchmarks.grading_benchmark --similarity-rounds 3   # the similarity pass's cost
+
+The class is made by the safegrade tests' own helpers (``tests/safegrade_support.py``), which
+import one another as top-level modules, as pytest imports them: hence ``PYTHONPATH=tests``.
 
 The class (exercise 01) mixes full, partial and blank answers with hostile submissions (patched
 numpy, a fake int, a cell that sleeps past the time limit, a corrupt file, edited tests, a crash). Both graders run on the
@@ -23,9 +26,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+HELPERS = ("safegrade_support", "grading_support", "booktoc")  # tests/: the class and its expected grades
 
-from safegrade_support import A, honest, hostile, results, scores, write  # noqa: E402
+try:
+    from safegrade_support import A, honest, hostile, results, scores, write
+except ModuleNotFoundError as error:
+    if error.name not in HELPERS:
+        raise
+    sys.exit(f"grading_benchmark: no module {error.name!r}: the class comes from the tests' helpers; run "
+             "PYTHONPATH=tests .venv/bin/python -m benchmarks.grading_benchmark from the repository")
 
 #: Hostile kinds of ``safegrade_support.hostile`` (a name it no longer has fails at once: tests/test_grading_benchmark.py).
 HOSTILE = ("patch_isclose", "fake_int", "sleep", "corrupt", "edit_tests", "exit_kernel")

@@ -1,4 +1,4 @@
-"""The page weight of the browser edition: ``python benchmarks/lite_page_weight.py SITE``.
+"""The page weight of the browser edition: ``PYTHONPATH=tests python -m benchmarks.lite_page_weight SITE``.
 
 Run by hand (it starts the browser edition's kernel once, tens of CPU seconds), on a built learner
 edition (``make learner-book``: SITE is ``_build/learner/html``). Prints a table:
@@ -6,7 +6,8 @@ edition (``make learner-book``: SITE is ``_build/learner/html``). Prints a table
 * the bytes of ``SITE/lite/`` on disk (what a host serves);
 * the bytes a first visit downloads: the landing page, then one exercise opened in JupyterLab
   until its kernel has imported ``mha_kit`` (counted by the server here; headless Chromium, an
-  empty cache, no other host reachable).
+  empty cache, no other host reachable). It drives the page with the site tests' helpers
+(``tests/lite_support.py``, imported as pytest imports it: hence ``PYTHONPATH=tests``).
 """
 
 import argparse
@@ -16,9 +17,6 @@ import json
 import sys
 import threading
 from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT / "tests"))
 
 
 class _Counting(http.server.SimpleHTTPRequestHandler):

@@ -3,9 +3,9 @@
 Each step runs as a subprocess from the repository root and is timed with a wall clock, so a
 change that makes the book slower to build or the tests slower to run shows up as a number.
 
-    python benchmarks/pipeline_times.py                     # book build and tests (minutes)
-    python benchmarks/pipeline_times.py --steps unit        # one step: the unit tests only
-    python benchmarks/pipeline_times.py --steps install     # fresh venv + pip install (slow, network)
+    python -m benchmarks.pipeline_times                     # book build and tests (minutes)
+    python -m benchmarks.pipeline_times --steps unit        # one step: the unit tests only
+    python -m benchmarks.pipeline_times --steps install     # fresh venv + pip install (slow, network)
 
 The book is built into a temporary folder (``--path-output``), never into the shared ``_build``;
 the fresh install goes into a temporary venv and leaves ``.venv`` alone. Results are printed and

@@ -74,6 +74,7 @@ UNIT = frozenset({
     "test_deployment.py",
     "test_pipeline.py",
     "test_offline_site.py",
+    "test_website.py",
     "test_packaging.py",
     "test_plots.py",
     "test_plots_context.py",

@@ -20,12 +20,11 @@ import pytest  # noqa: E402
 
 import mha_kit as mk  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the benchmark's modules
-import numpy_decode as nd  # noqa: E402
+from benchmarks import numpy_decode as nd  # noqa: E402
 from mha_kit import plots, roofline  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "decode_benchmark.py"
+SCRIPT = ["-m", "benchmarks.decode_benchmark"]  # run from the repository's root
 VARIANTS = ["MHA", "GQA-8", "MQA", "MLA"]
 
 
@@ -33,18 +32,17 @@ VARIANTS = ["MHA", "GQA-8", "MQA", "MLA"]
 def bench():
     """The script as a module; its BLAS settings are undone so other tests see the usual environment."""
     saved = dict(os.environ)
-    spec = importlib.util.spec_from_file_location("decode_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from benchmarks import decode_benchmark
+
     os.environ.clear()
     os.environ.update(saved)
-    return module
+    return decode_benchmark
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("decode_benchmark")
-    result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
+    result = subprocess.run([sys.executable, *SCRIPT, "--quick", "--out", str(out)],
                             capture_output=True, text=True, timeout=600, cwd=ROOT)  # numba compiles once, then caches
     return result, out
 
@@ -332,17 +330,16 @@ def test_gpu_script_skips_without_torch_or_cuda():
     """Never times anything in CI: without torch (or a GPU) it says why and exits 0."""
     if importlib.util.find_spec("torch") is not None:
         pytest.skip("torch is installed here: the GPU script would run for real")
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_decode.py")],
+    result = subprocess.run([sys.executable, "-m", "benchmarks.gpu_decode"],
                             capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout.startswith("gpu_decode: PyTorch is not installed; skipped")
 
 
 def test_pipeline_script_lists_the_makefile_steps():
-    spec = importlib.util.spec_from_file_location("pipeline_times", ROOT / "benchmarks" / "pipeline_times.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    commands = module.steps(Path("/tmp/x"))
+    from benchmarks import pipeline_times
+
+    commands = pipeline_times.steps(Path("/tmp/x"))
     assert list(commands) == ["install", "book", "unit", "tests"]
     assert "--nbval" in commands["tests"] and "book/decode_benchmark.ipynb" in commands["tests"]
     assert "--path-output" in commands["book"]  # never the shared _build
@@ -415,6 +412,7 @@ def test_overlap_rejects_times_that_are_not_positive():
 # ---------------------------------------------------------------------------------------------
 
 def load(name):
+    """A fresh copy of ``benchmarks/<name>.py`` (the peer's test loads it again with torch blocked)."""
     spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,15 +1,10 @@
 """The NumPy decode path the benchmark times (benchmarks/numpy_decode.py): every block/thread
 layout, every kernel and both cache layouts equal mha_kit's reference attention."""
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import mha_kit as mk
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the benchmark's modules
-import numpy_decode as nd  # noqa: E402
+from benchmarks import numpy_decode as nd
 
 TOL64 = dict(rtol=1e-10, atol=1e-12)
 TOL32 = dict(rtol=2e-5, atol=1e-6)

@@ -1,6 +1,6 @@
 """Every chapter that teaches ends with a follow-up chain in the one format the flashcards read.
 
-The format (book: the chain at the end of each chapter; tools/followup_cards.py collects it): a label
+The format (book: the chain at the end of each chapter; website/ext/followup_cards.py collects it): a label
 ``(<chapter>-chain)=``, the heading "Follow-up chain", then three dropdown admonitions of class
 ``followup`` titled "[E] Q1.", "[M] Q2.", "[H] Q3.", each with a strong answer, what the interviewer
 listens for and the trap, in that order.

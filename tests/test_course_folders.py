@@ -59,7 +59,7 @@ EXAMPLES = {
     "book/instructor_guide.ipynb": {"01_shapes"},  # a grading round
 }
 #: Where the course's code, tests, tools and book live (the manifest and the folders excepted).
-SCANNED = ("mha_course", "tests", "tools", "book", "benchmarks")
+SCANNED = ("mha_course", "tests", "website", "book", "benchmarks")
 TOP_FILES = ("Makefile", "nbgrader_config.py", "_toc.yml", "_config.yml", "pyproject.toml")
 NAMES = re.compile(r"\b(" + "|".join(map(re.escape, ASSIGNMENTS)) + r")\b")
 

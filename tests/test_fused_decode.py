@@ -12,10 +12,10 @@ import pytest
 
 import mha_kit as mk
 
+from benchmarks import fused_decode as fd
+from benchmarks import numpy_decode as nd
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))  # the benchmark's modules
-import fused_decode as fd  # noqa: E402
-import numpy_decode as nd  # noqa: E402
 
 needs_numba = pytest.mark.skipif(fd.MISSING is not None, reason=f"fused kernel not tested: {fd.MISSING}")
 TOL32 = dict(rtol=2e-5, atol=2e-6)

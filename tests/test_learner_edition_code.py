@@ -31,7 +31,7 @@ _REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 def shipped_code(root=ROOT):
     """``{file: normalised lines}`` of the Python the browser edition packs beside ``mha_kit``."""
     files = [*root.glob("solutions/*/grading_questions.py"), *root.glob("mha_course/judge/*.py"),
-             root / "mha_course" / "numpy2.py", root / "tools" / "lite_runtime" / "mha_lite" / "__init__.py"]
+             root / "mha_course" / "numpy2.py", root / "website" / "lite" / "mha_lite" / "__init__.py"]
     return {p.relative_to(root).as_posix(): normalised_lines(p.read_text(encoding="utf-8")) for p in files}
 
 

@@ -8,23 +8,20 @@ tested in tests/test_site.py, on the built site.
 import io
 import json
 import re
-import sys
 import tarfile
 import textwrap
 
 import nbformat
+import numpy_floor
 import pytest
 from booktoc import REPO_ROOT
 
-sys.path.insert(0, str(REPO_ROOT / "tools"))
-sys.path.insert(0, str(REPO_ROOT / "tools" / "lite_runtime"))
-import lite_buttons  # noqa: E402  (tools/ is not a package)
-import lite_kernel  # noqa: E402
-import lite_notebooks  # noqa: E402
-import lite_site  # noqa: E402
-import lite_trial  # noqa: E402
-import mha_lite  # noqa: E402
-import numpy_floor_tests  # noqa: E402
+from website.lite import buttons as lite_buttons
+from website.lite import kernel as lite_kernel
+from website.lite import mha_lite
+from website.lite import notebooks as lite_notebooks
+from website.lite import site as lite_site
+from website.lite import trial as lite_trial
 
 from mha_course.course import ASSIGNMENTS, COURSE  # noqa: E402
 from mha_course.judge.core import parse_runs  # noqa: E402
@@ -437,7 +434,7 @@ def test_the_exercises_box_links_every_release_and_says_where_work_is_kept():
 
 
 def test_numpy_floor_runs_the_kit_tests_only():
-    listed = set(numpy_floor_tests.kit_tests())
+    listed = set(numpy_floor.kit_tests())
     assert {"tests/test_attention.py", "tests/test_counting.py", "tests/test_units.py"} <= listed
     assert not {"tests/test_plots.py", "tests/test_site.py", "tests/test_judge.py", "tests/test_lite.py"} & listed
 

@@ -1,13 +1,8 @@
-"""tools/offline_site.py: what it counts as a load from another host, and what it rewrites."""
-
-import importlib.util
+"""website/ext/offline_site.py: what it counts as a load from another host, and what it rewrites."""
 
 import pytest
-from booktoc import REPO_ROOT
 
-_spec = importlib.util.spec_from_file_location("offline_site", REPO_ROOT / "tools" / "offline_site.py")
-offline_site = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(offline_site)
+from website.ext import offline_site
 
 
 @pytest.mark.parametrize(

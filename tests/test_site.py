@@ -1,10 +1,10 @@
 """The built site: a warning-free build, read in a real browser with no network.
 
-The module builds the whole book once, as `make learner-book` does (tools/build_site.py, the
+The module builds the whole book once, as `make learner-book` does (website/build.py, the
 learner edition that is published), into a temporary folder; with MHA_BUILT_SITE=<folder> set
 (after `make learner-book`), it reads that build instead of making another. A chapter that
 nbval re-executes and compares in the same run (`make test`, CI) is built from its stored outputs
-rather than executed a second time (tools/stored_outputs.py); every other chapter executes.
+rather than executed a second time (website/ext/stored_outputs.py); every other chapter executes.
 Every browser test in the project lives in this one module, so that pytest-xdist's --dist
 loadfile gives them the one build. Each page is loaded once for what the page tests check
 (page_reports, with PROBES for what more a test reads from it); the calculator's and the
@@ -25,7 +25,6 @@ import json
 import os
 import random
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -39,14 +38,10 @@ import pytest
 import site_support as support
 from booktoc import REPO_ROOT, source_of, toc_docnames, toc_entries
 
-sys.path.insert(0, str(REPO_ROOT / "tools"))
-import build_site  # noqa: E402  (tools/ is not a package)
-import learner_edition  # noqa: E402
-import lite_site  # noqa: E402
-import practice_pages  # noqa: E402
-import stored_outputs  # noqa: E402
-
-import mha_kit as mk  # noqa: E402
+import mha_kit as mk
+from website import build as build_site
+from website.ext import learner_edition, practice_pages, stored_outputs
+from website.lite import site as lite_site
 
 # The pages of the learner edition: every page of _toc.yml but the instructor's guide.
 SITE_DOCNAMES = [docname for docname in toc_docnames() if docname not in learner_edition.LEARNER_EXCLUDED]
@@ -1294,7 +1289,7 @@ def test_lite_runs_every_chapter_and_exercise_top_to_bottom(lite_lab, site):
 def test_lite_pages_load_nothing_from_another_host(site):
     """The browser edition's pages name no other host to load from (the browser tests above also
     block every other host while JupyterLab and its kernel load)."""
-    import offline_site
+    from website.ext import offline_site
 
     loads = {}
     for page in sorted((site.html / "lite").rglob("*.html")):
@@ -1321,7 +1316,7 @@ def test_lite_buttons_open_each_page_in_the_browser_edition(site):
 def lite_site_url(docname, copy):
     import html
 
-    import lite_buttons
+    from website.lite import buttons as lite_buttons
 
     return html.escape(lite_buttons.lite_url(docname, lite_site.page_url(copy)))
 

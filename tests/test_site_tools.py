@@ -1,10 +1,9 @@
-"""The site's Sphinx extensions in tools/, without building the book.
+"""The site's Sphinx extensions (website/ext/), without building the book.
 
 The flashcard collector runs in a small Sphinx project made here (a notebook with a glued
 number and a follow-up admonition), since no chapter has a follow-up chain yet.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,18 +17,7 @@ from booktoc import REPO_ROOT
 import mha_kit as mk
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-site_buttons = _load("site_buttons")
-search_text = _load("search_text")
-learner_edition = _load("learner_edition")
-practice_pages = _load("practice_pages")
-accessible_pages = _load("accessible_pages")
+from website.ext import accessible_pages, learner_edition, practice_pages, search_text, site_buttons, stored_outputs
 
 # --- buttons -----------------------------------------------------------------------------------
 
@@ -208,9 +196,7 @@ def _fixture_book(folder, with_chain):
     nbformat.write(nb, folder / "chapter.ipynb")
     (folder / "index.md").write_text("# Fixture\n\n```{toctree}\nchapter\n```\n", encoding="utf-8")
     (folder / "conf.py").write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(REPO_ROOT / 'tools')!r})\n"
-        "extensions = ['myst_nb', 'followup_cards']\n"
+        "extensions = ['myst_nb', 'website.ext.followup_cards']\n"
         "myst_enable_extensions = ['colon_fence', 'dollarmath']\n"
         "nb_execution_mode = 'off'\n"
         "root_doc = 'index'\n",
@@ -222,8 +208,9 @@ def _build_fixture(tmp_path, with_chain):
     source, out = tmp_path / "src", tmp_path / "html"
     source.mkdir()
     _fixture_book(source, with_chain)
+    # run in the repository: python -m puts it on the path, so the extension imports as the book's do
     result = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", str(source), str(out)],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     cards = json.loads((out / "_static" / "mha-flashcards.json").read_text(encoding="utf-8"))
     script = (out / "_static" / "mha-flashcards.js").read_text(encoding="utf-8")
@@ -289,9 +276,7 @@ def _build_with_theme(tmp_path, url):
     source.mkdir(parents=True)
     (source / "index.rst").write_text("Fixture\n=======\n\nText.\n", encoding="utf-8")
     (source / "conf.py").write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(REPO_ROOT / 'tools')!r})\n"
-        "extensions = ['site_buttons']\n"
+        "extensions = ['website.ext.site_buttons']\n"
         "html_theme = 'sphinx_book_theme'\n"
         # what jupyter-book passes when _config.yml has no repository block
         "html_theme_options = {'repository_url': 'https://github.com/executablebooks/jupyter-book',"
@@ -302,7 +287,7 @@ def _build_with_theme(tmp_path, url):
     if url:
         env[site_buttons.ENV_URL] = url
     result = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(source), str(out)],
-                            capture_output=True, text=True, timeout=120, env=env)
+                            capture_output=True, text=True, timeout=120, env=env, cwd=REPO_ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     return (out / "index.html").read_text(encoding="utf-8")
 
@@ -343,9 +328,6 @@ def test_a_line_that_only_returns_a_name_is_no_secret():
 
 
 # --- stored outputs in the test build ----------------------------------------------------------
-
-sys.path.insert(0, str(REPO_ROOT / "tools"))  # stored_outputs imports learner_edition
-stored_outputs = _load("stored_outputs")
 
 
 def _config(patterns):

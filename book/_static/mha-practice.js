@@ -1,4 +1,4 @@
-/* The live KV-cache calculator, the drills and the flashcards (tools/practice_pages.py).
+/* The live KV-cache calculator, the drills and the flashcards (website/ext/practice_pages.py).
  *
  * The drills and the flashcards come back by spaced repetition: mha-schedule.js (loaded first)
  * keeps a Leitner schedule of what was answered right and wrong, and the export and import of it.

@@ -1,9 +1,9 @@
 """A trial run of chapters' browser copies with only the packages the browser has.
 
 A chapter that calls a function of mha_kit which imports, when called, a package the browser lacks
-(``ml_dtypes``, for bf16 and FP8; tools/lite_kernel.py's :func:`kit_needs`) may still run in the
+(``ml_dtypes``, for bf16 and FP8; website/lite/kernel.py's :func:`kit_needs`) may still run in the
 browser: ``quantize_per_head`` reaches ``ml_dtypes`` only for FP8, never for its int8. The static
-answer is conservative, so tools/lite_site.py's ``chapter_plan`` asks this module instead, for those
+answer is conservative, so website/lite/site.py's ``chapter_plan`` asks this module instead, for those
 chapters only: their code (as the browser copy keeps it, figures dropped) runs in one subprocess in
 which importing any package the browser does not have fails, as it would there. numpy is the
 desktop's here (the browser's is 1.25; ``make test-numpy-floor`` covers that difference).
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-import lite_notebooks
+from website.lite import notebooks as lite_notebooks
 
 TRIAL_TIMEOUT_S = 300
 

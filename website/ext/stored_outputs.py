@@ -3,7 +3,7 @@
 The book executes every chapter (``execute_notebooks: force``). The one exception is a build
 for a test run that also re-executes those chapters with nbval and compares every output with
 the stored one (``make test``): running them a second time in the site build proves nothing
-more and costs minutes. tools/build_site.py then sets ``MHA_STORED_OUTPUTS`` to those notebooks
+more and costs minutes. website/build.py then sets ``MHA_STORED_OUTPUTS`` to those notebooks
 (paths relative to the repository, ``os.pathsep`` between them), and this extension adds them
 to myst-nb's ``nb_execution_excludepatterns``.
 
@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from learner_edition import ENV_FLAG
+from website.ext.learner_edition import ENV_FLAG
 
 ENV_STORED = "MHA_STORED_OUTPUTS"
 

@@ -1,4 +1,4 @@
-"""Build the "Try it in the browser" edition into a site: ``python tools/lite_site.py SITE``.
+"""Build the "Try it in the browser" edition into a site: ``python -m website.lite.site SITE``.
 
 Writes ``SITE/lite/``: JupyterLite 0.2 (``jupyterlite-core``) with the xeus-python kernel
 (``jupyterlite-xeus-python``), both pinned in ``requirements-lite.txt`` and installed in their own
@@ -10,14 +10,14 @@ What it holds (its files, ``lite/files/``; the notebooks a reader opens and chan
 
 * ``exercises/<assignment>/<assignment>.ipynb``: the released exercises, unchanged, so that a
   notebook downloaded from the page is the one an instructor grades;
-* ``chapters/<chapter>.ipynb``: the chapters that can run in a browser, as tools/lite_notebooks.py
+* ``chapters/<chapter>.ipynb``: the chapters that can run in a browser, as website/lite/notebooks.py
   copies them (figures as pictures, numbers written into the text);
 * ``README.md``: what this is, where work is kept, how to download it.
 
 Its kernel gets, beside the prebuilt packages, ``mha_kit`` and the kernel side of the judge
-(tools/lite_kernel.py: the import closure, checked against what the browser has), so a test cell
+(website/lite/kernel.py: the import closure, checked against what the browser has), so a test cell
 judges at once as on the desktop. ``lite/index.html`` is a landing page (no script) linking to
-every notebook; the book's pages link to theirs (tools/lite_buttons.py).
+every notebook; the book's pages link to theirs (website/lite/buttons.py).
 
 Nothing is loaded from another host: the build is offline, and the site's tests open the notebooks
 in Chromium with every other host blocked.
@@ -35,12 +35,11 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import lite_kernel  # noqa: E402  (tools/ is not a package)
-import lite_notebooks  # noqa: E402
-import lite_trial  # noqa: E402
+from website.lite import kernel as lite_kernel
+from website.lite import notebooks as lite_notebooks
+from website.lite import trial as lite_trial
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LITE_VENV = REPO_ROOT / ".venv-lite"
 LITE = "lite"
 KERNEL = "@jupyterlite/xeus-python-kernel"
@@ -215,7 +214,7 @@ def reference_rules(root=REPO_ROOT):
     return {"questions": questions, "refused": {a: refused(a) for a in ASSIGNMENTS}}
 
 
-IPYTHON_CONFIG = b"""# The browser edition's kernel loads its hook (tools/lite_runtime/mha_lite) at start.
+IPYTHON_CONFIG = b"""# The browser edition's kernel loads its hook (website/lite/mha_lite) at start.
 c.InteractiveShellApp.extensions = ["mha_lite"]
 """
 
@@ -356,10 +355,10 @@ def build(site, venv=LITE_VENV, root=REPO_ROOT, log=print):
     summary = {"exercises": exercises, "chapters": chapters, "left_out": left_out, "archives": archives,
                "mha_course_modules": course}
     (out / "mha-lite.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    log(f"lite_site: {len(exercises)} exercises and {len(chapters)} chapters in {out}; mha_course modules packed: "
+    log(f"website.lite: {len(exercises)} exercises and {len(chapters)} chapters in {out}; mha_course modules packed: "
         f"{', '.join(course)}")
     for docname, why in left_out.items():
-        log(f"lite_site: {docname} is not in the browser edition: {why}")
+        log(f"website.lite: {docname} is not in the browser edition: {why}")
     return summary
 
 
@@ -371,7 +370,7 @@ def main(argv=None):
     try:
         build(args.site, args.venv)
     except (lite_kernel.ClosureError, FileNotFoundError, RuntimeError) as error:
-        print(f"lite_site: {error}", file=sys.stderr)
+        print(f"website.lite: {error}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,6 +1,6 @@
 """The browser edition's kernel: what it can import, what of the course it needs, and the packing.
 
-The kernel of the browser edition (JupyterLite with jupyterlite-xeus-python, see tools/lite_site.py)
+The kernel of the browser edition (JupyterLite with jupyterlite-xeus-python, see website/lite/site.py)
 runs a prebuilt environment that cannot be solved again: conda-style ``.tar.gz`` packages beside
 ``empack_env_meta.json``, each unpacked into the prefix at start. A pure-Python package packed the
 same way (``lib/python3.11/site-packages/<package>/...``) and listed there is importable. Packed here:
@@ -12,7 +12,7 @@ same way (``lib/python3.11/site-packages/<package>/...``) and listed there is im
   cell's ``run`` judges at once in the learner's own kernel, as on the desktop, with the questions
   of ``solutions/<assignment>/grading_questions.py`` (references and one-line diagnostics; no
   hidden test, no solution) and the released notebooks (which test builds on which answer).
-* ``mha_lite`` (tools/lite_runtime/): the page's own hook, loaded as an IPython extension, which
+* ``mha_lite`` (website/lite/mha_lite/): the page's own hook, loaded as an IPython extension, which
   names an answer that calls a reference the graded kernel switches off, as ``mha_course.check`` does.
 
 The closure follows the code, not a list of modules: starting from the entry points, a module's
@@ -31,10 +31,15 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RUNTIME = Path(__file__).resolve().parent / "lite_runtime"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The folder of the hook's package, :data:`HOOK` (website/lite/mha_lite), packed as a top-level package.
+RUNTIME = Path(__file__).resolve().parent
 SITE_PACKAGES = "lib/python3.11/site-packages"
 META = "empack_env_meta.json"
+# TODO(issue 34): once mha_course names its kernel-side folder (the runtime-folders move), pack that
+# folder whole in place of ENTRY_MODULES and the closure computed from them, and keep of Closure only
+# what the folder rule cannot say: that the imports the packed code makes (with the questions' files
+# and the hook) exist in the browser's environment (check_mha_kit does the same for mha_kit).
 #: What a learner's exercise imports: the kernel side of the judge (04's test of Q5 imports watch).
 ENTRY_MODULES = ("mha_course.judge.cases", "mha_course.judge.watch")
 #: The kernel side's other entry points: the page's hook, and the files the judge loads by path.

@@ -1,9 +1,9 @@
 """Sphinx extension: a "Try it in the browser" button on every chapter of the browser edition.
 
-Active when the build makes the browser edition too (``MHA_LITE=1``, set by tools/build_site.py for
-the learner edition; tools/lite_site.py writes ``lite/`` once Sphinx is done). Then
+Active when the build makes the browser edition too (``MHA_LITE=1``, set by website/build.py for
+the learner edition; website/lite/site.py writes ``lite/`` once Sphinx is done). Then
 
-* every chapter that runs in the browser (tools/lite_site.py's :func:`chapter_plan`, the same
+* every chapter that runs in the browser (website/lite/site.py's :func:`chapter_plan`, the same
   choice the build makes) gets a header button that opens its copy in JupyterLite, in the site's
   own ``lite/`` folder (a relative link: no other host);
 * the exercises page gets the button (to the browser edition's landing page) and, at the top, a
@@ -15,10 +15,11 @@ Without ``MHA_LITE`` (``make book``: no ``lite/`` there) the site shows none of 
 import html
 import os
 import posixpath
-import sys
 from pathlib import Path
 
 from sphinx.errors import ExtensionError
+
+from website.lite import site as lite_site
 
 ENV_FLAG = "MHA_LITE"
 EXERCISES_PAGE = "book/exercises"
@@ -28,13 +29,6 @@ TOOLTIP = "Run this page's code in your browser (JupyterLite, no install)"
 
 def is_active(environ=os.environ):
     return environ.get(ENV_FLAG, "") not in ("", "0")
-
-
-def _lite_site():
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import lite_site
-
-    return lite_site
 
 
 def lite_url(pagename, target):
@@ -51,8 +45,7 @@ def button(url, tooltip=TOOLTIP):
 
 def exercises_box(pagename, exercises):
     """The box at the top of the exercises page: a link to each exercise in the browser edition."""
-    lite = _lite_site()
-    links = ", ".join(f'<a href="{html.escape(lite_url(pagename, lite.page_url(path)))}">'
+    links = ", ".join(f'<a href="{html.escape(lite_url(pagename, lite_site.page_url(path)))}">'
                       f"{html.escape(Path(path).stem)}</a>" for path in exercises)
     return (
         '<div class="admonition tip mha-lite-box"><p class="admonition-title">Try them in your browser</p>'
@@ -75,7 +68,7 @@ def add_buttons(app, pagename, templatename, context, doctree):
         return
     chapters, exercises = plan
     if pagename in chapters:
-        context["header_buttons"].append(button(lite_url(pagename, _lite_site().page_url(chapters[pagename]))))
+        context["header_buttons"].append(button(lite_url(pagename, lite_site.page_url(chapters[pagename]))))
     elif pagename == EXERCISES_PAGE:
         context["header_buttons"].append(button(lite_url(pagename, "index.html"),
                                                 "The exercises in your browser (JupyterLite, no install)"))
@@ -90,11 +83,10 @@ def plan_lite(app):
     app.mha_lite_plan = None
     if not is_active():
         return
-    lite = _lite_site()
-    if not lite.kernel_static().is_dir():
-        raise ExtensionError(f"{ENV_FLAG}=1 needs the browser edition's environment {lite.LITE_VENV}: run `make lite-env`")
-    chapters, _ = lite.chapter_plan()
-    app.mha_lite_plan = (chapters, lite.exercise_notebooks())
+    if not lite_site.kernel_static().is_dir():
+        raise ExtensionError(f"{ENV_FLAG}=1 needs the browser edition's environment {lite_site.LITE_VENV}: run `make lite-env`")
+    chapters, _ = lite_site.chapter_plan()
+    app.mha_lite_plan = (chapters, lite_site.exercise_notebooks())
 
 
 def setup(app):

@@ -20,7 +20,7 @@ there and still shows everything:
 
 A chapter the browser cannot run (it starts a subprocess, or imports what the browser lacks) is
 left out, with the reason :func:`browser_problem` gives; the site then shows no button for it
-(tools/lite_buttons.py asks the same function).
+(website/lite/buttons.py asks the same function).
 """
 
 import ast
@@ -29,7 +29,7 @@ import json
 import re
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Modules whose figures are replaced by their stored pictures: matplotlib's, and every ``mha_kit.plots*``
 #: module (``plots``, ``plots_serving``, ``plots_context`` ...), see :func:`is_plot_module`.
 PLOT_MODULES = ("matplotlib.pyplot",)
@@ -87,9 +87,9 @@ def _kit_calls(nb):
 def browser_problem(notebook, available=None, kit_needs=None):
     """Why the chapter at ``notebook`` (a path or a notebook dict) cannot run in the browser, or None.
 
-    ``available(module)``: whether the browser can import a module (tools/lite_kernel.available);
+    ``available(module)``: whether the browser can import a module (website.lite.kernel.available);
     None checks only what the browser can import but not run (:data:`CANNOT_RUN`). ``kit_needs``:
-    ``{mha_kit name: [packages the browser lacks]}`` (tools/lite_kernel.kit_needs), for a chapter that
+    ``{mha_kit name: [packages the browser lacks]}`` (website.lite.kernel.kit_needs), for a chapter that
     calls such a function (bf16 and FP8 need ``ml_dtypes``).
     """
     nb = read(notebook) if isinstance(notebook, (str, Path)) else notebook

@@ -4,7 +4,7 @@ sphinxcontrib-bibtex looks up pybtex's plain-text backend for every citation it 
 (``BibtexDomain.resolve_xref`` calls ``pybtex.plugin.find_plugin("pybtex.backends", "plaintext")``),
 and pybtex looks for it among the entry points of every installed distribution each time: with the
 book's ~950 citation references (resolved once for the pages and once more for the flashcards,
-tools/followup_cards.py), that was most of the site build's CPU time (cProfile). pybtex first asks
+website/ext/followup_cards.py), that was most of the site build's CPU time (cProfile). pybtex first asks
 the plugins registered at run time (``pybtex.plugin.register_plugin``, its public API), so the class
 that entry point names, registered once here, answers every later lookup.
 """

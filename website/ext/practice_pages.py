@@ -28,7 +28,7 @@ from docutils.parsers.rst import Directive
 import mha_kit as mk
 from mha_kit import units
 
-STATIC = Path(__file__).resolve().parent.parent / "book" / "_static"
+STATIC = Path(__file__).resolve().parents[2] / "book" / "_static"
 DATA_FILE = "mha-data.js"
 CARDS_FILE = "mha-flashcards.js"  # written by followup_cards.py
 SCRIPT_FILE = "mha-practice.js"

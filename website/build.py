@@ -1,4 +1,4 @@
-"""Build the book's website into a folder: ``python tools/build_site.py [--learner] OUT``.
+"""Build the book's website into a folder: ``python -m website.build [--learner] OUT``.
 
 Runs ``jupyter-book build . --builder html -W --keep-going -n`` (as ``make book`` does) with its
 output under ``OUT``, then leaves
@@ -6,16 +6,16 @@ output under ``OUT``, then leaves
 * ``OUT/html``: the site (open ``OUT/html/index.html``, or serve the folder);
 * ``OUT/build.log``: everything the build printed, and ``OUT/build.json``: its exit status.
 
-``--learner`` builds the learner edition (``MHA_HIDE_SOLUTIONS=1``, see tools/learner_edition.py):
+``--learner`` builds the learner edition (``MHA_HIDE_SOLUTIONS=1``, see website/ext/learner_edition.py):
 no worked solution, no hidden test, no instructor's guide; and its "Try it in the browser" edition,
-``OUT/html/lite/`` (tools/lite_site.py, with ``.venv-lite``; ``MHA_LITE=1`` gives the pages their
-buttons, tools/lite_buttons.py). ``make learner-book`` and the site
+``OUT/html/lite/`` (website/lite/site.py, with ``.venv-lite``; ``MHA_LITE=1`` gives the pages their
+buttons, website/lite/buttons.py). ``make learner-book`` and the site
 tests (tests/test_site.py) both build through :func:`build`, so CI tests what is published.
 Exits with jupyter-book's status.
 
 ``build(..., stored_outputs=[...])`` (the site tests, when nbval checks those notebooks in the
 same run) shows those notebooks' stored outputs instead of executing them again
-(tools/stored_outputs.py).
+(website/ext/stored_outputs.py).
 """
 
 import argparse
@@ -77,8 +77,8 @@ def build(out, learner=False, timeout=BUILD_TIMEOUT_S, stored_outputs=()):
 
 
 def build_lite(html):
-    """The browser edition into ``html/lite`` (tools/lite_site.py); ``(returncode, log)``."""
-    command = [sys.executable, str(REPO_ROOT / "tools" / "lite_site.py"), str(html)]
+    """The browser edition into ``html/lite`` (website/lite/site.py); ``(returncode, log)``."""
+    command = [sys.executable, "-m", "website.lite.site", str(html)]  # cwd: the repository, importable
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
                             stdin=subprocess.DEVNULL)
     return result.returncode, result.stdout + result.stderr
@@ -92,7 +92,7 @@ def main(argv=None):
     returncode, log = build(args.out, learner=args.learner)
     sys.stdout.write(log)
     where = Path(args.out) / "html" / "index.html"
-    print(f"build_site: exit {returncode}; the site is {where}" if returncode == 0 else f"build_site: exit {returncode}")
+    print(f"website.build: exit {returncode}; the site is {where}" if returncode == 0 else f"website.build: exit {returncode}")
     return returncode
 
 

@@ -1,7 +1,7 @@
 """Print the test files of mha_kit that ``make test-numpy-floor`` runs on the oldest numpy it supports.
 
 mha_kit imports only numpy and must work on numpy >= 1.25 (pyproject.toml), the numpy of the browser
-edition's kernel (tools/lite_site.py). Its tests are the files ``tests/test_*.py`` that import
+edition's kernel (website/lite/site.py). Its tests are the files ``tests/test_*.py`` that import
 nothing but the standard library, ``mha_kit``, numpy, pytest and hypothesis (a test of the plots,
 the grading or the site needs more, and is left to ``make test``): a new module's test joins by
 itself. Paths relative to the repository, one line.

@@ -1,6 +1,6 @@
 """The browser edition's own part of the kernel: an IPython extension, loaded when the kernel starts.
 
-Packed into the kernel's environment by tools/lite_site.py, with ``etc/ipython/ipython_config.py``
+Packed into the kernel's environment by website/lite/site.py, with ``etc/ipython/ipython_config.py``
 (``c.InteractiveShellApp.extensions = ["mha_lite"]``) and ``rules.json`` beside this file.
 
 In the browser, as on the desktop, a test cell's ``run(question, call, *cases)`` judges the
