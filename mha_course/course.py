@@ -89,8 +89,8 @@ COURSE = {
                  "elements_to_bytes": "Q3 and Q4", "quantized_cache_bytes": "Q4", "max_context_tokens": "Q3"}),
     "11_serving_2026": Assignment(
         # the GPU records and the weight count the cases and Q4 read (the count uses projection_params);
-        # E4M3 rounding in numpy alone for Q6
-        helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params", "round_minifloat"),
+        # E4M3 rounding in numpy alone for Q6 (round_minifloat reads its formats from MINIFLOATS)
+        helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params", "round_minifloat", "MINIFLOATS"),
         answers={"speculative_expected_tokens": "Q1", "speculative_speedup": "Q1",
                  "PrefixBlockCache": "Q2", "RadixPrefixCache": "Q2", "serve_stream": "Q2", "computed_tokens": "Q2",
                  "hit_rates_by_capacity": "Q2", "kv_cache_bytes": "Q3 and Q5", "kv_cache_bytes_per_token": "Q3 and Q5",
