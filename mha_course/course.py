@@ -88,14 +88,17 @@ COURSE = {
         answers={"cache_slots": "Q1 and Q2", "kv_cache_bytes": "Q3", "kv_cache_bytes_per_token": "Q3 and Q4",
                  "elements_to_bytes": "Q3 and Q4", "quantized_cache_bytes": "Q4", "max_context_tokens": "Q3"}),
     "11_serving_2026": Assignment(
-        # the GPU records and the weight count the cases and Q4 read (the count uses projection_params)
-        helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params"),
+        # the GPU records and the weight count the cases and Q4 read (the count uses projection_params);
+        # E4M3 rounding in numpy alone for Q6 (round_minifloat reads its formats from MINIFLOATS)
+        helpers=("GPUS", "Accelerator", "dense_decoder_params", "projection_params", "round_minifloat", "MINIFLOATS"),
         answers={"speculative_expected_tokens": "Q1", "speculative_speedup": "Q1",
                  "PrefixBlockCache": "Q2", "RadixPrefixCache": "Q2", "serve_stream": "Q2", "computed_tokens": "Q2",
                  "hit_rates_by_capacity": "Q2", "kv_cache_bytes": "Q3 and Q5", "kv_cache_bytes_per_token": "Q3 and Q5",
                  "kv_elements_per_token": "Q3 and Q5", "elements_to_bytes": "Q3 and Q5", "max_context_tokens": "Q3",
-                 "roofline_step": "Q4", "RooflineStep": "Q4", "simulate_batching": "Q4", "prefill_seconds": "Q4",
-                 "prefill_flops": "Q4", "kv_transfer_seconds": "Q5"}),
+                 "roofline_step": "Q4", "RooflineStep": "Q4", "simulate_batching": "Q4 and Q7", "prefill_seconds": "Q4",
+                 "prefill_flops": "Q4", "kv_transfer_seconds": "Q5", "quantize_e4m3": "Q6", "quantize_kv": "Q6",
+                 "quantize_kv_codes": "Q6", "kv_scale_count": "Q6", "batching_steps": "Q7",
+                 "summarize_latencies": "Q7"}),
     "12_long_context": Assignment(
         answers={"rope_inv_freq": "Q1 and Q7", "stretch_per_pair": "Q1 and Q7", "SinkCache": "Q2 and Q6", "sink_mask": "Q2",
                  "sink_decode_step": "Q2", "merge_softmax_states": "Q3", "online_softmax_update": "Q3",

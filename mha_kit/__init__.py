@@ -111,7 +111,8 @@ from .serving import (
 from .sinks import SinkCache, sink_decode_step, sink_mask, sink_softmax
 from .prefix_cache import (ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache, computed_tokens, hit_rates_by_capacity,
                            route_requests, serve_stream)
-from .quantization import KV_FORMAT_MAX, SCALE_AXES, attention_error, kv_scale_count, quantize_kv, quantize_kv_codes
+from .quantization import (KV_FORMAT_MAX, SCALE_AXES, attention_error, kv_scale_count, quantize_e4m3, quantize_kv,
+                           quantize_kv_codes)
 from .disaggregation import kv_transfer_seconds, prefill_flops, prefill_seconds
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep, batching_steps, roofline_step,

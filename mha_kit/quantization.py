@@ -21,6 +21,7 @@ import numpy as np
 
 from .attention import grouped_attention
 from .numerics import FLOAT_FORMATS, storage_dtype
+from .weight_quant import round_minifloat
 
 #: The FP8 formats a cache may use: OCP E4M3 ("e4m3fn": no infinities) and E5M2, whose limits and
 #: ml_dtypes types are those of :data:`mha_kit.FLOAT_FORMATS`.
@@ -104,6 +105,35 @@ def quantize_kv(x, fmt, axis="token"):
     """
     codes, scale = quantize_kv_codes(x, fmt, axis)
     return codes.astype(np.float64) * scale
+
+
+def quantize_e4m3(x, axis="token"):
+    """FP8 E4M3 round trip of a cache in numpy alone: the values a reader gets back, and their scales.
+
+    The scales of :func:`quantize_kv_codes` with ``"fp8_e4m3"``, ``amax / 448`` per group of
+    ``axis`` (1 for a group of zeros), and the scaled numbers rounded by
+    :func:`mha_kit.round_minifloat` (nearest, ties to even, subnormals) instead of ``ml_dtypes``'
+    cast: the same values as ``quantize_kv(x, "fp8_e4m3", axis)`` (tested), without ``ml_dtypes``,
+    so the browser edition runs it.
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., s, d_h)
+    axis : {"token", "channel", "head", "tensor"}
+        What one scale covers (:data:`SCALE_AXES`).
+
+    Returns
+    -------
+    values : ndarray of float64, shape (..., s, d_h)
+        ``codes * scale``: what attention reads.
+    scale : ndarray of float64, broadcastable to ``x``
+
+    Book: chapter "Low-precision KV cache".
+    """
+    x = _check_cache(x, "fp8_e4m3", axis)
+    amax = np.abs(x).max(axis=SCALE_AXES[axis], keepdims=True)
+    scale = np.where(amax > 0, amax / KV_FORMAT_MAX["fp8_e4m3"], 1.0)
+    return round_minifloat(x / scale, "e4m3") * scale, scale
 
 
 def kv_scale_count(shape, axis) -> int:

@@ -29,6 +29,7 @@ UNIT = frozenset({
     "test_chapter_deployment_plan.py",
     "test_chapter_map.py",
     "test_weight_quant.py",
+    "test_quantization_e4m3.py",
     "test_slo.py",
     "test_chapter_weight_quantization.py",
     "test_chapter_serving_operations.py",

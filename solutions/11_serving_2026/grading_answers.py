@@ -50,6 +50,33 @@ WRONG_ANSWERS = [
      "params - 2 * facts.vocab_size * facts.config.d_model", {"ttft_llama3_8b_h100"}),
     ("handoff_gbit_read_as_gbyte", "handoff_answer", "link_gbit_per_s * 1e9 / 8", "link_gbit_per_s * 1e9",
      {"handoff_llama3_70b_infiniband"}),
+    # E4M3 taken for the MI300 variant: amax / 240 (float8_e4m3fnuz's largest number)
+    ("fp8_scale_uses_fnuz_max", "fp8_scales_answer", "/ 448", "/ 240", {"fp8_scales_outlier_channel"}),
+    ("fp8_scale_uses_e5m2_max", "fp8_scales_answer", "/ 448", "/ 57344", {"fp8_scales_outlier_channel"}),
+    # the per-tensor scale taken per channel: an array of d_h scales where one number belongs
+    ("fp8_tensor_scale_per_channel", "fp8_scales_answer", "tensor_scale = np.abs(x).max() / 448",
+     "tensor_scale = np.abs(x).max(axis=(0, 1)) / 448", {"fp8_scales_outlier_channel"}),
+    ("fp8_token_scales_per_channel", "fp8_scales_answer", "axis=-1", "axis=-2", {"fp8_scales_outlier_channel"}),
+    # one scale per token over all heads (visible h_kv = 3): the heads share their largest number
+    ("fp8_token_scale_across_heads", "fp8_scales_answer", "axis=-1, keepdims=True", "axis=(0, 2), keepdims=True",
+     {"fp8_scales_outlier_channel"}),
+    ("fp8_never_rounded", "fp8_scales_answer", 'mk.round_minifloat(x / scale, "e4m3") * scale', "x / scale * scale",
+     {"fp8_scales_outlier_channel"}),
+    ("fp8_scale_bytes_bf16", "fp8_scales_answer", "4 * token_scales.size", "2 * token_scales.size",
+     {"fp8_scales_outlier_channel"}),
+    # chunks of the whole budget: 3 steps of 2,048 + 64 tokens where 4 of 1,984 + 64 run (visible budget 2,048)
+    ("chunk_ignores_decodes", "chunked_prefill_answer", "min(left, token_budget - decoding)", "min(left, token_budget)",
+     {"chunked_prefill_document"}),
+    ("chunk_step_without_decodes", "chunked_prefill_answer", "(chunk + decoding) * token_s", "chunk * token_s",
+     {"chunked_prefill_document"}),
+    ("chunk_step_adds_times", "chunked_prefill_answer", "max(weights_s, (chunk + decoding) * token_s)",
+     "weights_s + (chunk + decoding) * token_s", {"chunked_prefill_document"}),
+    # no floor: the 48-token last chunk (budget 2,048) and every 256-token step cost less than the weights' read
+    ("chunk_step_without_weights", "chunked_prefill_answer", "max(weights_s, (chunk + decoding) * token_s)",
+     "(chunk + decoding) * token_s", {"chunked_prefill_document"}),
+    # the whole prefill as the decodes' gap: what a step of the whole prompt would cost them
+    ("chunk_worst_is_whole_prefill", "chunked_prefill_answer", "worst = max(worst, step)", "worst += step",
+     {"chunked_prefill_document"}),
 ]
 
 #: {answer grade_id: source}: answers that only call the mha_kit reference the question asks the
@@ -66,6 +93,16 @@ REFERENCE_CALLS = {
                    "    return mk.roofline_step(facts, gpu)(prompt_tokens, 0, 0)",
     "handoff_answer": "def handoff_seconds(cfg, prompt_tokens, link_gbit_per_s, bits=16):\n"
                       "    return mk.kv_transfer_seconds(cfg, prompt_tokens, link_gbit_per_s * 1e9 / 8, bits)",
+    "fp8_scales_answer": "def fp8_scales(x):\n"
+                         "    (tensor, scale), (token, _) = mk.quantize_e4m3(x, 'tensor'), mk.quantize_e4m3(x, 'token')\n"
+                         "    return (scale.item(), float(np.abs(tensor - x).max()), float(np.abs(token - x).max()),\n"
+                         "            4 * mk.kv_scale_count(x.shape, 'token'))",
+    "chunked_prefill_answer": "def chunked_prefill(prompt_tokens, decoding, token_budget, weights_s, token_s):\n"
+                              "    def step(p, d, c):\n"
+                              "        return max(weights_s, (p + d) * token_s)\n"
+                              "    requests = [(0.0, 1, prompt_tokens + 2)] * decoding + [(step(decoding, 0, 0), prompt_tokens, 1)]\n"
+                              "    latencies = mk.simulate_batching(requests, step, token_budget)\n"
+                              "    return latencies[-1].ttft, mk.summarize_latencies(latencies).worst_itl",
 }
 
 #: {answer grade_id: why}: the answers with no forbidden reference at all; each is arithmetic (or a
@@ -122,6 +159,30 @@ def fp8_batch(cfg, context_len, free_bytes):
 def handoff_seconds(cfg, prompt_tokens, link_gbit_per_s, bits=16):
     cache_bits = 8 * math.ceil(prompt_tokens * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * bits / 8)
     return cache_bits / (link_gbit_per_s * 10**9)''',
+    # loops over heads and tokens for the per-token scales, np.max and a named constant
+    "fp8_scales_answer": '''E4M3_MAX = 448.0  # (2 - 2**-2) * 2**(15 - 7): the top exponent's largest mantissa that is not NaN
+
+
+def fp8_scales(x):
+    def largest_error(scales):
+        return float(np.max(np.abs(mk.round_minifloat(x / scales, "e4m3") * scales - x)))
+
+    per_token = np.empty(x.shape[:-1] + (1,))
+    for head in range(x.shape[0]):
+        for token in range(x.shape[1]):
+            per_token[head, token, 0] = np.max(np.abs(x[head, token])) / E4M3_MAX
+    tensor = float(np.max(np.abs(x))) / E4M3_MAX
+    return tensor, largest_error(tensor), largest_error(per_token), 4 * x.shape[0] * x.shape[1]''',
+    # the steps counted with divmod instead of a loop: full chunks, then the rest
+    "chunked_prefill_answer": '''import math
+
+
+def chunked_prefill(prompt_tokens, decoding, token_budget, weights_s, token_s):
+    full, rest = divmod(prompt_tokens, token_budget - decoding)
+    steps = [max(weights_s, token_budget * token_s)] * full
+    if rest:
+        steps.append(max(weights_s, (rest + decoding) * token_s))
+    return math.fsum(steps), max(steps)''',
 }
 
 #: Honest answers written in other ways than the solution's: (name, {answer grade_id: new source},
@@ -158,4 +219,16 @@ DIAGNOSES = {
     "ttft_leaves_out_the_writes": "the step also writes every prompt token's keys and values",
     "ttft_output_head_looked_up": "the output head is multiplied, not looked up",
     "handoff_gbit_read_as_gbyte": "a link rated in Gb/s moves gigabits",
+    "fp8_scale_uses_fnuz_max": "240 ends float8_e4m3fnuz (MI300-class GPUs)",
+    "fp8_scale_uses_e5m2_max": "57,344 is E5M2's largest number",
+    "fp8_tensor_scale_per_channel": "expected one number for all of x",
+    "fp8_token_scales_per_channel": "a token's scale comes from its own d_h numbers",
+    "fp8_token_scale_across_heads": "one scale per token and head",
+    "fp8_never_rounded": "the numbers were never rounded to E4M3",
+    "fp8_scale_bytes_bf16": "a scale is an fp32 number: 4 bytes",
+    "chunk_ignores_decodes": "the decodes take their tokens first",
+    "chunk_step_without_decodes": "a step also computes one token of each running decode",
+    "chunk_step_adds_times": "the longer of the two times, not their sum",
+    "chunk_step_without_weights": "a step below the knee still reads every weight",
+    "chunk_worst_is_whole_prefill": "waits one step for its next token",
 }

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
+
 import mha_kit as mk
 from mha_course.judge.expect import count_value, expect_float, expect_int, overflow_message
 from mha_course.judge.cases import config
@@ -172,3 +174,120 @@ def _handoff(got, spec, n, gbit, bits):
             hints[ratio] = f"{hints[ratio]} {hint}" if ratio in hints else hint
     expect_float(got, expected, f"handoff of the cache of {_name(spec)} ({n:,} tokens, {gbit} Gb/s, {bits}-bit)",
                  hints={float(r): h for r, h in hints.items()}, rtol=1e-6)
+
+
+# --- Q6: FP8 E4M3 scales -------------------------------------------------------------------------
+
+def _keys(seed, shape, channel, factor):
+    """The case's keys, built as the test cell's ``_call`` builds them: seeded normals, one channel scaled."""
+    keys = np.random.default_rng(seed).standard_normal(shape)
+    keys[..., channel] *= factor
+    return keys
+
+
+def _worst(keys, values):
+    """Largest absolute difference between the keys and what a reader gets back."""
+    return float(np.abs(values - keys).max())
+
+
+def _e4m3_error(keys, axis):
+    """Largest error of mha_kit's E4M3 round trip with one scale per ``axis`` group (mk.SCALE_AXES)."""
+    return _worst(keys, mk.quantize_e4m3(keys, axis)[0])
+
+
+def _unrounded(got, expected, what):
+    """A largest error far below E4M3's is an error of numbers never rounded to it."""
+    if isinstance(got, float) and 0 <= got < 1e-6 * expected:
+        raise AssertionError(f"{what}: expected {expected:.6g}, got {got:.3g}: the numbers were never rounded to E4M3 "
+                             "(mk.round_minifloat)")
+
+
+def _describe_fp8(seed, shape, channel, factor):
+    return f"keys {tuple(shape)}, seed {seed}, channel {channel} x{factor:g}"
+
+
+@question("fp8_scales", _describe_fp8)
+def _fp8_scales(got, seed, shape, channel, factor):
+    keys, case = _keys(seed, shape, channel, factor), _describe_fp8(seed, shape, channel, factor)
+    if type(got) is not tuple or len(got) != 4:
+        raise AssertionError("expected (tensor_scale, tensor_error, token_error, scale_bytes) as a tuple of 4, "
+                             f"got {type(got).__name__}")
+    got = [item.item() if isinstance(item, np.ndarray) and item.size == 1 else item for item in got]
+    if isinstance(got[0], np.ndarray):
+        h_kv, s, d_h = shape
+        kind = {d_h: ": taken per channel", h_kv * s: ": taken per token"}.get(got[0].size, "")
+        raise AssertionError(f"per-tensor scale ({case}): expected one number for all of x, got {got[0].size}{kind}")
+    _, scale = mk.quantize_e4m3(keys, "tensor")
+    amax = float(np.abs(keys).max())
+    expect_float(got[0], scale.item(), f"per-tensor scale ({case})", rtol=1e-9, wrong=[
+        (amax / 240, "240 ends float8_e4m3fnuz (MI300-class GPUs): OCP E4M3's largest number is 448"),
+        (amax / 224, "224 is vLLM's bound for e4m3fnuz on ROCm: OCP E4M3's largest number is 448"),
+        (amax / 57344, "57,344 is E5M2's largest number: E4M3's is 448"),
+        (amax / 127, "127 is int8's range: E4M3's largest number is 448"),
+        (448 / amax, "the scale maps amax onto 448: amax / 448, not its inverse"),
+        (amax, "the scale divides amax by E4M3's largest number")])
+    values, _ = mk.quantize_e4m3(keys, "tensor")
+    tensor_error, what = _worst(keys, values), f"largest error per tensor ({case})"
+    _unrounded(got[1], tensor_error, what)
+    expect_float(got[1], tensor_error, what, rtol=1e-6, wrong=[
+        (tensor_error / scale.item(), "the error is in x's units: multiply the rounded numbers back by the scale"),
+        (float(np.abs(values - keys).mean()), "the largest error, not the mean")])
+    token_error, what = _e4m3_error(keys, "token"), f"largest error per token ({case})"
+    _unrounded(got[2], token_error, what)
+    heads = np.moveaxis(keys, 1, 0)  # (s, h_kv, d_h): a token's numbers in every head, one group
+    expect_float(got[2], token_error, what, rtol=1e-6, wrong=[
+        (_e4m3_error(keys, "channel"), "a token's scale comes from its own d_h numbers (the last axis), not a channel's"),
+        (_worst(heads, mk.quantize_e4m3(heads, "head")[0]), "one scale per token and head: each head's d_h numbers "
+                                                           "have their own"),
+        (_e4m3_error(keys, "head"), "one scale per token, not per head"),
+        (tensor_error, "that is the per-tensor error: divide each token by its own scale")])
+    count, (h_kv, s, d_h) = mk.kv_scale_count(keys.shape, "token"), keys.shape
+    expect_int(got[3], 4 * count, f"bytes of the per-token scales ({case})", wrong={
+        2 * count: "a scale is an fp32 number: 4 bytes", count: "bytes, not scales: 4 bytes each",
+        4 * s: "one scale per token and head: h_kv * s of them", 4 * h_kv * d_h: "one scale per token, not per channel",
+        4: "the per-token scales' bytes, not the per-tensor scale's"})
+
+
+# --- Q7: chunked prefill -------------------------------------------------------------------------
+
+def _chunked(prompt_tokens, decoding, token_budget, step, chunked=True):
+    """(TTFT, worst gap of the running decodes) from mk.simulate_batching, under the step time ``step``.
+
+    ``decoding`` requests with one-token prompts run their first step together; the prompt arrives as
+    it ends, so every later step holds their decodes (they outlast the prompt) and its chunks.
+    """
+    arrival = step(decoding, 0, 0)
+    outlast = prompt_tokens // max(token_budget - decoding, 1) + 3  # tokens: more than the prompt has steps
+    requests = [(0.0, 1, outlast)] * decoding + [(arrival, prompt_tokens, 1)]
+    latencies = mk.simulate_batching(requests, step, token_budget, chunked_prefill=chunked)
+    return latencies[-1].ttft, mk.summarize_latencies(latencies).worst_itl
+
+
+def _describe_chunked(prompt_tokens, decoding, token_budget, weights_s, token_s):
+    return (f"{prompt_tokens:,} prompt tokens, {decoding} decodes, budget {token_budget:,}, "
+            f"{weights_s * 1e3:g} ms, {token_s * 1e6:g} us")
+
+
+@question("chunked_prefill", _describe_chunked)
+def _chunked_prefill(got, prompt_tokens, decoding, token_budget, weights_s, token_s):
+    def roofline(prefill, decode, cached):  # the question's step: the weights' read or the tokens' compute
+        return max(weights_s, (prefill + decode) * token_s)
+
+    case = _describe_chunked(prompt_tokens, decoding, token_budget, weights_s, token_s)
+    if type(got) is not tuple or len(got) != 2:
+        raise AssertionError(f"expected (ttft_s, worst_itl_s) as a tuple of 2 floats, got {type(got).__name__}")
+    ttft, worst = _chunked(prompt_tokens, decoding, token_budget, roofline)
+    slips = [(_chunked(prompt_tokens, decoding, token_budget + decoding, roofline),
+              "the decodes take their tokens first: a chunk gets token_budget - decoding"),
+             (_chunked(prompt_tokens, decoding, token_budget, lambda p, d, c: max(weights_s, p * token_s)),
+              "a step also computes one token of each running decode"),
+             (_chunked(prompt_tokens, decoding, token_budget, lambda p, d, c: weights_s + (p + d) * token_s),
+              "the step takes the longer of the two times, not their sum"),
+             (_chunked(prompt_tokens, decoding, token_budget, lambda p, d, c: (p + d) * token_s),
+              "a step below the knee still reads every weight: weights_s at least"),
+             (_chunked(prompt_tokens, decoding, prompt_tokens + decoding, roofline, chunked=False),
+              "chunked prefill cuts the prompt to the budget left, not one whole step")]
+    expect_float(got[0], ttft, f"TTFT ({case})", rtol=1e-6, wrong=[(value[0], hint) for value, hint in slips])
+    expect_float(got[1], worst, f"worst ITL ({case})", rtol=1e-6, wrong=[
+        (ttft, "a decode waits one step for its next token, not the whole prefill"),
+        *((value[1], hint) for value, hint in slips)])
