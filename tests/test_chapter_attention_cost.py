@@ -38,3 +38,20 @@ def test_score_matrix_at_8k_32k_and_128k():
         assert 64 * n * n * 2 == total_gib * 2**30 == mk.score_matrix_bytes(cfg, n)  # h * n^2 * 2 bytes
         assert n * n * 2 == head_mib * 2**20  # one head
     assert 64 * 32768**2 * 2 > 80e9  # one layer's scores at 32K exceed an H100's 80 GB
+
+
+def test_prefill_decode_whole_layer_with_the_feed_forward_block():
+    """attention_cost-prefill-decode: one full Llama 3 70B layer on an H100 SXM (bf16), products written out."""
+    d, h, h_kv, d_h, d_ff = 8192, 64, 8, 128, 28672
+    attn_w = 2 * d * h * d_h + 2 * d * h_kv * d_h  # W_Q, W_O and W_K, W_V
+    ffn_w = 3 * d * d_ff  # gate, up, down
+    bw, peak = 3.35e12, 989e12
+    decode_bytes = 2 * (attn_w + ffn_w + 2 * d + 8192 * 2 * h_kv * d_h)  # weights, in/out, cache of 8,192 tokens
+    assert f"{decode_bytes / bw * 1e6:.0f}" == "521"
+    n = 8192
+    prefill_flops = 2 * (n * attn_w + 2 * n * n * h * d_h) + 2 * n * ffn_w  # no causal saving
+    assert f"{prefill_flops / peak * 1e3:.1f}" == "16.4"
+    assert round(100 * ffn_w / (ffn_w + attn_w)) == 82
+    # the verdict stands: prefill right of the ridge (295), decode far left of it
+    assert prefill_flops / (2 * (attn_w + ffn_w + 2 * n * d + n * 2 * h_kv * d_h)) > peak / bw
+    assert 2 * (attn_w + ffn_w) / decode_bytes < 2

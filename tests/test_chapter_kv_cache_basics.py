@@ -73,3 +73,21 @@ def test_capacity_knobs_blocks_and_dtype():
     assert free // (16 * KV_PER_TOKEN // 2) == 53_348  # fp8: one byte a number
     assert free // (8192 * KV_PER_TOKEN // 2) == 104 and free // (2048 * KV_PER_TOKEN // 2) == 416
     assert mk.kv_cache_bytes_per_token(L8.config, "fp8") * 2 == KV_PER_TOKEN
+
+
+def test_training_state_against_serving_weights_llama3_8b():
+    """kv_cache_basics, training against inference: 16 bytes a parameter (ZeRO §3.1) against 2 (bf16)."""
+    d, layers, d_ff, vocab, h_kv, d_h = 4096, 32, 14336, 128256, 8, 128
+    per_layer = 2 * d * d + 2 * d * h_kv * d_h + 3 * d * d_ff + 2 * d  # W_Q, W_O; W_K, W_V; FFN; two norms
+    params = 2 * vocab * d + layers * per_layer + d  # untied embedding and head, final norm
+    assert params == 8_030_261_248
+    assert round(16 * params / 1e9) == 128 and round(2 * params / 1e9) == 16
+    assert 16 * params > 80e9  # more than one 80 GB GPU
+
+
+def test_static_batch_useful_share():
+    import numpy as np
+
+    lens = np.random.default_rng(4).integers(20, 500, size=8)
+    assert lens.tolist() == [368, 472, 443, 265, 471, 488, 485, 58]
+    assert f"{(368 + 472 + 443 + 265 + 471 + 488 + 485 + 58) / (8 * 488):.0%}" == "78%"

@@ -35,3 +35,19 @@ def test_the_chapter_states_the_rule_and_its_limits():
     assert "`vllmbatchinvariance" in text
     assert "drops the reasoning of earlier turns" in text
     assert "finds its history, answer included," not in text  # the reasoning and the last token say otherwise
+
+
+def test_branching_program_reuse():
+    """prefix_caching-radix-beyond: a 40-token question, four 12-token answers, a 3-token follow-up on each."""
+    import mha_kit as mk
+
+    q, a, f = 40, 12, 3
+    total = q + 4 * (q + a) + 4 * (q + a + f)
+    tree = 4 * q + 4 * (q + a)  # each answer reuses the question, each follow-up its answer
+    blocks = 4 * (q // 16 * 16) + 4 * ((q + a) // 16 * 16)  # full blocks of 16 only
+    assert (total, tree, blocks) == (468, 368, 320)
+    program = [list(range(q))] + [list(range(q)) + [100 + i] * a for i in range(4)]
+    program += [p + [7, 8, 9] for p in program[1:]]
+    radix, paged = mk.RadixPrefixCache(10_000), mk.PrefixBlockCache(16, 1_000)
+    assert sum(radix.serve(p) for p in program) == tree
+    assert sum(paged.serve(p) for p in program) == blocks

@@ -51,3 +51,10 @@ def test_rope_position_offset_bug_is_caught_by_the_full_pass_comparison():
     wrong, _ = mk.rotary_attention(q[:, 5:6], k, v, [0], np.arange(6))
     assert np.allclose(right[:, 0], full[:, 5])
     assert not np.allclose(wrong[:, 0], full[:, 5])
+
+
+def test_what_else_a_128k_context_needs():
+    """serving_kv_cache-fitting: Llama 3 8B (d_ff 14,336, vocabulary 128,256), one step of 128K tokens or of 8K."""
+    assert 2 * 131_072 * 14_336 * 2 == 7 * 2**30  # gate and up outputs, bf16: 7 GiB
+    assert 131_072 * 128_256 * 4 / 2**30 == 62.625  # fp32 logits at every position
+    assert 2 * 8_192 * 14_336 * 2 == 448 * 2**20  # a chunk of 8K: 448 MiB

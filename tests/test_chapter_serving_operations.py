@@ -51,3 +51,16 @@ def test_streaming_wait_is_the_ttft():
     assert alone.finish == pytest.approx(alone.ttft + 499 * alone.tpot)
     assert alone.finish > 100 * alone.ttft
     assert np.isclose(alone.ttft, step(1000, 0, 0))
+
+
+def test_w8a8_prefill_lever():
+    """serving_operations levers: a 2,200-token prefill of Llama 3 8B at the bf16 and the FP8 peak (H100 SXM)."""
+    d, layers, h, d_h, h_kv, d_ff, vocab, n = 4096, 32, 32, 128, 8, 14336, 128_256, 2200
+    per_layer = 2 * d * h * d_h + 2 * d * h_kv * d_h + 3 * d * d_ff  # projections and SwiGLU
+    flops = 2 * n * layers * per_layer + 2 * vocab * d + layers * 2 * h * d_h * n * (n + 1)
+    assert f"{flops / BF16 * 1e3:.0f}" == "32" and f"{flops / 1979e12 * 1e3:.0f}" == "16"
+
+
+def test_all_reduces_per_decode_step():
+    assert [2 * layers for layers in (32, 80, 126)] == [64, 160, 252]  # Llama 3 8B, 70B, 3.1 405B
+    assert [mk.MODEL_FACTS[n].config.num_layers for n in ("llama-3-8b", "llama-3-70b", "llama-3.1-405b")] == [32, 80, 126]

@@ -42,3 +42,8 @@ def test_eviction_bytes():
     cfg = mk.PRESETS["llama-3-8b"]
     assert mk.kv_cache_bytes(cfg, 32768) == 32768 * 32 * 2 * 8 * 128 * 2 == 4 * 2**30
     assert mk.kv_cache_bytes(cfg, 4096) == 512 * 2**20
+
+
+def test_snapkv_window_share_of_the_score_matrix():
+    """tree_attention-inexact-caches: a 32-query observation window against a 32K prompt."""
+    assert 32_768 // 32 == 1024 and 131_072 // 32 == 4096 and 8_192 // 32 == 256
