@@ -25,6 +25,7 @@ UNIT = frozenset({
     "test_chapter_kv_cache_basics.py",
     "test_chapter_cross_rope_claims.py",
     "test_chapter_cross_and_masked_attention.py",
+    "test_chapter_tradeoffs.py",
     "test_chapter_scheduler_design.py",
 
     "test_chapter_deployment_plan.py",
