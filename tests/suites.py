@@ -28,6 +28,7 @@ UNIT = frozenset({
     "test_chapter_tradeoffs.py",
     "test_vllm_max_model_len.py",
     "test_chapter_rope_scaling.py",
+    "test_chapter_positions.py",
     "test_chapter_scheduler_design.py",
 
     "test_chapter_deployment_plan.py",
