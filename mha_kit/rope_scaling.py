@@ -229,6 +229,30 @@ def vllm_max_model_len(max_position_embeddings, scaling=None, *, model_type="",
     defaults to its original length (``original_max_position_embeddings``, a top-level key in
     Phi-3's config), so that short inputs keep the short factors.
 
+    Parameters
+    ----------
+    max_position_embeddings : int
+        The config's ``max_position_embeddings``.
+    scaling : dict or None
+        The config's ``rope_scaling`` (``rope_type`` or the legacy ``type`` key).
+    model_type : str
+        The config's ``model_type``; a Gemma 3 type is never scaled again.
+    original_max_position_embeddings : int, optional
+        The top-level key a LongRoPE config carries; without it the derived length is returned.
+    tokenizer_max_length : int, optional
+        The tokenizer's ``model_max_length``, which caps the config's length before scaling.
+
+    Returns
+    -------
+    int
+        The ``max_model_len`` a server started without ``--max-model-len`` accepts.
+
+    Raises
+    ------
+    ValueError
+        If a length is not a positive integer, ``scaling`` is not a dict, or a ``yarn`` block has no
+        ``original_max_position_embeddings``.
+
     Book: chapter "Stretching RoPE".
     """
     length = check_positive_int("max_position_embeddings", max_position_embeddings)
