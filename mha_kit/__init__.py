@@ -89,7 +89,7 @@ from .latent import (
 )
 from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
 from .positions import alibi_bias, alibi_slopes
-from .rope_scaling import rope_inv_freq, stretch_per_pair, yarn_mscale
+from .rope_scaling import rope_inv_freq, stretch_per_pair, vllm_max_model_len, yarn_mscale
 from .attention_design import (LAYER_TYPES, additive_scores, bilinear_scores, layer_complexity, score_flops,
                                sigmoid_attention, sparsemax)
 from .position_family import (LEARNED_TABLES, PHI35_MINI_LONGROPE, ROPE_LAYOUTS, LearnedPositionTable, LongRopeConfig,

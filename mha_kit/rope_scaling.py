@@ -216,3 +216,59 @@ def stretch_per_pair(head_dim, base=10000.0, scaling=None, **lengths):
     plain, _ = rope_inv_freq(head_dim, base)
     scaled, _ = rope_inv_freq(head_dim, base, scaling, **lengths)
     return plain / scaled
+
+
+def vllm_max_model_len(max_position_embeddings, scaling=None, *, model_type="",
+                       original_max_position_embeddings=None, tokenizer_max_length=None):
+    """The context length vLLM serves by default for a model config (no ``--max-model-len``).
+
+    Follows ``_get_and_verify_max_len`` in vllm/config/model.py: the config's length, capped by the
+    tokenizer's ``model_max_length``, is multiplied by ``scaling["factor"]`` unless the type is
+    ``"llama3"``, ``"longrope"`` or ``"su"`` (their length already counts the stretch) or the model
+    is a Gemma 3; for ``"yarn"`` the length is first replaced by the original one. A LongRoPE model
+    defaults to its original length (``original_max_position_embeddings``, a top-level key in
+    Phi-3's config), so that short inputs keep the short factors.
+
+    Parameters
+    ----------
+    max_position_embeddings : int
+        The config's ``max_position_embeddings``.
+    scaling : dict or None
+        The config's ``rope_scaling`` (``rope_type`` or the legacy ``type`` key).
+    model_type : str
+        The config's ``model_type``; a Gemma 3 type is never scaled again.
+    original_max_position_embeddings : int, optional
+        The top-level key a LongRoPE config carries; without it the derived length is returned.
+    tokenizer_max_length : int, optional
+        The tokenizer's ``model_max_length``, which caps the config's length before scaling.
+
+    Returns
+    -------
+    int
+        The ``max_model_len`` a server started without ``--max-model-len`` accepts.
+
+    Raises
+    ------
+    ValueError
+        If a length is not a positive integer, ``scaling`` is not a dict, or a ``yarn`` block has no
+        ``original_max_position_embeddings``.
+
+    Book: chapter "Stretching RoPE".
+    """
+    length = check_positive_int("max_position_embeddings", max_position_embeddings)
+    if tokenizer_max_length is not None:
+        length = min(length, check_positive_int("tokenizer_max_length", tokenizer_max_length))
+    if scaling is not None and not isinstance(scaling, Mapping):
+        raise ValueError(f"rope_scaling must be a dict or None, got {type(scaling).__name__}")
+    rope_type = "default" if scaling is None else scaling.get("rope_type", scaling.get("type", "default"))
+    if rope_type == "longrope":
+        return length if original_max_position_embeddings is None else check_positive_int(
+            "original_max_position_embeddings", original_max_position_embeddings)
+    if scaling is None or "gemma3" in model_type or rope_type in ("llama3", "su"):
+        return length
+    if rope_type == "yarn":
+        if "original_max_position_embeddings" not in scaling:
+            raise ValueError("a yarn rope_scaling must give original_max_position_embeddings: vLLM "
+                             f"multiplies that length, not max_position_embeddings; got {dict(scaling)}")
+        length = check_positive_int("original_max_position_embeddings", scaling["original_max_position_embeddings"])
+    return int(length * scaling.get("factor", 1.0))

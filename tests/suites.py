@@ -24,6 +24,11 @@ UNIT = frozenset({
     "test_chapter_chains.py",
     "test_chapter_kv_cache_basics.py",
     "test_chapter_cross_rope_claims.py",
+    "test_chapter_cross_and_masked_attention.py",
+    "test_chapter_tradeoffs.py",
+    "test_vllm_max_model_len.py",
+    "test_chapter_rope_scaling.py",
+    "test_chapter_positions.py",
     "test_chapter_scheduler_design.py",
 
     "test_chapter_deployment_plan.py",
