@@ -144,7 +144,8 @@ from .weight_quant import (FP4_BLOCKS, MINIFLOATS, awq_search, bits_per_weight, 
 from .slo import goodput_rate, latency_percentiles, poisson_requests, slo_attainment
 
 from .tenancy import (DEEPSEEK_FLEET_DAY, DEEPSEEK_UNITS, LATENCY_TARGETS, LORA_TARGETS, DeploymentUnit, FleetDay,
-                      LatencyTarget, break_even_tokens_per_day, expert_slots_per_gpu, largest_batch_within_tpot,
+                      LatencyTarget, QWEN2_VL_VIT_PARAMS, SILENT_READING_WPM, WORDS_PER_TOKEN,
+                      break_even_tokens_per_day, expert_slots_per_gpu, largest_batch_within_tpot,
                       lora_adapter_bytes, lora_matrix_shapes, qwen2_vl_image_tokens, routed_cost,
                       self_host_cost_per_million)
 

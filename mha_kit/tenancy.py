@@ -295,3 +295,13 @@ DEEPSEEK_UNITS = MappingProxyType({
     "decode": DeploymentUnit(phase="decode", nodes=18, gpus_per_node=8, ep=144, redundant_experts=32,
                              cite="deepseekinfra2025", source=_DS_UNITS),
 })
+
+#: Parameters of Qwen2-VL's vision encoder, the same for its 2B, 7B and 72B models (Qwen2-VL arXiv:2409.12191
+#: sec. 2.1, "a ViT with approximately 675 million parameters").
+QWEN2_VL_VIT_PARAMS = 675_000_000
+
+#: Adult silent reading of English non-fiction, words per minute (Brysbaert 2019, abstract; 260 for fiction).
+SILENT_READING_WPM = 238
+
+#: Words per token of English text for OpenAI's tokenizers, their rule of thumb (100 tokens ~ 75 words).
+WORDS_PER_TOKEN = 0.75

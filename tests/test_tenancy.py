@@ -82,3 +82,8 @@ def test_mlperf_targets():
     t = mk.LATENCY_TARGETS["llama2-70b"]
     assert (t.ttft_s, t.tpot_s, t.percentile) == (2.0, 0.2, 99)
     assert mk.LATENCY_TARGETS["llama2-70b-interactive"].tpot_s == 0.04
+
+
+def test_constants_from_their_sources():
+    assert mk.QWEN2_VL_VIT_PARAMS == 675 * 10**6
+    assert mk.SILENT_READING_WPM == 238 and mk.WORDS_PER_TOKEN == 75 / 100
