@@ -144,6 +144,12 @@ from .weight_quant import (FP4_BLOCKS, MINIFLOATS, awq_search, bits_per_weight, 
                            weight_step_seconds)
 from .slo import goodput_rate, latency_percentiles, poisson_requests, slo_attainment
 
+from .tenancy import (DEEPSEEK_FLEET_DAY, DEEPSEEK_UNITS, LATENCY_TARGETS, LORA_TARGETS, DeploymentUnit, FleetDay,
+                      LatencyTarget, QWEN2_VL_VIT_PARAMS, SILENT_READING_WPM, WORDS_PER_TOKEN,
+                      break_even_tokens_per_day, expert_slots_per_gpu, largest_batch_within_tpot,
+                      lora_adapter_bytes, lora_matrix_shapes, qwen2_vl_image_tokens, routed_cost,
+                      self_host_cost_per_million)
+
 __version__ = "0.1.0"
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -36,6 +36,8 @@ UNIT = frozenset({
     "test_weight_quant.py",
     "test_quantization_e4m3.py",
     "test_slo.py",
+    "test_tenancy.py",
+    "test_chapter_multi_tenant_serving.py",
     "test_chapter_weight_quantization.py",
     "test_chapter_serving_operations.py",
     "test_chapter_tree_attention.py",

@@ -1,0 +1,86 @@
+"""Claims of book/multi_tenant_serving.ipynb, recomputed with the products written out.
+
+Sources of the hand numbers: Llama 3 8B and 70B shapes (Llama 3 paper Table 3 and the configs), the H100
+SXM datasheet (80 GB, 3.35 TB/s), MLPerf's loadgen/mlperf.conf, Brysbaert 2019 and OpenAI's tokens rule of
+thumb, Qwen2-VL sec. 2.1 and transformers' smart_resize, DeepSeek's day-6 inference-system overview.
+"""
+import math
+
+import pytest
+
+import mha_kit as mk
+
+D8, FF8, L8, V = 4096, 14336, 32, 128256
+D70, FF70, L70 = 8192, 28672, 80
+
+
+def _llama_params(d, ff, layers, kv_dim):
+    attention = d * d + 2 * d * kv_dim + d * d
+    return 2 * V * d + layers * (attention + 3 * d * ff + 2 * d) + d
+
+
+def test_rank16_adapter_is_26_mib_and_80_with_the_mlp():
+    adapter = L8 * 16 * ((D8 + D8) + 2 * (D8 + 1024) + (D8 + D8)) * 2
+    assert adapter == 26 * 2**20
+    base = _llama_params(D8, FF8, L8, 1024) * 2
+    with_mlp = adapter + L8 * 16 * (2 * (D8 + FF8) + (FF8 + D8)) * 2
+    assert with_mlp == 80 * 2**20 and 0.004 < with_mlp / base < 0.006  # the table's "share of the base"
+    # 64 distinct adapters read at 3.35 TB/s: about half a millisecond a step
+    assert 64 * adapter / 3.35e12 == pytest.approx(0.52e-3, rel=0.01)
+
+
+def test_all_5000_adapters_fit_a_dgx_host_memory_many_times():
+    assert 5000 * 26 * 2**20 < 0.07 * 2 * 10**12
+
+
+def test_break_even_and_utilisation_formula():
+    # one replica of 8 GPUs at $2/h all day, API at $1 per million: 384 M tokens a day
+    assert 8 * 2 * 24 / 1.0 * 1e6 == mk.break_even_tokens_per_day(1.0, 2.0, 8, 1683.0)
+    # at 10% utilisation a token costs ten times as much
+    assert mk.self_host_cost_per_million(2, 1683, 0.1) == pytest.approx(10 * mk.self_host_cost_per_million(2, 1683))
+
+
+def test_reading_speed_tpot_and_mlperf_targets():
+    assert 60 / (238 / 0.75) == pytest.approx(0.189, abs=0.001)
+    assert 0.45 + 49 * 0.04 == pytest.approx(2.41)
+    assert (mk.LATENCY_TARGETS["llama2-70b"].ttft_s, mk.LATENCY_TARGETS["llama2-70b"].tpot_s) == (2.0, 0.2)
+
+
+def test_qwen2_vl_image_tokens_and_encoder_ratio():
+    assert (224 // 28) ** 2 + 2 == mk.qwen2_vl_image_tokens(224, 224) == 66
+    beta = math.sqrt(1080 * 1920 / 1_003_520)  # max_pixels = 14*14*4*1280
+    assert math.floor(1080 / beta / 28) * math.floor(1920 / beta / 28) + 2 == mk.qwen2_vl_image_tokens(1080, 1920)
+    # four 14-px patches per merged token through a 675M encoder, against an 8B model's weights per token
+    assert 4 * 675e6 / _llama_params(D8, FF8, L8, 1024) == pytest.approx(0.336, abs=0.002)
+
+
+def test_70b_weight_load_times():
+    weights = _llama_params(D70, FF70, L70, 1024) * 2
+    assert weights / 8e9 == pytest.approx(17.6, abs=0.1)  # one PCIe 4.0 x4 drive
+    assert weights / (8 * 64e9) == pytest.approx(0.28, abs=0.01)  # eight GPUs over PCIe 5 from host memory
+    assert len([1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 513, 16))) == len(mk.vllm_capture_sizes(512))
+
+
+def test_routed_and_cascade_cost():
+    assert mk.routed_cost(0.75, 1.0, 3.0) / 3.0 == pytest.approx(0.5)
+    assert mk.routed_cost(0.75, 1.0, 3.0, cascade=True) / 3.0 == pytest.approx((1 + 0.75) / 3)
+
+
+def test_halving_tpot_is_cheap_then_expensive():
+    def cost(target):
+        plan = mk.largest_batch_within_tpot("llama-3-70b", "h100-sxm", tp=8, context_len=4096, tpot_target=target)
+        return 1 / plan.tokens_per_s_per_gpu
+
+    assert 1 < cost(0.012) / cost(0.024) < 1.5
+    assert cost(0.006) / cost(0.012) > 4
+
+
+def test_deepseek_day_reproduces():
+    cost = 226.75 * 8 * 2 * 24
+    revenue = (342e9 * 0.14 + (608e9 - 342e9) * 0.55 + 168e9 * 2.19) / 1e6
+    assert cost == 87_072
+    assert revenue == pytest.approx(562_027, rel=1e-3)
+    nodes = 608e9 / (73.7e3 * 86_400) + 168e9 / (14.8e3 * 86_400)
+    assert nodes == pytest.approx(226.75, abs=0.5)
+    assert 2 / 3600 / (14.8e3 / 8) * 1e6 == pytest.approx(0.300, abs=0.001)
+    assert (256 + 32) / 32 == 9 and (256 + 32) / 144 == 2 and 4 * 8 == 32 and 18 * 8 == 144
