@@ -77,7 +77,8 @@ from .counting import (
     sequence_attention_macs,
     standard_attention_io,
 )
-from .linear_attention import LINEAR_FORMS, elu_feature_map, linear_attention, linear_attention_state
+from .linear_attention import (LINEAR_FORMS, LINEAR_ORDERS, elu_feature_map, linear_attention, linear_attention_chunked,
+                               linear_attention_flops, linear_attention_state)
 from .latent import (
     LatentCache,
     LatentWeights,
