@@ -139,7 +139,8 @@ from .ssm import (HYBRID_MODELS, NEMOTRON_H_8B_PATTERN, WKV_FORMS, HybridModel, 
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 from .generation import GenerationBytes, generation_bytes, generation_flops
 from .policy import (PreemptionCost, block_cache_hits, max_concurrent_sequences, preemption_costs, queue_finish_times,
-                     stampede_prefill, static_batches, time_average_in_system, vtc_finish_times)
+                     stampede_prefill, static_batches, time_average_in_system, token_bucket_waits,
+                     vtc_finish_times)
 from .weight_quant import (FP4_BLOCKS, MINIFLOATS, awq_search, bits_per_weight, dequantize_weights, fake_quantize,
                            gptq_quantize, quantize_fp4_blocks, quantize_weights, round_minifloat, smoothquant_scales,
                            weight_step_seconds)
