@@ -77,7 +77,8 @@ from .counting import (
     sequence_attention_macs,
     standard_attention_io,
 )
-from .linear_attention import LINEAR_FORMS, elu_feature_map, linear_attention, linear_attention_state
+from .linear_attention import (LINEAR_FORMS, LINEAR_ORDERS, elu_feature_map, linear_attention, linear_attention_chunked,
+                               linear_attention_flops, linear_attention_state)
 from .latent import (
     LatentCache,
     LatentWeights,
@@ -117,7 +118,8 @@ from .disaggregation import kv_transfer_seconds, prefill_flops, prefill_seconds
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep, batching_steps, roofline_step,
                          simulate_batching, summarize_latencies)
-from .speculative import rollback_cache, speculative_expected_tokens, speculative_speedup, speculative_step
+from .speculative import (ngram_propose, rollback_cache, speculative_expected_tokens, speculative_speedup,
+                          speculative_step)
 from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
                     format_percent)
 from .tree import (accepted_path_slots, attention_with_lse, cascade_attention, shared_prefix_read_bytes, tree_expected_length,
@@ -138,7 +140,8 @@ from .ssm import (HYBRID_MODELS, NEMOTRON_H_8B_PATTERN, WKV_FORMS, HybridModel, 
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 from .generation import GenerationBytes, generation_bytes, generation_flops
 from .policy import (PreemptionCost, block_cache_hits, max_concurrent_sequences, preemption_costs, queue_finish_times,
-                     stampede_prefill, static_batches, time_average_in_system, vtc_finish_times)
+                     stampede_prefill, static_batches, time_average_in_system, token_bucket_waits,
+                     vtc_finish_times)
 from .weight_quant import (FP4_BLOCKS, MINIFLOATS, awq_search, bits_per_weight, dequantize_weights, fake_quantize,
                            gptq_quantize, quantize_fp4_blocks, quantize_weights, round_minifloat, smoothquant_scales,
                            weight_step_seconds)

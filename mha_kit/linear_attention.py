@@ -19,9 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from .attention import _check_qkv, causal_mask
+from .config import check_positive_int
 
 #: The forms :func:`linear_attention` computes.
 LINEAR_FORMS = ("parallel", "recurrent")
+#: The orders of products :func:`linear_attention_flops` counts.
+LINEAR_ORDERS = ("quadratic", "linear", "chunkwise")
 
 
 def elu_feature_map(x):
@@ -118,3 +121,71 @@ def linear_attention(q, k, v, causal=True, form="parallel", feature_map=elu_feat
         raise ValueError(f"causal linear attention needs n <= s: {q.shape[-2]} queries, {k.shape[-2]} keys")
     phi_q, phi_k = feature_map(q), feature_map(k)
     return (_parallel if form == "parallel" else _recurrent)(phi_q, phi_k, v, causal)
+
+
+def linear_attention_flops(n, d_phi, d_v, order, chunk=None) -> int:
+    """Floating-point operations of one head's numerator ``phi(Q) phi(K)^T V`` over ``n`` tokens.
+
+    A multiply-add counts 2; dense products are counted whole (a kernel that skips masked blocks
+    halves the ``n^2`` terms). Katharopoulos et al. (2020, sec. 3.2, eq. 5-6):
+
+    * ``"quadratic"``: ``(phi(Q) phi(K)^T) V``, the ``n x n`` similarities first:
+      ``2 n^2 d_phi + 2 n^2 d_v``, i.e. ``O(n^2 d)``.
+    * ``"linear"``: ``phi(Q) (phi(K)^T V)``, the ``d_phi x d_v`` state first, then one read per
+      query: ``2 n d_phi d_v + 2 n d_phi d_v``, i.e. ``O(n d^2)``. The causal prefix sum does the
+      same work: each token adds ``phi(k) v^T`` to the state and reads it with ``phi(q)``.
+    * ``"chunkwise"``: chunks of ``chunk`` tokens, quadratic inside a chunk and through the state
+      across chunks (Yang et al. 2024, sec. 2.2): ``2 n chunk (d_phi + d_v) + 4 n d_phi d_v``.
+
+    Returns
+    -------
+    int
+    """
+    n, d_phi, d_v = (check_positive_int(name, x) for name, x in (("n", n), ("d_phi", d_phi), ("d_v", d_v)))
+    if order not in LINEAR_ORDERS:
+        raise ValueError(f"order must be one of {LINEAR_ORDERS}, got {order!r}")
+    if order == "quadratic":
+        return 2 * n * n * (d_phi + d_v)
+    if order == "linear":
+        return 4 * n * d_phi * d_v
+    chunk = check_positive_int("chunk", chunk)
+    if n % chunk:
+        raise ValueError(f"chunk ({chunk}) must divide n ({n})")
+    return 2 * n * chunk * (d_phi + d_v) + 4 * n * d_phi * d_v
+
+
+def linear_attention_chunked(q, k, v, chunk, feature_map=elu_feature_map):
+    """Causal linear attention computed chunk by chunk, as linear-attention kernels train it.
+
+    Inside a chunk: the masked parallel form (small matrix products). Across chunks: the state
+    ``S``, ``z`` of every earlier chunk, added once per chunk (Yang et al. 2024, sec. 2.2).
+    ``chunk = 1`` is the recurrent form, ``chunk = n`` the parallel form.
+
+    Parameters
+    ----------
+    q, k : ndarray, shape (..., n, d_h)
+    v : ndarray, shape (..., n, d_v)
+    chunk : int
+        Tokens per chunk; the last chunk may be shorter.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n, d_v), equal to ``linear_attention(q, k, v, causal=True)``.
+    """
+    q, k, v = (np.asarray(a) for a in (q, k, v))
+    _check_qkv(q, k, v)
+    n, chunk = q.shape[-2], check_positive_int("chunk", chunk)
+    if k.shape[-2] != n:
+        raise ValueError(f"chunked linear attention is self-attention: {n} queries need {n} keys, got {k.shape[-2]}")
+    phi_q, phi_k = feature_map(q), feature_map(k)
+    state = np.zeros(np.broadcast_shapes(phi_k.shape[:-2], v.shape[:-2]) + (phi_k.shape[-1], v.shape[-1]))
+    z = np.zeros(state.shape[:-1])  # (..., d_phi)
+    outs = []
+    for start in range(0, n, chunk):
+        pq, pk, vc = (a[..., start:start + chunk, :] for a in (phi_q, phi_k, v))  # (..., c, d)
+        scores = np.where(causal_mask(pq.shape[-2]), pq @ np.swapaxes(pk, -1, -2), 0.0)  # (..., c, c)
+        numerator = pq @ state + scores @ vc  # earlier chunks through the state, this chunk directly
+        outs.append(_divide(numerator, (pq * z[..., None, :]).sum(axis=-1) + scores.sum(axis=-1)))
+        state = state + np.swapaxes(pk, -1, -2) @ vc  # (..., d_phi, c) @ (..., c, d_v)
+        z = z + pk.sum(axis=-2)
+    return np.concatenate(outs, axis=-2)

@@ -8,6 +8,7 @@
 * :func:`block_cache_hits`: prefix reuse under LRU or LFU eviction of hashed blocks.
 * :func:`stampede_prefill`: many requests with the same new prefix at once, prefilled in chunks.
 * :func:`time_average_in_system`: the left side of Little's law, measured on a simulated run.
+* :func:`token_bucket_waits`: a per-client token rate limit, admitted or rejected with a retry-after.
 
 Book: chapter "Scheduling and cache policy".
 """
@@ -228,6 +229,45 @@ def vtc_finish_times(jobs, input_weight=1.0, output_weight=2.0):
         return k
 
     return _serve([j[0] for j in jobs], [j[4] for j in jobs], choose)
+
+
+def token_bucket_waits(requests, tokens_per_minute, capacity=None):
+    """Admit requests against a token bucket; for each, the wait before it may be sent (0 = admitted).
+
+    The bucket holds up to ``capacity`` tokens (a minute's worth by default) and refills
+    continuously at ``tokens_per_minute / 60`` a second. A request is charged its tokens when it
+    arrives: admitted if the bucket holds that many, otherwise rejected (HTTP 429) with the time
+    the bucket needs to refill the difference, the ``retry-after`` a client should honour. A
+    rejected request takes nothing from the bucket. This is how hosted APIs meter input and output
+    tokens per minute (the output charge estimated from ``max_tokens`` at admission).
+
+    Parameters
+    ----------
+    requests : sequence of (float, int)
+        ``(arrival_s, tokens)``, in order of arrival.
+    tokens_per_minute : float
+    capacity : float, optional
+
+    Returns
+    -------
+    list of float
+        Seconds to wait: 0.0 for an admitted request.
+    """
+    rate = float(tokens_per_minute) / 60.0
+    capacity = float(tokens_per_minute if capacity is None else capacity)
+    if not (rate > 0 and capacity > 0):
+        raise ValueError(f"tokens_per_minute and capacity must be positive, got {tokens_per_minute!r} and {capacity!r}")
+    level, last, waits = capacity, None, []
+    for arrival, tokens in requests:
+        if last is not None and arrival < last:
+            raise ValueError(f"requests must be in order of arrival: {arrival} after {last}")
+        level = min(capacity, level + (0.0 if last is None else (arrival - last) * rate))  # refill since the last
+        last = arrival
+        if tokens > capacity:
+            raise ValueError(f"a request of {tokens} tokens can never fit a bucket of {capacity:g}")
+        waits.append(0.0 if tokens <= level else (tokens - level) / rate)
+        level -= tokens if tokens <= level else 0
+    return waits
 
 
 # --- Eviction: least recently against least frequently used ----------------------------------

@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 
 from .cache import KVCache
+from .config import check_positive_int
 from .serving import PagedKVCache
 
 
@@ -186,3 +187,36 @@ def rollback_cache(cache, num_tokens):
         cache.pool.release(block)
     del cache.block_table[keep:]
     return len(dropped)
+
+
+def ngram_propose(tokens, k, min_n, max_n):
+    """Draft tokens by prompt lookup: continue the longest earlier copy of the sequence's last tokens.
+
+    vLLM's n-gram proposer (``vllm/v1/spec_decode/ngram_proposer.py``,
+    ``_find_longest_matched_ngram_and_propose_tokens``): find the longest suffix of ``tokens``
+    of ``min_n`` to ``max_n`` tokens that also occurs earlier (the earliest occurrence if several),
+    and propose up to ``k`` tokens that followed it. No model runs; with no match, no drafts.
+    Example (vLLM's docstring): ``[1, 2, 3, 4, 2, 3]``, ``min_n = 2``, ``max_n = 3``, ``k = 4``
+    gives ``[4, 2, 3]``: ``[4, 2, 3]`` never occurred before, ``[2, 3]`` did, at position 1.
+
+    Parameters
+    ----------
+    tokens : sequence of int, shape (L,)
+        Prompt and output so far.
+    k, min_n, max_n : int
+        Drafts at most; shortest and longest n-gram matched, ``1 <= min_n <= max_n``.
+
+    Returns
+    -------
+    list of int, at most ``k`` long (empty when no n-gram matches).
+    """
+    tokens = [int(t) for t in tokens]
+    k, min_n, max_n = (check_positive_int(name, v) for name, v in (("k", k), ("min_n", min_n), ("max_n", max_n)))
+    if min_n > max_n:
+        raise ValueError(f"min_n ({min_n}) must be at most max_n ({max_n})")
+    for n in range(min(max_n, len(tokens) - 1), min_n - 1, -1):  # longest first
+        suffix = tokens[-n:]
+        for start in range(len(tokens) - n):  # earliest first; the suffix itself is excluded
+            if tokens[start:start + n] == suffix:
+                return tokens[start + n:start + n + k]
+    return []

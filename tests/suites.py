@@ -47,6 +47,7 @@ UNIT = frozenset({
 
     "test_chapter_long_context_structure.py",
     "test_chapter_state_space_models.py",
+    "test_chapter_speculative_decoding.py",
     "test_chapters_read_records.py",
     "test_chapters_rope_sinks.py",
     "test_chapters_serving_heads.py",

@@ -23,3 +23,27 @@ def test_mistral_span():
 def test_mamba_state_per_layer():
     d_inner, n_state, d_conv = 2 * 2560, 16, 4
     assert mk.mamba_state_bytes(2560, 16) == (d_inner * n_state + d_inner * (d_conv - 1)) * 2 == 190 * 1024
+
+
+def test_reassociation_ratio_is_n_over_d():
+    """beyond_kv_cache-linear: scores first 2 n^2 (d + d), state first 4 n d^2: ratio n / d (32 at 4K, 1 at 128)."""
+    head = 128
+    for n, ratio in ((128, 1), (4096, 32), (131072, 1024)):
+        scores_first = 2 * n * n * head + 2 * n * n * head  # phi(Q) phi(K)^T, then the (n, n) matrix times V
+        state_first = 2 * head * n * head + 2 * n * head * head  # phi(K)^T V once, then one read per query
+        assert scores_first == ratio * state_first
+        assert mk.linear_attention_flops(n, head, head, "quadratic") // mk.linear_attention_flops(n, head, head, "linear") == ratio
+
+
+def test_linear_weights_are_low_rank_and_flat():
+    """beyond_kv_cache-linear: rank at most d_phi = 16 of 256, and a far smaller largest weight than softmax's."""
+    rng = np.random.default_rng(7)
+    q, k = rng.normal(size=(2, 256, 16))
+    phi_q, phi_k = mk.elu_feature_map(q), mk.elu_feature_map(k)
+    assert np.linalg.matrix_rank(phi_q @ phi_k.T) <= 16 < np.linalg.matrix_rank(np.exp(q @ k.T / 4.0))
+    scores = 16 * q @ k.T / 4.0  # inputs four times larger: scores sixteen times larger
+    soft = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    soft /= soft.sum(axis=-1, keepdims=True)
+    lin = mk.elu_feature_map(4 * q) @ mk.elu_feature_map(4 * k).T
+    lin /= lin.sum(axis=-1, keepdims=True)
+    assert np.median(soft.max(axis=-1)) > 0.9 and np.median(lin.max(axis=-1)) < 0.05

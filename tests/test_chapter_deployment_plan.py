@@ -51,3 +51,36 @@ def test_llama_3_70b_bf16_same_prefill_floor_on_h100_and_h200():
     h100, h200 = (mk.plan_deployment("llama-3-70b", gpu, num_gpus=8, tp=8, context_len=2000, batch_size=1)
                   for gpu in ("h100-sxm", "h200-sxm"))
     assert h100.prefill_s == pytest.approx(h200.prefill_s, rel=1e-12)
+
+
+LLAMA70_PARAMS = 70_553_706_496  # Llama 3 70B: 80 layers, d = 8,192, FFN 28,672, GQA 64/8, vocabulary 128,256
+
+
+def test_replica_shapes_weights_per_gpu_and_the_tp2_miss():
+    """deployment_plan-replica-shape: bf16 weights per GPU are 2 P / t; at TP2 their read alone misses 20 ms."""
+    for tp in (8, 4, 2):
+        plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=tp, tp=tp, context_len=8192, batch_size=1)
+        assert plan.weight_bytes_per_gpu == -(-2 * LLAMA70_PARAMS // tp)
+    weights_read_s = 2 * LLAMA70_PARAMS / 2 / 3.35e12  # TP2: 70.6 GB a GPU at 3.35 TB/s
+    assert weights_read_s > 0.020  # so no batch meets a 20 ms TPOT target
+    tp2 = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=2, tp=2, context_len=8192, batch_size=1)
+    assert tp2.tpot_s > 0.020
+
+
+def test_larger_tp_leaves_more_of_a_fixed_step_for_the_cache():
+    """At a fixed TPOT budget, the time left after reading W / t grows with t: T - W / (t B)."""
+    budget, bandwidth, weights = 0.020, 3.35e12, 2 * LLAMA70_PARAMS
+    left = {tp: budget - weights / tp / bandwidth for tp in (8, 4)}
+    assert left[8] > left[4] > 0
+    # a sequence's cache per GPU is C / t (t <= h_kv = 8), so a replica holds left * t / C sequences in the
+    # budget, and the node 8 / t replicas of them: 8 left / C whatever t; the larger t's larger `left` wins
+    rates = {}
+    for tp in (8, 4):
+        best = None
+        for b in range(1, 400):
+            p = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=tp, tp=tp, context_len=8192, batch_size=b)
+            if not p.fits or p.tpot_s > budget:
+                break
+            best = p
+        rates[tp] = 8 * best.tokens_per_s_per_gpu
+    assert rates[8] > rates[4]

@@ -34,3 +34,14 @@ def test_littles_law_ceilings():
     n_fit = (int(0.9 * 80e9) - 2 * mk.dense_decoder_params(L8)) // (1200 * KV_PER_TOKEN)
     assert n_fit == 355
     assert round(989e12 / mk.generation_flops(L8, 1000, 200)) == 57
+
+
+def test_token_bucket_burst_claim():
+    """scheduler_design-fairness: 10,000 tokens a minute admit 20 of 60 requests of 500 at once."""
+    capacity, rate, request = 10_000, 10_000 / 60, 500
+    admitted = capacity // request  # the full bucket pays for 20 requests at t = 0
+    assert admitted == 20
+    assert request / rate == 3.0  # the retry-after of each rejected request: one request's refill
+    assert (60 - admitted) * request / rate == 120.0  # the refill the other 40 need, one after another
+    waits = mk.token_bucket_waits([(0.0, request)] * 60, 10_000)
+    assert sum(w == 0 for w in waits) == admitted and max(waits) == 3.0

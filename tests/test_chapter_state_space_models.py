@@ -87,3 +87,13 @@ def test_linear_attention_state_is_fixed_and_small_against_llama3_8b_kv():
     assert layers * kv_heads * (dh * dh + dh) * 2 == state // 4
     text = printed(CHAPTER)
     assert "32.2 MiB" in text and "8.1 MiB" in text and "at 258 tokens" in text
+
+
+def test_rwkv5_head_states_against_rwkv4_vectors():
+    """state_space_models-rwkv: 32 layers of width 4,096; RWKV-4 five vectors, RWKV-5/6/7 64 x 64 per head plus two."""
+    layers, width = 32, 4096
+    v4 = layers * 5 * width
+    v5 = layers * (width // 64 * 64 * 64 + 2 * width)  # 64 heads of 64 x 64, and the two token-shifted inputs
+    assert v4 * 4 == 2_621_440  # 2.5 MiB in fp32
+    assert v5 * 4 == 34_603_008  # 33 MiB
+    assert round(v5 / v4) == 13

@@ -93,3 +93,48 @@ def test_bad_form_and_shapes():
         mk.linear_attention(q, k[:2], v[:2])
     with pytest.raises(ValueError, match=r"^q and k must share the head size"):
         mk.linear_attention(q, k[:, :1], v)
+
+
+@FEW
+@given(shape=shapes, chunk=st.integers(1, 8))
+def test_the_chunkwise_form_equals_the_causal_parallel_form(shape, chunk):
+    """Yang et al. (2024), sec. 2.2: intra-chunk masked products plus the state of earlier chunks."""
+    n = shape["n"] + shape["extra"]
+    q, k, v = _qkv(shape["seed"], shape["batch"], n, n, shape["d_h"], shape["d_v"])
+    np.testing.assert_allclose(mk.linear_attention_chunked(q, k, v, chunk), _parallel_causal(q, k, v), rtol=0, atol=TOL)
+
+
+def _parallel_causal(q, k, v):
+    return mk.linear_attention(q, k, v, causal=True, form="parallel")
+
+
+def test_chunkwise_follows_the_definition_and_refuses_bad_input():
+    q, k, v = _qkv(9, (), 7, 7, 3, 2)
+    np.testing.assert_allclose(mk.linear_attention_chunked(q, k, v, 3), _by_definition(q, k, v, True), rtol=0, atol=TOL)
+    with pytest.raises(ValueError, match=r"^chunk must be a positive integer"):
+        mk.linear_attention_chunked(q, k, v, 0)
+    with pytest.raises(ValueError, match=r"^chunked linear attention is self-attention: 7 queries need 7 keys, got 6$"):
+        mk.linear_attention_chunked(q, k[:6], v[:6], 2)
+
+
+def test_flops_of_the_two_orders_written_out():
+    """Katharopoulos et al. (2020), eq. 5 against eq. 6: n^2 (d_phi + d_v) against n d_phi d_v."""
+    n, d_phi, d_v = 4096, 128, 64
+    scores_then_values = 2 * (n * n * d_phi) + 2 * (n * n * d_v)  # (n, d_phi) @ (d_phi, n), then (n, n) @ (n, d_v)
+    state_then_reads = 2 * (d_phi * n * d_v) + 2 * (n * d_phi * d_v)  # (d_phi, n) @ (n, d_v), then (n, d_phi) @ (d_phi, d_v)
+    assert mk.linear_attention_flops(n, d_phi, d_v, "quadratic") == scores_then_values == 6_442_450_944
+    assert mk.linear_attention_flops(n, d_phi, d_v, "linear") == state_then_reads == 134_217_728
+    chunks = n // 64  # each: (64, 64) scores and values, a read of the state and an update
+    per_chunk = 2 * 64 * 64 * d_phi + 2 * 64 * 64 * d_v + 2 * 64 * d_phi * d_v + 2 * d_phi * 64 * d_v
+    assert mk.linear_attention_flops(n, d_phi, d_v, "chunkwise", chunk=64) == chunks * per_chunk
+    # the orders cost the same where n = d_phi = d_v: reassociation pays only for n above the head size
+    assert mk.linear_attention_flops(128, 128, 128, "quadratic") == mk.linear_attention_flops(128, 128, 128, "linear")
+
+
+def test_flops_refuse_bad_input():
+    with pytest.raises(ValueError, match=r"^order must be one of \('quadratic', 'linear', 'chunkwise'\), got 'cubic'$"):
+        mk.linear_attention_flops(8, 2, 2, "cubic")
+    with pytest.raises(ValueError, match=r"^chunk \(3\) must divide n \(8\)$"):
+        mk.linear_attention_flops(8, 2, 2, "chunkwise", chunk=3)
+    with pytest.raises(ValueError, match=r"^n must be a positive integer"):
+        mk.linear_attention_flops(0, 2, 2, "linear")

@@ -145,3 +145,26 @@ def test_errors_name_the_rule():
         time_average_in_system([1.0], [0.0])
     with pytest.raises(ValueError, match="do not fit"):
         max_concurrent_sequences(mk.MODEL_FACTS["llama-3-70b"], H100, 100)
+
+
+def test_token_bucket_hand_worked():
+    """600 tokens a minute = 10 a second, bucket of 600: the arithmetic written out."""
+    waits = mk.token_bucket_waits([(0.0, 500), (1.0, 200), (20.0, 200), (20.0, 150)], 600)
+    # t=0: 600 held, 500 taken -> 100. t=1: 100 + 10 = 110 < 200 -> wait (200 - 110) / 10 = 9 s, nothing taken.
+    # t=20: 110 + 19 * 10 = 300 >= 200 -> admitted, 100 left. Same instant: 100 < 150 -> wait 5 s.
+    assert waits == [0.0, 9.0, 0.0, 5.0]
+
+
+def test_token_bucket_burst_admits_one_bucket_then_refills():
+    waits = mk.token_bucket_waits([(0.0, 500)] * 60, 10_000)  # a minute's 10,000 tokens = 20 requests
+    assert waits[:20] == [0.0] * 20 and waits[20:] == [3.0] * 40  # 500 tokens at 10,000 / 60 a second
+    assert mk.token_bucket_waits([(0.0, 500)] * 60, 10_000, capacity=30_000) == [0.0] * 60
+
+
+def test_token_bucket_refuses_bad_input():
+    with pytest.raises(ValueError, match=r"^tokens_per_minute and capacity must be positive"):
+        mk.token_bucket_waits([(0.0, 1)], 0)
+    with pytest.raises(ValueError, match=r"^requests must be in order of arrival: 1.0 after 2.0$"):
+        mk.token_bucket_waits([(2.0, 1), (1.0, 1)], 60)
+    with pytest.raises(ValueError, match=r"^a request of 700 tokens can never fit a bucket of 600$"):
+        mk.token_bucket_waits([(0.0, 700)], 600)

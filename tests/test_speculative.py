@@ -207,3 +207,46 @@ def test_verification_intensity_is_k_plus_1_times_decode(name, per_query, k):
 def test_verification_intensity_needs_a_query():
     with pytest.raises(ValueError, match="queries_per_step must be a positive integer"):
         mk.arithmetic_intensity(mk.PRESETS["llama-3-70b"], 4096, queries_per_step=0)
+
+
+# vLLM's own cases for its n-gram proposer (tests/v1/spec_decode/test_ngram.py and the docstring of
+# NgramProposer.propose): (tokens, min_n, max_n, k, drafts)
+NGRAM_CASES = [
+    ([1, 2, 3, 4, 2, 3], 2, 3, 4, [4, 2, 3]),  # docstring: [4, 2, 3] unseen, [2, 3] seen; only 3 tokens follow
+    ([1, 2, 3, 4, 1, 2, 3, 5, 6], 2, 2, 2, []),  # [5, 6] never occurred before
+    ([1, 2, 3, 4, 1, 2, 3], 2, 2, 3, [4, 1, 2]),
+    ([1, 2, 3, 4, 1, 2, 3], 1, 1, 2, [4, 1]),
+    ([1, 3, 6, 2, 3, 4, 1, 2, 3], 1, 1, 2, [6, 2]),  # the earliest occurrence of [3]
+    ([1, 2, 3, 4, 5], 2, 2, 2, []),
+    ([1, 2, 3, 4, 1, 2, 3], 4, 4, 2, []),  # no earlier 4-gram
+    ([1, 2, 3, 4, 1, 2, 3], 3, 4, 2, [4, 1]),  # but a 3-gram
+    ([2, 3, 4, 5, 1, 2, 3, 4, 1, 2, 3, 4], 3, 4, 2, [1, 2]),  # the 4-gram wins, not [5, 1]
+    ([3, 4, 5, 2, 3, 4, 1, 2, 3, 4], 2, 4, 2, [1, 2]),  # the 3-gram wins, not [5, 2]
+    ([1, 2, 3, 100, 1, 2, 3, 200, 1, 2, 3, 300, 1, 2, 3], 3, 3, 2, [100, 1]),  # several: the first
+]
+
+
+@pytest.mark.parametrize("tokens, min_n, max_n, k, drafts", NGRAM_CASES)
+def test_ngram_propose_matches_vllm_cases(tokens, min_n, max_n, k, drafts):
+    assert mk.ngram_propose(np.array(tokens), k, min_n, max_n) == drafts
+
+
+def test_ngram_propose_by_brute_force():
+    """Against a direct reading of the rule on random short sequences over a small vocabulary."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        tokens = rng.integers(0, 3, size=rng.integers(1, 12)).tolist()
+        found = []
+        for n in range(3, 0, -1):  # longest n-gram first, n from max_n = 3 down to min_n = 1
+            starts = [s for s in range(len(tokens)) if s + n < len(tokens) and tokens[s:s + n] == tokens[len(tokens) - n:]]
+            if n < len(tokens) and starts:
+                found = tokens[starts[0] + n:starts[0] + n + 2]
+                break
+        assert mk.ngram_propose(tokens, 2, 1, 3) == found
+
+
+def test_ngram_propose_refuses_bad_bounds():
+    with pytest.raises(ValueError, match=r"^min_n \(3\) must be at most max_n \(2\)$"):
+        mk.ngram_propose([1, 2, 3], 2, 3, 2)
+    with pytest.raises(ValueError, match=r"^k must be a positive integer"):
+        mk.ngram_propose([1, 2, 3], 0, 1, 2)
