@@ -376,7 +376,7 @@ def beam_search(log_probs, start, beam_width, max_len, eos, length_alpha=0.0):
 def acceptance_rate(target_probs, draft_probs):
     """``alpha = sum_x min(p(x), q(x))`` per row: the chance that speculative sampling accepts a draft token.
 
-    Leviathan et al. 2023, Definition 3.1 and Lemma 3.3: ``alpha = 1 - TV(p, q)``.
+    Leviathan et al. 2023, Corollary 3.6: ``alpha = E[sum_x min(p(x), q(x))] = 1 - E[TV(p, q)]``.
 
     Parameters
     ----------
