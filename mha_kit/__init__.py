@@ -146,6 +146,9 @@ from .weight_quant import (FP4_BLOCKS, MINIFLOATS, awq_search, bits_per_weight, 
                            gptq_quantize, quantize_fp4_blocks, quantize_weights, round_minifloat, smoothquant_scales,
                            weight_step_seconds)
 from .slo import goodput_rate, latency_percentiles, poisson_requests, slo_attainment
+from .sampling import (acceptance_rate, apply_penalties, apply_temperature, apply_token_bitmask, beam_search,
+                       chunked_sum, exponential_race, min_p_mask, pack_token_bitmask, sample_tokens, token_index,
+                       top_k_top_p_mask)
 
 from .tenancy import (DEEPSEEK_FLEET_DAY, DEEPSEEK_UNITS, LATENCY_TARGETS, LORA_TARGETS, DeploymentUnit, FleetDay,
                       LatencyTarget, QWEN2_VL_VIT_PARAMS, SILENT_READING_WPM, WORDS_PER_TOKEN,

@@ -105,6 +105,8 @@ UNIT = frozenset({
     "test_question_index.py",
     "test_references.py",
     "test_rope_scaling.py",
+    "test_sampling.py",
+    "test_chapter_decoding_sampling.py",
     "test_scheduling.py",
     "test_serving.py",
     "test_sinks.py",
