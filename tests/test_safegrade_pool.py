@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mha_course.pool import run_pool
+from mha_course.grade.pool import run_pool
 from safegrade_multi import die_once_grade, raise_grade
 
 

@@ -36,7 +36,7 @@ RUNTIME = Path(__file__).resolve().parent / "lite_runtime"
 SITE_PACKAGES = "lib/python3.11/site-packages"
 META = "empack_env_meta.json"
 #: What a learner's exercise imports: the kernel side of the judge (04's test of Q5 imports watch).
-ENTRY_MODULES = ("mha_course.judge.cases", "mha_course.judge.watch")
+ENTRY_MODULES = ("mha_course.kernel.cases", "mha_course.kernel.watch")
 #: The kernel side's other entry points: the page's hook, and the files the judge loads by path.
 HOOK = "mha_lite"
 

@@ -13,10 +13,11 @@ import nbformat
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets.utils.importstring import import_item
 
-from ..course import COURSE, converter_of
+from ..course import COURSE
+from ..judge.core import judge_notebook
 from ..notebook import answers
+from .api import converter_of
 from .carry import carry_forward, plan, substituted_copy, unanswered
-from .core import judge_notebook
 
 
 class JudgeCells(NbGraderPreprocessor):

@@ -36,10 +36,10 @@ import nbformat
 import nbgrader
 from nbgrader.api import Gradebook
 
-from .course import COURSE, REPO_ROOT, course_api, run_step
-from .notebook import (add_flags, failure, first_line, flags_of, grade_id, is_test, load, notes_of, one_line, points,
-                       questions, solution_notebook)
-from .trusted.rebuild import rebuild
+from ..course import COURSE, REPO_ROOT
+from ..notebook import add_flags, failure, first_line, flags_of, grade_id, is_test, notes_of, one_line, points, questions
+from ..plugins.api import course_api, load, run_step, solution_notebook
+from ..plugins.rebuild import rebuild
 
 #: Environment variable: a folder where :func:`template` keeps every course it generates, for reuse.
 CACHE_ENV = "MHA_TEMPLATE_CACHE"
@@ -203,7 +203,7 @@ def submit(course, student, path):
     """Hand the notebook at ``path`` in as ``student``; return the flags of its intake.
 
     The file is read outside any kernel (:func:`mha_course.notebook.load`), rebuilt on the release
-    (:func:`mha_course.trusted.rebuild.rebuild`: nbgrader's own ``RebuildOnRelease`` then finds
+    (:func:`mha_course.plugins.rebuild.rebuild`: nbgrader's own ``RebuildOnRelease`` then finds
     nothing more to change) and written where ``nbgrader autograde`` reads it. A file that cannot
     be read as a notebook is graded as the blank release, flagged; one nbformat could not even write
     back (a cell that is a number) is still graded.

@@ -23,7 +23,7 @@ Every way of autograding the course (``nbgrader autograde``, formgrader's Autogr
 4. **Flags reach nbgrader's gradebook** (:class:`.flags.RecordFlags`): *flagged*, *needs manual
    grade*, the reason in a comment.
 
-safegrade, the pipeline above this layer (:mod:`mha_course.pipeline`, :mod:`mha_course.pool`,
-:mod:`mha_course.records`), adds a pool of workers, resumable results, reports and ``grades.csv``,
+safegrade, the pipeline above this layer (:mod:`mha_course.grade.pipeline`, :mod:`mha_course.grade.pool`,
+:mod:`mha_course.grade.records`), adds a pool of workers, resumable results, reports and ``grades.csv``,
 and leaves the course as ``nbgrader autograde`` leaves it.
 """

@@ -2,7 +2,7 @@
 
 :func:`run_pool` hands the tasks (:func:`tasks`: the submissions without a valid result) to
 ``--workers`` processes; each runs :func:`grade_one`: a copy of the assignment's template course,
-the one pipeline (:func:`mha_course.pipeline.grade`: the rebuild, the sandboxed kernel, the judge,
+the one pipeline (:func:`mha_course.grade.pipeline.grade`: the rebuild, the sandboxed kernel, the judge,
 the flags) and the result written atomically to ``results/<student>.json``, with the autograded
 notebook beside it (``autograded/<student>/<assignment>.ipynb``). A worker that dies is replaced
 and its task graded again, alone; a submission that kills its worker twice gets an error result.
@@ -20,9 +20,9 @@ import traceback
 import warnings
 from pathlib import Path
 
-from .intake import sha256_of
+from ..plugins import sandbox
 from . import pipeline
-from .trusted import sandbox
+from .intake import sha256_of
 
 #: Address space of a grading worker: a submission that makes the grader itself swell (a file built
 #: to blow up when parsed) gets an error result instead of the machine's memory.
