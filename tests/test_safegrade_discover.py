@@ -165,7 +165,7 @@ def test_a_rerun_grades_again_what_changed_failed_or_cannot_be_read(tmp_path):
         text = "{not json" if name == "corrupt" else json.dumps({"sha256": sha, "status": status})
         (tmp_path / "out" / "results" / f"{name}.json").write_text(text)
     todo = tasks(found, A, tmp_path / "out", tmp_path, Template(tmp_path, A), "bwrap", 30)
-    assert sorted(t["student"] for t in todo) == ["changed", "corrupt", "errored", "new"]
+    assert sorted(t.student for t in todo) == ["changed", "corrupt", "errored", "new"]
     # a stale result is gone at once: a batch killed before grading it again cannot keep the old grade
     assert sorted(p.stem for p in (tmp_path / "out" / "results").glob("*.json")) == ["same"]
 
