@@ -31,7 +31,7 @@ class Assignment:
     references that answer a question (calling one fails that question, saying why);
     ``builds_on``: ``{answer grade_id: (answer grade_ids)}`` when a question calls the learner's
     own answers to earlier questions; when one of those fails its own tests, the question is graded
-    again with the solution's answer in its place (error carried forward, :mod:`mha_course.judge.carry`).
+    again with the solution's answer in its place (error carried forward, :mod:`mha_course.plugins.carry`).
     """
 
     helpers: tuple = ()

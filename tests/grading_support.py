@@ -92,7 +92,7 @@ def scores(result):
 def lost_without(assignment, answer):
     """Test cells that score zero when ``answer`` is left blank: its own only. Answers building on it
     (``builds_on`` in the course manifest) are graded with the solution's ``answer`` in its place
-    (error carried forward, :mod:`mha_course.judge.carry`)."""
+    (error carried forward, :mod:`mha_course.plugins.carry`)."""
     return set(tests_of_answer(assignment)[answer])
 
 

@@ -1,6 +1,6 @@
 """Error carried forward, attacked: a later answer graded with a correct earlier answer in place of a failed one.
 
-:mod:`mha_course.judge.carry` grades a dependent answer D again, on a copy of the notebook whose
+:mod:`mha_course.plugins.carry` grades a dependent answer D again, on a copy of the notebook whose
 failed earlier answers carry the solution, when D failed with them. The unit tests read judged
 notebooks made here (no kernel); the graded ones run nbgrader's autograde as the instructor does,
 all in one subprocess, and read the autograded notebooks. What must hold: D still scores zero when

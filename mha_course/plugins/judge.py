@@ -29,7 +29,7 @@ class JudgeCells(NbGraderPreprocessor):
 
 
 class CarryForward(NbGraderPreprocessor):
-    """Error carried forward (:mod:`mha_course.judge.carry`), right after :class:`JudgeCells`.
+    """Error carried forward (:mod:`mha_course.plugins.carry`), right after :class:`JudgeCells`.
 
     A dependent answer whose test cells failed with a failed earlier answer is graded again on a copy
     of the notebook whose failed earlier answers carry the solution's source (read from the
