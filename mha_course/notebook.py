@@ -187,7 +187,7 @@ def failure(cell):
 def add_note(cell, line):
     """Give a test cell a note (``line``, no score changed): shown as its output, kept in its metadata."""
     output = {"output_type": "stream", "name": "stdout", "text": line + "\n"}
-    # a notebook read by nbformat gets its own node type; no import: the browser's kernel has no nbformat
+    # of the cell's own kind: a plain dict, or the node type of a notebook read by nbformat
     cell.setdefault("outputs", []).append(output if type(cell) is dict else type(cell)(output))
     cell.setdefault("metadata", {}).setdefault(KEY, {}).setdefault("notes", []).append(line)
 
