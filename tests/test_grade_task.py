@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from mha_course.course import ASSIGNMENTS
 from mha_course.grade.pipeline import Template
 from mha_course.grade.pool import Batch, Task, tasks
+
+A = ASSIGNMENTS[0]
 
 
 def _found(folder):
@@ -20,11 +23,11 @@ def _found(folder):
 
 
 def test_tasks_are_frozen_dataclasses_of_one_shared_batch(tmp_path):
-    todo = tasks(_found(tmp_path), "01_shapes", tmp_path / "out", tmp_path / "work", Template(tmp_path, "01_shapes"),
+    todo = tasks(_found(tmp_path), A, tmp_path / "out", tmp_path / "work", Template(tmp_path, A),
                  "bwrap", 30, budget=300)
     assert [type(t) for t in todo] == [Task, Task]
     ann, bob = todo
-    assert ann.batch is bob.batch == Batch("01_shapes", str(tmp_path), str(tmp_path / "work"), "bwrap", 30, 300)
+    assert ann.batch is bob.batch == Batch(A, str(tmp_path), str(tmp_path / "work"), "bwrap", 30, 300)
     assert (ann.student, ann.alias, ann.lms_id, ann.raw_name, ann.source) == ("ann", "s0", "123", "ann.ipynb", "x.zip")
     assert ann.notes == (("info", "late"),) and bob.path == "" and bob.alias == "s1"
     assert ann.result == str(tmp_path / "out" / "results" / "ann.json")
@@ -34,7 +37,7 @@ def test_tasks_are_frozen_dataclasses_of_one_shared_batch(tmp_path):
 
 
 def test_a_task_pickles_to_a_worker_and_back_equal(tmp_path):
-    todo = tasks(_found(tmp_path), "01_shapes", tmp_path / "out", tmp_path, Template(tmp_path, "01_shapes"), "x", 5)
+    todo = tasks(_found(tmp_path), A, tmp_path / "out", tmp_path, Template(tmp_path, A), "x", 5)
     assert [pickle.loads(pickle.dumps(task)) for task in todo] == todo
     json.dumps(dataclasses.asdict(todo[0]))  # plain data all through: nothing a worker could not rebuild
 
@@ -42,4 +45,4 @@ def test_a_task_pickles_to_a_worker_and_back_equal(tmp_path):
 def test_an_intake_field_the_task_does_not_know_is_refused(tmp_path):
     found = {"ann": (str(Path(tmp_path) / "a.ipynb"), [], {"lms_id": "1", "colour": "red"})}
     with pytest.raises(TypeError, match="colour"):
-        tasks(found, "01_shapes", tmp_path / "out", tmp_path, Template(tmp_path, "01_shapes"), "x", 5)
+        tasks(found, A, tmp_path / "out", tmp_path, Template(tmp_path, A), "x", 5)

@@ -12,9 +12,10 @@ import pytest
 import grading_support as gs
 import mha_course.plugins.rebuild as rebuild_module
 from mha_course.grade.pipeline import grade, quiet, template
+from mha_course.course import ASSIGNMENTS
 from mha_course.plugins.api import course_api
 
-A = "01_shapes"
+A = ASSIGNMENTS[0]
 
 
 @pytest.fixture
