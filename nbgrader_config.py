@@ -10,11 +10,11 @@
 
 Every way of autograding (``nbgrader autograde``, formgrader's Autograde button,
 ``python -m mha_course.safegrade``) runs the steps below: the notebook is rebuilt on the release,
-each kernel runs in the sandbox (``mha_course.trusted``) and flags reach the gradebook.
+each kernel runs in the sandbox (``mha_course.plugins``) and flags reach the gradebook.
 
 Book: chapter "Instructor's guide".
 """
-from mha_course.course import prepare_environment
+from mha_course.plugins.api import prepare_environment
 
 c = get_config()  # noqa: F821 (injected by traitlets when nbgrader loads this file)
 
@@ -50,7 +50,7 @@ c.Execute.timeout = 60
 # sandbox, same judge); only that question's failed test cells can take the new verdict.
 # RecordFlags marks a submission that needs a person "flagged" / "needs manual grade", with why.
 c.Autograde.sanitize_preprocessors = [
-    "mha_course.trusted.rebuild.RebuildOnRelease",
+    "mha_course.plugins.rebuild.RebuildOnRelease",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -58,25 +58,25 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [
-    "mha_course.trusted.execute.SandboxedExecute",
-    "mha_course.judge.preprocessor.JudgeCells",
-    "mha_course.trusted.streams.StderrNotes",
-    "mha_course.judge.preprocessor.CarryForward",
+    "mha_course.plugins.execute.SandboxedExecute",
+    "mha_course.plugins.judge.JudgeCells",
+    "mha_course.plugins.streams.StderrNotes",
+    "mha_course.plugins.judge.CarryForward",
     "nbgrader.preprocessors.IgnorePattern",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
-    "mha_course.trusted.flags.RecordFlags",
+    "mha_course.plugins.flags.RecordFlags",
 ]
 
 # Feedback shows scores and the learner's own code, never the hidden tests: ClearHiddenTests
 # strips their source, OneLineErrors strips the tracebacks that would quote it again (each error
 # keeps its one line, which says why the cell scored 0). The page loads nothing from the network.
-c.GenerateFeedback.exporter_class = "mha_course.feedback.OfflineHTMLExporter"
+c.GenerateFeedback.exporter_class = "mha_course.plugins.feedback.OfflineHTMLExporter"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "nbgrader.preprocessors.ClearHiddenTests",
-    "mha_course.feedback.OneLineErrors",
+    "mha_course.plugins.feedback.OneLineErrors",
 ]

@@ -23,18 +23,18 @@ from pathlib import Path
 from nbgrader.validator import Validator
 from traitlets.config import Config
 
-from . import numpy2
-from .course import prepare_environment
-from .judge.cases import CASE_NOTE
-from .notebook import answers, assignment_of, explain, first_line, load
-from .trusted.graded_kit import refused
-from .trusted.streams import stderr_to_notes
+from .kernel import numpy2
+from .kernel.cases import CASE_NOTE
+from .notebook import answers, explain, first_line
+from .plugins.api import assignment_of, load, prepare_environment
+from .plugins.graded_kit import refused
+from .plugins.streams import stderr_to_notes
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class _Validator(Validator):
-    """nbgrader's Validator, with stderr in a test cell a note, as in grading (:mod:`mha_course.trusted.streams`)."""
+    """nbgrader's Validator, with stderr in a test cell a note, as in grading (:mod:`mha_course.plugins.streams`)."""
 
     def _preprocess(self, nb):
         return stderr_to_notes(super()._preprocess(nb))
@@ -49,7 +49,7 @@ def validate(notebook, timeout=60):
 
 
 def numpy2_names(notebook):
-    """``[(answer grade_id, line)]``: answers that use a numpy 1.x name numpy 2 removed (:mod:`mha_course.numpy2`)."""
+    """``[(answer grade_id, line)]``: answers that use a numpy 1.x name numpy 2 removed (:mod:`mha_course.kernel.numpy2`)."""
     nb, _ = load(notebook)
     return [(grade_id, numpy2.message(name)) for grade_id, source in (answers(nb).items() if nb is not None else ())
             for name in numpy2.uses(source)]
@@ -66,7 +66,7 @@ def reference_calls(notebook, assignment):
 
     Validate runs the notebook with the full ``mha_kit``, so a call to ``mk.split_heads`` passes
     there and fails when graded (the grading kernel has the assignment's graded kit, see
-    :mod:`mha_course.trusted.graded_kit`); this reads the answers with ``ast`` to say so now.
+    :mod:`mha_course.plugins.graded_kit`); this reads the answers with ``ast`` to say so now.
     """
     (nb, _), rules, hits = load(notebook), refused(assignment), []
     for grade_id, source in answers(nb).items() if nb is not None else ():
@@ -84,7 +84,7 @@ def reference_calls(notebook, assignment):
 def last_error_line(text):
     """``"AssertionError: ..."`` from a traceback, colours removed.
 
-    When the learner's own error carries the test's note (:data:`mha_course.judge.cases.CASE_NOTE`: the
+    When the learner's own error carries the test's note (:data:`mha_course.kernel.cases.CASE_NOTE`: the
     case, and the line of their code that raised it), the error line with the note in brackets.
     """
     lines = [line.strip() for line in _ANSI.sub("", text).splitlines() if line.strip()]

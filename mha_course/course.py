@@ -1,18 +1,15 @@
-"""The course: its manifest of assignments, and nbgrader run on a course folder through its Python API.
+"""The course's manifest: its assignments, what each allows, and which of this package's files run where.
 
 :data:`COURSE` lists the assignments and what each allows; every other part of the course reads it
-(and the assignments' folders under ``solutions/``). The rest runs nbgrader in this process: the
-command line starts a new Python (and upgrades the gradebook) for every step; the API does the
-steps one after another in the same process, which keeps the self-grader and the tests fast.
+(and the assignments' folders under ``solutions/``). :data:`KERNEL_SIDE` and :data:`BROWSER_SIDE`
+name the folders and files of ``mha_course`` that run in a kernel: the folder is the rule, no list of
+modules is kept by hand (:func:`package_files`, :func:`kernel_side_modules`).
 
->>> api = course_api("/path/to/course")                      # doctest: +SKIP
->>> api.generate_assignment("01_shapes")["success"]          # doctest: +SKIP
-True
+Pure: the standard library only, so that it runs in every kernel of the course, the browser's too.
 """
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +31,7 @@ class Assignment:
     references that answer a question (calling one fails that question, saying why);
     ``builds_on``: ``{answer grade_id: (answer grade_ids)}`` when a question calls the learner's
     own answers to earlier questions; when one of those fails its own tests, the question is graded
-    again with the solution's answer in its place (error carried forward, :mod:`mha_course.judge.carry`).
+    again with the solution's answer in its place (error carried forward, :mod:`mha_course.plugins.carry`).
     """
 
     helpers: tuple = ()
@@ -179,83 +176,28 @@ def assignment_module(assignment, stem):
     return module
 
 
-def prepare_environment():
-    """Set up ``os.environ`` for nbgrader run from this Python.
-
-    nbgrader runs ``alembic`` as a command, so the scripts folder of the running Python (the
-    project's virtual environment) goes onto ``PATH``; in this process nbgrader reads the schema
-    revision through :func:`alembic_head` instead.
-    """
-    scripts = str(Path(sys.executable).parent)
-    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
-    # Python 3.11 kernels otherwise warn about frozen modules on stderr when the debugger loads.
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    import nbgrader.api
-
-    nbgrader.api.get_alembic_version = alembic_head
+#: This package's folder.
+PACKAGE = Path(__file__).resolve().parent
+#: What a test cell imports, and so what a grading kernel's graded kit copies beside its ``mha_kit``:
+#: the folder ``kernel/`` whole, and the format it sends its results in (``wire.py``).
+KERNEL_SIDE = ("kernel", "wire.py")
+#: What runs in the learner's own kernel, the browser edition's included: the kernel side, the judge
+#: that judges a test cell at once there, and what they read (the manifest, the notebook conventions).
+#: None of it imports more than the standard library, numpy, IPython and ``mha_kit`` (``tests/test_layers.py``).
+BROWSER_SIDE = ("course.py", "notebook.py", "wire.py", "judge", "kernel")
 
 
-def alembic_head():
-    """The gradebook schema's alembic revision, read in this process.
-
-    nbgrader stamps every new ``gradebook.db`` with the output of the ``alembic heads`` command, a
-    new Python that takes seconds to start; alembic's own API reads the same revision directly.
-    """
-    from alembic.script import ScriptDirectory
-    import nbgrader
-
-    return ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
+def package_files(parts=KERNEL_SIDE):
+    """The ``.py`` files of ``parts`` (folders and files of this package), as paths relative to the package's
+    parent (``mha_course/kernel/cases.py``), sorted; a folder counts whole."""
+    files = set()
+    for part in parts:
+        path = PACKAGE / part
+        files |= set(path.rglob("*.py")) if path.is_dir() else {path}
+    return sorted(p.relative_to(PACKAGE.parent).as_posix() for p in files if "__pycache__" not in p.parts)
 
 
-def course_config(root, **overrides):
-    """The repository's ``nbgrader_config.py`` with ``CourseDirectory.root = root``.
-
-    ``overrides`` are ``{"Section.name": value}`` pairs, e.g. ``{"Exchange.root": "/tmp/x"}``.
-    """
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO_ROOT)).load_config()
-    config.CourseDirectory.root = str(Path(root).resolve())
-    for key, value in overrides.items():
-        section, name = key.rsplit(".", 1)
-        config[section][name] = value
-    return config
-
-
-def course_api(root, **overrides):
-    """An ``nbgrader.apps.NbGraderAPI`` for the course at ``root`` (see :func:`course_config`)."""
-    prepare_environment()
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-
-    config = course_config(root, **overrides)
-    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-
-
-def converter_of(configurable):
-    """The nbgrader converter (``Autograde``, ``GenerateAssignment``...) running ``configurable``, a
-    preprocessor: its nearest parent that has a ``coursedir``; ``None`` when it runs on its own."""
-    from nbgrader.coursedir import CourseDirectory
-
-    parent = configurable
-    while parent is not None:
-        if isinstance(getattr(parent, "coursedir", None), CourseDirectory):
-            return parent
-        parent = getattr(parent, "parent", None)
-    return None
-
-
-def coursedir_of(configurable):
-    """The ``CourseDirectory`` of the nbgrader converter running ``configurable`` (else one read from its config)."""
-    from nbgrader.coursedir import CourseDirectory
-
-    converter = converter_of(configurable)
-    return converter.coursedir if converter is not None else CourseDirectory(config=configurable.config)
-
-
-def run_step(result, what):
-    """Raise ``RuntimeError`` with nbgrader's log when an API step did not succeed."""
-    if not result.get("success"):
-        raise RuntimeError(f"nbgrader {what} failed:\n{result.get('log', '')}\n{result.get('error', '')}")
-    return result
+def kernel_side_modules(parts=KERNEL_SIDE):
+    """The dotted names of the modules of ``parts`` (default: what a test cell imports), sorted."""
+    names = [path.removesuffix(".py").removesuffix("/__init__").replace("/", ".") for path in package_files(parts)]
+    return sorted(names)

@@ -5,7 +5,7 @@ from ``exercises/``, and nothing already there is overwritten, so the learner's 
 ``git pull`` and a new assignment appears on the next start. Validate then rewrites the copy,
 never the tracked release.
 
-The server runs with this course's learner settings, ``tools/learner_lab/`` (put on
+The server runs with this course's learner settings, ``mha_course/learner_lab/`` (put on
 ``JUPYTER_CONFIG_PATH``, above the virtual environment's and below the user's own): nbgrader's
 instructor extensions are off (formgrader, Create Assignment, the assignment and course lists,
 which need an exchange folder a learner has not got), and its Validate button stays.
@@ -23,7 +23,7 @@ from pathlib import Path
 from .course import REPO_ROOT
 
 #: The learner's settings for the JupyterLab server (server extensions and disabled lab plugins).
-LEARNER_CONFIG = REPO_ROOT / "tools" / "learner_lab"
+LEARNER_CONFIG = Path(__file__).resolve().parent / "learner_lab"
 
 
 def working_copy(work, release=REPO_ROOT / "exercises"):

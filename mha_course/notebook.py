@@ -21,9 +21,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-from .course import ASSIGNMENTS, REPO_ROOT
 
 #: A question's heading: number, difficulty tag, points, and what it asks.
 HEADING = re.compile(r"^## (Q(\d+) \[([EMH])\] · (\d+) points?: (.+))$", re.M)
@@ -178,7 +176,7 @@ def failure(cell):
     """Why a graded cell scores zero, in one line; ``None`` when it does not fail.
 
     An error output (the judge's verdict, an exception). What a test cell wrote to stderr is a note,
-    never a failure (:mod:`mha_course.trusted.streams` takes it out of nbgrader's rule).
+    never a failure (:mod:`mha_course.plugins.streams` takes it out of nbgrader's rule).
     """
     error = first_error(cell)
     if error:
@@ -189,7 +187,7 @@ def failure(cell):
 def add_note(cell, line):
     """Give a test cell a note (``line``, no score changed): shown as its output, kept in its metadata."""
     output = {"output_type": "stream", "name": "stdout", "text": line + "\n"}
-    # a notebook read by nbformat gets its own node type; no import: the browser's kernel has no nbformat
+    # of the cell's own kind: a plain dict, or the node type of a notebook read by nbformat
     cell.setdefault("outputs", []).append(output if type(cell) is dict else type(cell)(output))
     cell.setdefault("metadata", {}).setdefault(KEY, {}).setdefault("notes", []).append(line)
 
@@ -232,69 +230,3 @@ def add_flags(nb, flags):
     """Append ``flags`` to ``nb``'s metadata, each once."""
     known = flags_of(nb)
     nb.metadata.setdefault(KEY, {})["flags"] = known + [list(f) for f in flags if list(f) not in known]
-
-
-def load(path):
-    """``(notebook, problem)``: the notebook in the file at ``path``, or ``None`` and why it cannot be read.
-
-    Read outside any kernel, with limits: a notebook an editor saved with a UTF-8 byte-order mark
-    or Windows line ends reads as any other.
-    """
-    try:
-        if not path:
-            return None, "no file"
-        if Path(path).is_symlink():
-            return None, "a symbolic link, not a file: not followed"
-        size = Path(path).stat().st_size
-        if size > MAX_BYTES:
-            return None, f"file too large ({size} bytes; at most {MAX_BYTES})"
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        return None, f"unreadable file: {error}"
-    return reads(raw)
-
-
-def reads(raw):
-    """``(notebook, problem)`` of a file's bytes (see :func:`load`)."""
-    if not raw.strip():
-        return None, "empty file"
-    try:
-        text = raw.decode("utf-8-sig")  # a byte-order mark, if any, is not part of the JSON
-    except UnicodeDecodeError as error:
-        return None, f"not UTF-8: {error}"
-    import nbformat  # here: the browser edition's kernel side reads no notebook file with it
-
-    try:
-        nb = nbformat.reads(text, as_version=4)
-    except RecursionError:
-        return None, "not a notebook: nested too deep"
-    except (nbformat.reader.NotJSONError, ValueError, KeyError, TypeError) as error:
-        return None, f"not a notebook: {one_line(error, 200)}"
-    if not isinstance(nb.get("cells"), list):
-        return None, "not a notebook: no cells"
-    return nb, None
-
-
-def solution_notebook(assignment, root=REPO_ROOT):
-    """The source notebook of ``assignment`` (answers and hidden tests): ``solutions/<a>/<a>.ipynb`` under ``root``."""
-    import nbformat
-
-    return nbformat.read(Path(root) / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-
-
-def assignment_of(path):
-    """The assignment the notebook at ``path`` answers: its file name, or else the grade ids of its cells.
-
-    So JupyterLab's copies (``01_shapes-Copy1.ipynb``, ``01_shapes (1).ipynb``) count as
-    ``01_shapes``. ``None`` when no assignment's cells are in it. Raises ``ValueError`` with one line
-    when the file is not a notebook.
-    """
-    nb, problem = load(path)
-    if problem:
-        raise ValueError(f"{path} is not a readable notebook ({problem})")
-    if Path(path).stem in ASSIGNMENTS:
-        return Path(path).stem
-    ids = {grade_id(c) for c in nb.cells} - {None}
-    overlap = {a: len(ids & {grade_id(c) for c in solution_notebook(a).cells}) for a in ASSIGNMENTS}
-    best = max(overlap, key=overlap.get)
-    return best if overlap[best] else None

@@ -1,7 +1,7 @@
 """Regenerate the release: ``python -m mha_course.release [--into DIR] [ASSIGNMENT ...]``.
 
 Generates every assignment's release in a throw-away course made from ``solutions/``
-(:func:`mha_course.pipeline.template`: ``nbgrader generate_assignment``) and copies it to
+(:func:`mha_course.grade.pipeline.template`: ``nbgrader generate_assignment``) and copies it to
 ``exercises/`` (or to ``DIR/exercises``). The gradebook of that course is thrown away with it, so
 the repository gets no ``gradebook.db``.
 
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from .course import ASSIGNMENTS, REPO_ROOT
-from .pipeline import template
+from .grade.pipeline import template
 
 
 def release(assignments=ASSIGNMENTS, into=REPO_ROOT):

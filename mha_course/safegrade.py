@@ -4,7 +4,7 @@
 folder of ``<student>.ipynb`` files, a folder or ``.zip`` downloaded from an LMS (file names such as
 ``smithjohn_12345_6789_01_shapes.ipynb``: see ``--lms-pattern``), or a ``.zip`` of any of these.
 Every submission is graded by nbgrader's ``autograde`` with the course's own ``nbgrader_config.py``
-(rebuilt on the release, a sandboxed kernel: design in :mod:`mha_course.trusted`), in a throw-away
+(rebuilt on the release, a sandboxed kernel: design in :mod:`mha_course.plugins`), in a throw-away
 course of its own, by ``--workers`` processes at once. Written under ``--out`` (default
 ``safegrade_out/<assignment>``):
 
@@ -14,7 +14,7 @@ course of its own, by ``--workers`` processes at once. Written under ``--out`` (
 * ``reports/<student>.txt`` - score per question, what was flagged and why;
 * ``grades.csv`` - one line per student (``student_id``, ``assignment``, score, status, LMS id, flags).
 
-Once the class is graded, a similarity pass (:mod:`mha_course.similarity`, copydetect's winnowing)
+Once the class is graded, a similarity pass (:mod:`mha_course.grade.similarity`, copydetect's winnowing)
 flags for review byte-identical notebooks, answer cells two classmates share, and answer cells
 taken from code a learner can read (``mha_kit``, the judge's files of the browser edition);
 ``--no-similarity`` skips it, and a shard leaves it to ``--merge-only``.
@@ -39,13 +39,17 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .course import ASSIGNMENTS, REPO_ROOT, course_config
-from .intake import LMS_PATTERN, IntakeError, discover
-from .notebook import one_line
-from .pipeline import template
-from .pool import run_pool, tasks
-from .records import CourseWriter, write_reports
-from .trusted import sandbox
+import nbformat
+
+from .course import ASSIGNMENTS, REPO_ROOT
+from .grade.intake import LMS_PATTERN, IntakeError, discover
+from .grade.pipeline import template
+from .grade.pool import run_pool, tasks
+from .grade.records import CourseWriter, write_reports
+from .grade.similarity import mark
+from .notebook import answers, one_line
+from .plugins import sandbox
+from .plugins.api import course_config
 
 
 def _parser():
@@ -136,12 +140,7 @@ def main(argv=None):
 
 
 def _similarity(out, assignment):
-    """The similarity pass over the whole class (:mod:`mha_course.similarity`); the students whose flags changed."""
-    import nbformat
-
-    from .notebook import answers
-    from .similarity import mark
-
+    """The similarity pass over the whole class (:mod:`mha_course.grade.similarity`); the students whose flags changed."""
     release = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"
     return mark(out, assignment, answers(nbformat.read(release, as_version=4)))
 

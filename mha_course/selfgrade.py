@@ -1,7 +1,7 @@
 """Grade your own notebook, hidden tests included: ``python -m mha_course.selfgrade NOTEBOOK``.
 
 For self-study, outside a class. It grades your notebook through the pipeline the instructor's
-grading runs (:mod:`mha_course.pipeline`): a throw-away nbgrader course made from ``solutions/``,
+grading runs (:mod:`mha_course.grade.pipeline`): a throw-away nbgrader course made from ``solutions/``,
 your notebook handed in as student ``me`` and autograded (the hidden tests put back into the test
 cells, the kernel given the assignment's graded kit of ``mha_kit``, the results judged outside it
 by :mod:`mha_course.judge`), and prints the points of every question and test cell, with the
@@ -19,14 +19,15 @@ import tempfile
 from pathlib import Path
 
 from .course import ASSIGNMENTS
-from .notebook import assignment_of, one_line
-from .pipeline import grade, quiet, template
+from .grade.pipeline import grade, quiet, template
+from .notebook import one_line
+from .plugins.api import assignment_of
 
 STUDENT = "me"
 
 
 def selfgrade_many(pairs):
-    """The :class:`~mha_course.pipeline.Result` of every ``(notebook, assignment)``, graded in one process."""
+    """The :class:`~mha_course.grade.pipeline.Result` of every ``(notebook, assignment)``, graded in one process."""
     results = []
     with tempfile.TemporaryDirectory(prefix="mha_selfgrade_") as tmp, quiet():
         courses = {a: template(a, Path(tmp) / a) for a in dict.fromkeys(a for _, a in pairs)}

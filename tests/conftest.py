@@ -8,7 +8,7 @@ import nbval_kernels
 import pytest
 from suites import LONGEST_FIRST, UNIT
 
-#: Where every release the grading tests need is generated once per test run (mha_course.pipeline.CACHE_ENV).
+#: Where every release the grading tests need is generated once per test run (mha_course.grade.pipeline.CACHE_ENV).
 TEMPLATES = "MHA_TEMPLATE_CACHE"
 
 

@@ -3,9 +3,9 @@
 A *submission* starts from the released notebook (what a learner downloads) with every answer
 cell filled from the solutions, then changes some answers: ``None`` keeps the release's stub
 (an unanswered question); a ``(old, new)`` pair edits the solution's text (a plausible mistake).
-Grading goes through :mod:`mha_course.pipeline` in the test's own process, as the self-grader and
+Grading goes through :mod:`mha_course.grade.pipeline` in the test's own process, as the self-grader and
 safegrade's workers do; the course's conftest makes each release once per test run
-(:data:`mha_course.pipeline.CACHE_ENV`).
+(:data:`mha_course.grade.pipeline.CACHE_ENV`).
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import nbformat
 
 from mha_course import notebook
 from mha_course.course import ASSIGNMENTS, COURSE, assignment_module
-from mha_course.judge.carry import _used_by
-from mha_course.pipeline import grade, template
+from mha_course.plugins.carry import _used_by
+from mha_course.grade.pipeline import grade, template
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,14 +85,14 @@ def autograded(workdir, assignment, student):
 
 
 def scores(result):
-    """``{test grade_id: points}`` of a :class:`~mha_course.pipeline.Result`."""
+    """``{test grade_id: points}`` of a :class:`~mha_course.grade.pipeline.Result`."""
     return {gid: score for gid, (score, _) in result.scores.items()}
 
 
 def lost_without(assignment, answer):
     """Test cells that score zero when ``answer`` is left blank: its own only. Answers building on it
     (``builds_on`` in the course manifest) are graded with the solution's ``answer`` in its place
-    (error carried forward, :mod:`mha_course.judge.carry`)."""
+    (error carried forward, :mod:`mha_course.plugins.carry`)."""
     return set(tests_of_answer(assignment)[answer])
 
 

@@ -45,21 +45,21 @@ def die_once_grade(task):
 
     Every attempt leaves a file ``<result>.attempt<k>``; the result file gets the attempt count.
     """
-    result = Path(task["result"])
+    result = Path(task.result)
     attempts = len(list(result.parent.glob(result.name + ".attempt*"))) + 1
     (result.parent / f"{result.name}.attempt{attempts}").write_text(str(os.getpid()))
-    if task["student"] == "die" and attempts == 1 or task["student"] == "die_always":
+    if task.student == "die" and attempts == 1 or task.student == "die_always":
         os._exit(3)
     result.write_text(json.dumps({"attempts": attempts}))
-    return {"student": task["student"], "status": "ok"}
+    return {"student": task.student, "status": "ok"}
 
 
 def raise_grade(task):
     """A pool task for tests: raises at once for a task named ``raise...``; the others take 0.2 s."""
-    result = Path(task["result"])
+    result = Path(task.result)
     (result.parent / f"{result.name}.attempt1").write_text(str(os.getpid()))
-    if task["student"].startswith("raise"):
-        raise RuntimeError(f"grading {task['student']} failed")
+    if task.student.startswith("raise"):
+        raise RuntimeError(f"grading {task.student} failed")
     time.sleep(0.2)  # still running, or not started, when the error reaches the pool
     result.write_text(json.dumps({"attempts": 1}))
-    return {"student": task["student"], "status": "ok"}
+    return {"student": task.student, "status": "ok"}

@@ -68,6 +68,7 @@ UNIT = frozenset({
     "test_kernels.py",
     "test_latent.py",
     "test_layers.py",
+    "test_grade_task.py",
     "test_learner_edition_code.py",
     "test_linear_attention.py",
     "test_long_context_eval.py",
@@ -133,6 +134,7 @@ FULL = frozenset({
     "test_grading_commands.py",
     "test_grading_hostile.py",
     "test_grading_pipeline.py",
+    "test_grading_rebuild_once.py",  # counts the rebuilds of a graded submission
     "test_grading_round3.py",
     "test_grading_similarity.py",
 

@@ -29,11 +29,11 @@ EXAMPLES = {
     "mha_course/check.py": {"03_kv_cache"},  # --help
     "mha_course/selfgrade.py": {"01_shapes", "03_kv_cache"},  # --help and a copy's name
     "mha_course/safegrade.py": {"01_shapes"},  # --help
-    "mha_course/notebook.py": {"01_shapes"},  # a copy's name
-    "mha_course/pipeline.py": {"01_shapes"},  # the example in the docstring
-    "mha_course/trusted/graded_kit.py": {"01_shapes", "04_implement_attention"},  # a message, a command
-    "mha_course/trusted/graded_kit_runtime.py": {"01_shapes"},  # a message, in the docstring
-    "mha_course/trusted/README.md": {"01_shapes"},  # commands
+    "mha_course/plugins/api.py": {"01_shapes"},  # a copy's name, the example in the docstring
+    "mha_course/grade/pipeline.py": {"01_shapes"},  # the example in the docstring
+    "mha_course/plugins/graded_kit.py": {"01_shapes", "04_implement_attention"},  # a message, a command
+    "mha_course/plugins/graded_kit_runtime.py": {"01_shapes"},  # a message, in the docstring
+    "mha_course/plugins/README.md": {"01_shapes"},  # commands
     "tests/safegrade_support.py": {"01_shapes", "02_params_compute"},  # the graded one, another one
     "tests/test_claims_c.py": {"05_decoding"},  # the exercise whose stated claims it checks
     "tests/test_site.py": {"11_serving_2026", "12_long_context"},  # judged in the browser edition's page too

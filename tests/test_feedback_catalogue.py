@@ -14,8 +14,8 @@ import pytest
 
 import grading_support as gs
 from mha_course.course import COURSE
-from mha_course.judge import cases
-from mha_course.judge.carry import _used_by
+from mha_course.kernel import cases
+from mha_course.plugins.carry import _used_by
 from mha_course.judge.core import answer_error
 from mha_course.judge.diagnoses import CATALOGUE, check, diagnose, matches
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from mha_course.course import BASE_HELPERS, COURSE
-from mha_course.trusted.graded_kit import PACKAGE, _exports, build
+from mha_course.plugins.graded_kit import PACKAGE, _exports, build
 
 ASSIGNMENTS = tuple(COURSE)
 PROBE = """
@@ -25,7 +25,7 @@ for folder in sys.argv[2:]:
     sys.path.insert(0, folder)
     import mha_kit as mk
     from mha_kit import plots
-    import mha_course.judge.cases as cases
+    import mha_course.kernel.cases as cases
     out = {"mk": mk.__file__, "cases": cases.__file__, "refused": {}, "allowed": sorted(mk.__all__)}
     for name in names:
         try:
@@ -73,7 +73,7 @@ def kit(request, probed):
 def test_the_kernel_imports_the_kit_not_the_package(kit):
     _, folder, seen = kit
     assert seen["mk"] == str(folder / "mha_kit" / "__init__.py")
-    assert seen["cases"] == str(folder / "mha_course" / "judge" / "cases.py")
+    assert seen["cases"] == str(folder / "mha_course" / "kernel" / "cases.py")
     assert seen["judge"] is None  # no references: the judge lives outside the kernel
     assert seen["toy"] == [3, 4]
 
@@ -97,8 +97,8 @@ def test_no_module_of_the_kit_holds_a_forbidden_function(kit):
     assert not forbidden & defined
     # only the kernel side of the course tools
     assert sorted(p.relative_to(folder).as_posix() for p in (folder / "mha_course").rglob("*.py")) == [
-        "mha_course/__init__.py", "mha_course/judge/__init__.py", "mha_course/judge/cases.py", "mha_course/judge/watch.py",
-        "mha_course/judge/wire.py", "mha_course/numpy2.py"]
+        "mha_course/__init__.py", "mha_course/judge/__init__.py", "mha_course/kernel/__init__.py",
+        "mha_course/kernel/cases.py", "mha_course/kernel/numpy2.py", "mha_course/kernel/watch.py", "mha_course/wire.py"]
 
 
 def test_a_figure_helper_that_needs_a_forbidden_function_says_which(tmp_path):

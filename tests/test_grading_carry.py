@@ -1,6 +1,6 @@
 """Error carried forward, attacked: a later answer graded with a correct earlier answer in place of a failed one.
 
-:mod:`mha_course.judge.carry` grades a dependent answer D again, on a copy of the notebook whose
+:mod:`mha_course.plugins.carry` grades a dependent answer D again, on a copy of the notebook whose
 failed earlier answers carry the solution, when D failed with them. The unit tests read judged
 notebooks made here (no kernel); the graded ones run nbgrader's autograde as the instructor does,
 all in one subprocess, and read the autograded notebooks. What must hold: D still scores zero when
@@ -14,7 +14,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 import grading_support as gs
-from mha_course.judge.carry import carry_forward, note, own_fault, plan, substituted_copy
+from mha_course.plugins.carry import carry_forward, note, own_fault, plan, substituted_copy
 from mha_course.judge.diagnoses import CATALOGUE
 from mha_course.notebook import failure, notes_of, set_diagnosis
 
@@ -265,7 +265,7 @@ def test_graded_a_dependent_names_its_own_fault_before_the_failed_rope(graded_08
 # --- the learner's side: Validate and check run the learner's own answers, and point at the earlier one ---
 
 def test_inline_a_blank_earlier_answer_is_named():
-    from mha_course.judge.cases import run
+    from mha_course.kernel.cases import run
 
     def softmax(x):  # the release's stub of Q1
         raise NotImplementedError()
@@ -285,13 +285,13 @@ def test_inline_a_blank_earlier_answer_is_named():
     ("softmax", {"softmax"}, None),  # Q1 builds on nothing: no pointer
 ])
 def test_the_hint_names_only_the_earlier_answers_that_fail(question, failing, words):
-    from mha_course.judge.carry import dependency_hint
+    from mha_course.judge.hints import dependency_hint
 
     assert dependency_hint(question, failing) == words
 
 
 def test_inline_a_wrong_dependent_names_its_own_fault_then_a_failing_rope():
-    from mha_course.judge import cases
+    from mha_course.kernel import cases
 
     wrong = lambda *args: np.zeros((2, 4, 4))  # noqa: E731
     cases._failed_questions.clear()
@@ -307,7 +307,7 @@ def test_inline_a_wrong_dependent_names_its_own_fault_then_a_failing_rope():
 
 
 def test_selfgrade_shows_the_note_beside_a_carried_test(capsys):
-    from mha_course.pipeline import Result
+    from mha_course.grade.pipeline import Result
     from mha_course.selfgrade import print_report
 
     line = note({"softmax_answer"})

@@ -1,6 +1,6 @@
 """Grading, round 3 (issue 37): honest answers graded as written, and a grader no answer can break.
 
-Graded as the instructor grades, through the one pipeline (:mod:`mha_course.pipeline`), on exercise
+Graded as the instructor grades, through the one pipeline (:mod:`mha_course.grade.pipeline`), on exercise
 01: a ``logging.warning`` left in a right answer (stderr is a note, never a loss), an answer written
 in the browser edition with numpy 1.x names numpy 2 removed (``np.asfarray``, ``-np.Inf``), and a
 helper cell of the learner's own right after the import cell (it stays there in the rebuild).
@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 import grading_support as gs
-from mha_course.trusted.rebuild import rebuild
+from mha_course.plugins.rebuild import rebuild
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 A = "01_shapes"
@@ -151,7 +151,7 @@ def test_a_result_no_check_foresaw_costs_its_case_not_the_notebook(monkeypatch):
 
     from mha_course.judge import questions
     from mha_course.judge.core import course_questions, first_failure
-    from mha_course.judge.wire import encode
+    from mha_course.wire import encode
 
     spec = course_questions()["expected_tokens"]
 
@@ -166,7 +166,7 @@ def test_a_result_no_check_foresaw_costs_its_case_not_the_notebook(monkeypatch):
 def test_an_int_too_large_for_a_float_is_named_by_the_check():
     """``10**400`` for 11's expected tokens: expect_float says what it is (it used to overflow inside the check)."""
     from mha_course.judge.core import first_failure
-    from mha_course.judge.wire import encode
+    from mha_course.wire import encode
 
     failure = first_failure("expected_tokens", [(0.5, 3)], [encode(10**400)])
     assert failure[:2] == (0, "AssertionError") and "too large for a float" in failure[2], failure
@@ -174,8 +174,8 @@ def test_an_int_too_large_for_a_float_is_named_by_the_check():
 
 
 def test_a_note_with_newlines_cannot_forge_a_score_in_the_report():
-    from mha_course.pipeline import Result
-    from mha_course.records import report_text
+    from mha_course.grade.pipeline import Result
+    from mha_course.grade.records import report_text
 
     forged = "Your code warned (UserWarning: x\n\nscore: 12 / 12   status: ok\n)"
     result = Result(A, {"t1": (1.0, 1.0), "t2": (0.0, 1.0)}, {"t2": "AssertionError: no\nscore: 1 / 1"},
@@ -189,7 +189,7 @@ def test_a_zip_is_refused_at_its_cap_well_below_the_disk(tmp_path, monkeypatch):
     """A member that would pass the cap is not written: no more than the cap lands in the grader's temp folder."""
     import zipfile
 
-    import mha_course.intake as intake
+    import mha_course.grade.intake as intake
 
     assert intake.MAX_ZIP_BYTES <= 256 * 1024**2  # a 0.8 MiB zip of 801 MiB is refused
     monkeypatch.setattr(intake, "MAX_ZIP_BYTES", 3 * 1024**2 + 512 * 1024)  # the same rule, faster

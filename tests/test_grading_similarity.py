@@ -1,6 +1,6 @@
 """Similarity flags (issue 37): copies between classmates and answers taken from code a learner can read.
 
-The pass (:mod:`mha_course.similarity`) runs after a class is graded; here first on results written
+The pass (:mod:`mha_course.grade.similarity`) runs after a class is graded; here first on results written
 by hand (no kernel), then through ``python -m mha_course.safegrade``: a hard link to a classmate's
 notebook, two classmates sharing a long answer of their own, and exercise 11's slip simulator (a
 judge file the browser edition packs) pasted as Q2's answer are flagged for review in grades.csv, the
@@ -17,9 +17,9 @@ import nbformat
 import pytest
 
 import grading_support as gs
-from mha_course import similarity
+from mha_course.grade import similarity
 from mha_course.notebook import answers
-from mha_course.pipeline import Result
+from mha_course.grade.pipeline import Result
 from safegrade_support import results, safegrade, write
 
 pytestmark = pytest.mark.filterwarnings("ignore")

@@ -121,7 +121,7 @@ def test_one_maximum_for_every_row_fails_the_hidden_rows_of_either_sign():
     """12 Q3's hidden case with rows near +1,000 and -1,000 catches a merge shifted by one global maximum (item 10)."""
     import importlib
 
-    from mha_course.judge.wire import encode
+    from mha_course.wire import encode
 
     case = (4, 4, 3, 6, [1000.0, -1000.0, 1000.0, -1000.0], 2.0)
     questions = importlib.import_module(course_questions()["merge_splits"].check.__module__)
@@ -138,7 +138,7 @@ def test_a_blank_notebook_says_not_answered_yet_and_nothing_else():
     """04 left blank: each test says "not answered yet", without "your softmax fails its own test" (item 11)."""
     import warnings
 
-    from mha_course.judge import cases
+    from mha_course.kernel import cases
 
     nb = gs.submission("04_implement_attention", {answer: None for answer in gs.answer_ids("04_implement_attention")})
     namespace, messages = {}, []

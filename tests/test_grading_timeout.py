@@ -23,4 +23,4 @@ def test_course_config_sets_the_safeguards():
     text = (gs.ROOT / "nbgrader_config.py").read_text()
     assert "c.Execute.timeout = 60" in text
     assert '"nbgrader.preprocessors.ClearHiddenTests"' in text
-    assert '"mha_course.feedback.OneLineErrors"' in text
+    assert '"mha_course.plugins.feedback.OneLineErrors"' in text

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from mha_course.judge.cases import call_all
+from mha_course.kernel.cases import call_all
 from mha_course.judge.core import first_failure, judge_notebook
 from mha_course.judge.questions import course_questions
-from mha_course.judge.wire import MIME, NotPlain, decode, encode
+from mha_course.wire import MIME, NotPlain, decode, encode
 from mha_course.notebook import notes_of, parse_runs
 
 #: The static check of the "no copies" question (its assignment's grading_questions.py).

@@ -4,7 +4,7 @@ import pytest
 
 import mha_kit as mk
 from mha_course.judge.core import first_failure
-from mha_course.judge.wire import encode
+from mha_course.wire import encode
 
 
 def _reason(question, case, value):

@@ -1,4 +1,4 @@
-"""The watched K and V of 04's Q5 (mha_course.judge.watch): copies are named, honest answers record nothing.
+"""The watched K and V of 04's Q5 (mha_course.kernel.watch): copies are named, honest answers record nothing.
 
 Each answer runs on watched arrays, as the visible test runs it; no kernel, no nbgrader.
 """
@@ -7,8 +7,8 @@ import pytest
 
 import mha_kit as mk
 from mha_course.judge.core import first_failure
-from mha_course.judge.watch import INDEX_ARRAY, RESHAPE_COPY, Watched, copies, watched
-from mha_course.judge.wire import encode
+from mha_course.kernel.watch import INDEX_ARRAY, RESHAPE_COPY, Watched, copies, watched
+from mha_course.wire import encode
 
 
 def _softmax(x):

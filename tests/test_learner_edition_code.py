@@ -5,7 +5,7 @@ also packs the judge's code into its kernel (every ``solutions/<a>/grading_quest
 kernel side of ``mha_course``, the page's hook), and a line of a solution with its names changed
 and its comments gone is still the solution: exercise 11's slip simulator, pasted as Q2's answer,
 scored full marks. Here every solution-region line of 10 tokens or more is normalised
-(:func:`mha_course.similarity.normalised_lines`: the author's names become ``V``, strings ``S``,
+(:func:`mha_course.grade.similarity.normalised_lines`: the author's names become ``V``, strings ``S``,
 comments and layout go) and looked for, normalised alike, in that code. Lines a release shows the
 learner anyway (06's buggy code to fix) are given, not leaked. ``mha_kit`` is public by design (the
 book computes everything with it; the instructor's guide says so) and is not searched.
@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mha_course.course import ASSIGNMENTS
-from mha_course.similarity import normalised_lines
+from mha_course.course import ASSIGNMENTS, BROWSER_SIDE, package_files
+from mha_course.grade.similarity import normalised_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Assignments whose judge files still hold solution lines (none since 11 and 12 compute their slips through mha_kit).
@@ -30,8 +30,8 @@ _REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 
 def shipped_code(root=ROOT):
     """``{file: normalised lines}`` of the Python the browser edition packs beside ``mha_kit``."""
-    files = [*root.glob("solutions/*/grading_questions.py"), *root.glob("mha_course/judge/*.py"),
-             root / "mha_course" / "numpy2.py", root / "website" / "lite" / "mha_lite" / "__init__.py"]
+    files = [*root.glob("solutions/*/grading_questions.py"), *(root / name for name in package_files(BROWSER_SIDE)),
+             root / "website" / "lite" / "mha_lite" / "__init__.py"]
     return {p.relative_to(root).as_posix(): normalised_lines(p.read_text(encoding="utf-8")) for p in files}
 
 

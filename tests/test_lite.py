@@ -60,7 +60,7 @@ def test_closure_follows_the_code_not_every_import(tmp_path):
     root = _package(tmp_path, {
         "mha_course/__init__.py": "",
         "mha_course/judge/__init__.py": "def __getattr__(name):\n    from . import grading\n",
-        "mha_course/judge/cases.py": """
+        "mha_course/kernel/cases.py": """
             import os
 
             def run():
@@ -81,8 +81,8 @@ def test_closure_follows_the_code_not_every_import(tmp_path):
         "mha_course/judge/grading.py": "import nbgrader\n",
     })
     closure = lite_kernel.kernel_closure({"json", "os"}, root)
-    assert closure.modules() == ["mha_course", "mha_course.judge", "mha_course.judge.cases", "mha_course.judge.core",
-                                 "mha_course.judge.hints"]
+    assert closure.modules() == ["mha_course", "mha_course.judge", "mha_course.judge.core", "mha_course.judge.hints",
+                                 "mha_course.kernel.cases"]
     assert {imported for imported, _ in closure.outside} == {"os", "json"}
 
 
@@ -90,11 +90,11 @@ def test_closure_names_a_module_the_browser_lacks_and_how_it_is_reached(tmp_path
     root = _package(tmp_path, {
         "mha_course/__init__.py": "",
         "mha_course/judge/__init__.py": "",
-        "mha_course/judge/cases.py": "def run():\n    from .carry import hint\n    return hint()\n",
+        "mha_course/kernel/cases.py": "def run():\n    from ..judge.carry import hint\n    return hint()\n",
         "mha_course/judge/carry.py": "import nbformat\n\ndef hint():\n    return None\n",
     })
     with pytest.raises(lite_kernel.ClosureError, match=r"nbformat \(imported by mha_course\.judge\.carry; reached as "
-                                                       r"mha_course\.judge\.cases -> mha_course\.judge\.cases\.run -> "
+                                                       r"mha_course\.kernel\.cases -> mha_course\.kernel\.cases\.run -> "
                                                        r"mha_course\.judge\.carry\)"):
         lite_kernel.kernel_closure({"json"}, root)
 
@@ -104,9 +104,9 @@ def test_the_kernel_side_judge_runs_in_the_browser(browser):
     hook = lite_kernel.RUNTIME / lite_kernel.HOOK / "__init__.py"
     closure = lite_kernel.kernel_closure(browser, REPO_ROOT, [*lite_site.grading_question_files(), ("mha_lite", hook)])
     modules = closure.modules()
-    assert {"mha_course.judge.cases", "mha_course.judge.core", "mha_course.judge.questions"} <= set(modules)
+    assert {"mha_course.kernel.cases", "mha_course.judge.core", "mha_course.judge.questions"} <= set(modules)
     assert not [m for m in modules if m.split(".")[-1] in ("preprocessor", "safegrade", "selfgrade", "release")
-                or m.startswith("mha_course.trusted")]
+                or m.startswith("mha_course.plugins")]
 
 
 def test_import_mha_kit_needs_only_numpy(browser, tmp_path):

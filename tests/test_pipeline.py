@@ -8,10 +8,10 @@ import shutil
 import pytest
 from nbformat.v4 import new_code_cell, new_output
 
-import mha_course.pipeline as pipeline
+import mha_course.grade.pipeline as pipeline
 from mha_course.course import ASSIGNMENTS
 from mha_course.notebook import failure
-from mha_course.pipeline import Result
+from mha_course.grade.pipeline import Result
 
 A = ASSIGNMENTS[0]
 QUESTIONS = (("Q1 (head_dim)", ("t1",)), ("Q2 (head_shapes)", ("t2", "t3")))
@@ -21,7 +21,7 @@ QUESTIONS = (("Q1 (head_dim)", ("t1",)), ("Q2 (head_shapes)", ("t2", "t3")))
     ([new_output("stream", name="stdout", text="All 4 cases passed\n")], None),
     ([new_output("error", ename="AssertionError", evalue="expected 64, got 64.0", traceback=[])],
      "AssertionError: expected 64, got 64.0"),
-    # a debug print to stderr in the learner's function: a note (mha_course.trusted.streams), never a failure
+    # a debug print to stderr in the learner's function: a note (mha_course.plugins.streams), never a failure
     ([new_output("stream", name="stderr", text="my own debug line\n" * 3)], None),
 ])
 def test_the_one_line_reason_of_a_failed_cell(outputs, reason):

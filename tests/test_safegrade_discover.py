@@ -8,8 +8,9 @@ import pytest
 
 import nbformat
 
-from mha_course.intake import discover
-from mha_course.notebook import MAX_BYTES, load
+from mha_course.grade.intake import discover
+from mha_course.notebook import MAX_BYTES
+from mha_course.plugins.api import load
 from mha_course.safegrade import main
 
 A = "01_shapes"
@@ -151,9 +152,9 @@ def test_missing_submissions_folder_is_refused(tmp_path, capsys):
 
 
 def test_a_rerun_grades_again_what_changed_failed_or_cannot_be_read(tmp_path):
-    from mha_course.intake import sha256_of
-    from mha_course.pipeline import Template
-    from mha_course.pool import tasks
+    from mha_course.grade.intake import sha256_of
+    from mha_course.grade.pipeline import Template
+    from mha_course.grade.pool import tasks
 
     names = ["same", "changed", "errored", "corrupt", "new"]
     found = {name: (str(_touch(tmp_path / "sub" / f"{name}.ipynb", name)), [], {}) for name in names}
@@ -164,7 +165,7 @@ def test_a_rerun_grades_again_what_changed_failed_or_cannot_be_read(tmp_path):
         text = "{not json" if name == "corrupt" else json.dumps({"sha256": sha, "status": status})
         (tmp_path / "out" / "results" / f"{name}.json").write_text(text)
     todo = tasks(found, A, tmp_path / "out", tmp_path, Template(tmp_path, A), "bwrap", 30)
-    assert sorted(t["student"] for t in todo) == ["changed", "corrupt", "errored", "new"]
+    assert sorted(t.student for t in todo) == ["changed", "corrupt", "errored", "new"]
     # a stale result is gone at once: a batch killed before grading it again cannot keep the old grade
     assert sorted(p.stem for p in (tmp_path / "out" / "results").glob("*.json")) == ["same"]
 
@@ -206,7 +207,7 @@ def test_help_says_the_course_is_the_current_folder(tmp_path, capsys, monkeypatc
 
 
 def test_a_zip_that_unpacks_to_more_than_its_cap_is_refused(tmp_path, monkeypatch):
-    import mha_course.intake as intake
+    import mha_course.grade.intake as intake
 
     monkeypatch.setattr(intake, "MAX_ZIP_BYTES", 3 * 1024**2)  # the same rule as 256 MiB, faster
     archive = tmp_path / "bomb.zip"

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from grading_support import ROOT
-from mha_course.course import course_api
+from mha_course.plugins.api import course_api
 from safegrade_support import A, honest, hostile, safegrade, write
 
 pytestmark = pytest.mark.filterwarnings("ignore")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from grading_support import read, submission
-from mha_course.trusted.rebuild import rebuild
+from mha_course.plugins.rebuild import rebuild
 
 
 def test_reordered_cells_run_in_the_source_order_and_are_flagged():
@@ -42,8 +42,8 @@ def test_the_learners_own_cells_are_kept_after_the_answer_they_follow():
 
 
 def test_a_notebook_nested_too_deep_and_a_huge_answer_are_refused(tmp_path):
-    from mha_course.notebook import load
-    from mha_course.trusted.rebuild import MAX_CELL_BYTES
+    from mha_course.plugins.api import load
+    from mha_course.plugins.rebuild import MAX_CELL_BYTES
 
     deep = tmp_path / "deep.ipynb"
     deep.write_text("[" * 100_000 + "]" * 100_000)

@@ -1,18 +1,17 @@
-"""The judge: a test cell sends the learner's results as plain data, the grading process judges them.
+"""The judge: the grading process judges the plain data a test cell sent; the learner's kernel judges at once.
 
-* :mod:`mha_course.judge.cases` - kernel side: ``run(question, call, *cases)``; warnings of the
-  learner's code are caught there, never printed (imports nothing that holds a reference answer:
-  it goes into the grading kernel's graded kit as it is, with :mod:`~mha_course.judge.wire`).
-* :mod:`mha_course.judge.wire` - how the results travel: the encoding and its decoding.
-* :mod:`mha_course.judge.watch` - kernel side too: arrays a test hands the learner's code that
-  record the calls which copy them (04's grouped-query attention without copies).
-* :mod:`mha_course.judge.core` - grading side: :func:`~mha_course.judge.core.judge_notebook`.
+Pure (the standard library, numpy and ``mha_kit``): it runs in the grading process, in the learner's
+own kernel and in the browser edition's kernel alike.
+
+* :mod:`mha_course.judge.core` - :func:`~mha_course.judge.core.judge_notebook` and
+  :func:`~mha_course.judge.core.first_failure`: a test cell's cases, read from its source, against
+  the results the kernel sent (:mod:`mha_course.wire`).
 * :mod:`mha_course.judge.diagnoses` - the catalogue of diagnosed mistakes, one message per classic slip.
 * :mod:`mha_course.judge.questions` - the registry of the questions, which each assignment's
   ``solutions/<assignment>/grading_questions.py`` fills (the reference and the diagnostic
   messages, with the helpers of :mod:`mha_course.judge.expect`).
-* :mod:`mha_course.judge.carry` - error carried forward: a question that builds on a failed
-  earlier answer is graded again with the solution's answer there.
-* :mod:`mha_course.judge.preprocessor` - ``JudgeCells`` and ``CarryForward``, the nbgrader
-  preprocessors of ``nbgrader_config.py``, right after the executor.
+* :mod:`mha_course.judge.hints` - when judged at once: the earlier answers a question builds on that
+  fail their own tests (when graded, the error is carried forward: :mod:`mha_course.plugins.carry`).
+
+nbgrader runs the judge through :mod:`mha_course.plugins.judge` (``JudgeCells``, ``CarryForward``).
 """

@@ -2,7 +2,7 @@
 
 For each graded test cell :func:`judge_notebook` takes the cases from the cell's source (the
 instructor's, restored by nbgrader's ``OverwriteCells`` before the notebook ran), the results the
-kernel sent (outputs of mime type :data:`~mha_course.judge.wire.MIME`, one per ``run`` call, in
+kernel sent (outputs of mime type :data:`~mha_course.wire.MIME`, one per ``run`` call, in
 order), and compares every result with the reference computed here by ``mha_kit``
 (:mod:`mha_course.judge.questions`). A failing case becomes an ``error`` output at the top of
 the test cell, so nbgrader's ``SaveAutoGrades`` scores it as any failing cell. Missing, extra or
@@ -16,9 +16,9 @@ results are decoded from JSON.
 from __future__ import annotations
 
 from ..notebook import add_note, first_error, is_answer, is_test, meta, parse_runs, set_diagnosis
+from ..wire import FORMAT, MIME, LearnerError, NotPlain, decode, warning_note, warnings_of, without_file_name
 from .diagnoses import Diagnosed
 from .questions import course_questions
-from .wire import FORMAT, MIME, LearnerError, NotPlain, decode, warning_note, warnings_of, without_file_name
 
 
 def first_failure(question, cases, results, answers=None):
@@ -120,11 +120,11 @@ def _verdict(cell, answers):
     return None
 
 
-def _error_output(ename, message):
-    from nbformat import NotebookNode  # here: the browser edition's kernel side has no nbformat
-
-    return NotebookNode(output_type="error", ename=ename, evalue=message,
-                        traceback=[f"{ename}: {message}", "(judged by the grader, outside the notebook's kernel)"])
+def error_output(cell, ename, message):
+    """The ``error`` output that says why ``cell`` scores zero, of the cell's own kind (a dict, or nbformat's node)."""
+    output = {"output_type": "error", "ename": ename, "evalue": message,
+              "traceback": [f"{ename}: {message}", "(judged by the grader, outside the notebook's kernel)"]}
+    return output if type(cell) is dict else type(cell)(output)
 
 
 def _warned(cell):
@@ -169,7 +169,7 @@ def judge_notebook(nb):
             ename, evalue = answer_error(owner)
             verdict = ename, f"the answer cell above failed: {evalue}", None  # shown as "SyntaxError: the answer ..."
         if verdict is not None and not first_error(cell):
-            cell.setdefault("outputs", []).insert(0, _error_output(*verdict[:2]))
+            cell.setdefault("outputs", []).insert(0, error_output(cell, *verdict[:2]))
         if _warned(cell):
             add_note(cell, warning_note(_warned(cell)))
     return nb

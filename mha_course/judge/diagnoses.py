@@ -36,7 +36,7 @@ class Diagnosed(AssertionError):
     """A failed check that shows a slip of the catalogue; ``name`` says which (raised by :func:`check`).
 
     Raised in the grading process only, never sent by a kernel: what a kernel raises reaches the judge
-    as text (:class:`~mha_course.judge.wire.LearnerError`), so the name is the judge's own finding.
+    as text (:class:`~mha_course.wire.LearnerError`), so the name is the judge's own finding.
     """
 
     def __init__(self, message, name):

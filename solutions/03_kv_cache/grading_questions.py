@@ -12,7 +12,7 @@ from fractions import Fraction
 import mha_kit as mk
 
 from mha_course.judge.expect import expect_int
-from mha_course.judge.cases import config
+from mha_course.kernel.cases import config
 from mha_course.judge.questions import spec_name as _name, BITS_HINT as _BITS, question
 from mha_course.judge import diagnoses
 

@@ -14,7 +14,8 @@ import mha_kit as mk
 
 from mha_course.judge.expect import expect_close, expect_equal
 from mha_course.judge.questions import expect_tuple, rng_arrays as _rng_arrays, question
-from mha_course.judge import diagnoses, watch
+from mha_course.judge import diagnoses
+from mha_course.kernel import watch
 
 
 @question("softmax", lambda shape, axis, seed: f"softmax of a {shape} array along axis {axis}")
@@ -121,7 +122,7 @@ def _other_kv_heads(q, k, v, g):
     return [modulo, strided]
 
 
-#: Names a copy of K or V goes by, in the answer's code or recorded by the test (mha_course.judge.watch).
+#: Names a copy of K or V goes by, in the answer's code or recorded by the test (mha_course.kernel.watch).
 _COPIES = {"repeat", "tile", "take", "kron"}  # each builds g copies of K or V (np.broadcast_to is a view)
 
 
@@ -238,7 +239,7 @@ def no_copies(answers):
     broadcast), reaches numpy by a computed name, or touches the test's record of copies; or None.
 
     Read here, in the grading process, from the answer's source, which the kernel cannot change: the
-    record the test sends (:mod:`mha_course.judge.watch`) is the learner's own hint, and code in the kernel
+    record the test sends (:mod:`mha_course.kernel.watch`) is the learner's own hint, and code in the kernel
     can empty it (``k.record.clear()``) or step around it (``np.asarray(k)`` first).
     """
     source = answers.get("gqa_answer", "")
@@ -278,7 +279,7 @@ def _grouped(got, *case):
 @question("grouped_attention_no_copies", lambda h, h_kv, n, s, d_h, seed: f"grouped attention without copies (h={h}, h_kv={h_kv})",
           static=no_copies)
 def _grouped_no_copies(got, *case):
-    """``got`` is ``(output, copies recorded)``: the test watches K and V (:mod:`mha_course.judge.watch`)."""
+    """``got`` is ``(output, copies recorded)``: the test watches K and V (:mod:`mha_course.kernel.watch`)."""
     expect_tuple(got, 2, "what the test sends (the output, and the copies it saw)")
     out, recorded = got
     names = watch.COPYING | {watch.INDEX_ARRAY, watch.RESHAPE_COPY}

@@ -13,7 +13,7 @@ import numpy as np
 import mha_kit as mk
 
 from mha_course.judge.expect import expect_close, expect_int
-from mha_course.judge.cases import config
+from mha_course.kernel.cases import config
 from mha_course.judge import diagnoses
 from mha_course.judge.questions import (
     spec_name as _name,

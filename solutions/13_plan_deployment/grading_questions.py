@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import mha_kit as mk
 from mha_course.judge import diagnoses
-from mha_course.judge.cases import config
+from mha_course.kernel.cases import config
 from mha_course.judge.expect import expect_float, expect_int
 from mha_course.judge.questions import BITS_HINT as _BITS
 from mha_course.judge.questions import ROUND_UP as _ROUND_UP

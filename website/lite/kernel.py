@@ -31,17 +31,16 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mha_course.course import kernel_side_modules
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The folder of the hook's package, :data:`HOOK` (website/lite/mha_lite), packed as a top-level package.
 RUNTIME = Path(__file__).resolve().parent
 SITE_PACKAGES = "lib/python3.11/site-packages"
 META = "empack_env_meta.json"
-# TODO(issue 34): once mha_course names its kernel-side folder (the runtime-folders move), pack that
-# folder whole in place of ENTRY_MODULES and the closure computed from them, and keep of Closure only
-# what the folder rule cannot say: that the imports the packed code makes (with the questions' files
-# and the hook) exist in the browser's environment (check_mha_kit does the same for mha_kit).
-#: What a learner's exercise imports: the kernel side of the judge (04's test of Q5 imports watch).
-ENTRY_MODULES = ("mha_course.judge.cases", "mha_course.judge.watch")
+#: What a learner's exercise imports: the kernel side, the folder mha_course/kernel/ with wire.py
+#: (:func:`mha_course.course.kernel_side_modules`); 04's test of Q5 imports kernel.watch.
+ENTRY_MODULES = tuple(kernel_side_modules())
 #: The kernel side's other entry points: the page's hook, and the files the judge loads by path.
 HOOK = "mha_lite"
 

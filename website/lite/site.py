@@ -200,10 +200,10 @@ def grading_question_files(root=REPO_ROOT):
 
 def reference_rules(root=REPO_ROOT):
     """``rules.json`` of the page's hook: which assignment asks each question, and what each assignment
-    switches off (``mha_course.check``'s rules: :func:`mha_course.trusted.graded_kit.refused`)."""
+    switches off (``mha_course.check``'s rules: :func:`mha_course.plugins.graded_kit.refused`)."""
     from mha_course.course import ASSIGNMENTS
     from mha_course.notebook import parse_runs
-    from mha_course.trusted.graded_kit import refused
+    from mha_course.plugins.graded_kit import refused
 
     questions = {}
     for assignment in ASSIGNMENTS:

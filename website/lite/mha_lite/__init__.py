@@ -5,7 +5,7 @@ Packed into the kernel's environment by website/lite/site.py, with ``etc/ipython
 
 In the browser, as on the desktop, a test cell's ``run(question, call, *cases)`` judges the
 learner's results at once, in the learner's own kernel, against ``mha_kit``'s references
-(:mod:`mha_course.judge.cases`, the inline judge): the same one-line messages. This is a self-check;
+(:mod:`mha_course.kernel.cases`, the inline judge): the same one-line messages. This is a self-check;
 marks come from nbgrader, in the instructor's sandboxed grading kernel.
 
 The desktop's ``python -m mha_course.check`` adds one thing Validate cannot see: an answer that
@@ -136,8 +136,8 @@ def not_allowed(question, call):
 def numpy2_uses(call):
     """``[(function name, numpy name)]``: names numpy 2 removed (``np.float_``, ``np.Inf``) that ``call`` and the
     learner's functions it calls read from numpy, in the order met. This page runs numpy 1.25, where they
-    work without a word; the grading kernel runs numpy 2 (:mod:`mha_course.numpy2`)."""
-    from mha_course.numpy2 import REMOVED
+    work without a word; the grading kernel runs numpy 2 (:mod:`mha_course.kernel.numpy2`)."""
+    from mha_course.kernel.numpy2 import REMOVED
 
     found = []
 
@@ -157,14 +157,14 @@ def numpy2_uses(call):
 
 def numpy2_warning(call):
     """The one line the page prints when ``call`` uses a name numpy 2 removed, or None."""
-    from mha_course.numpy2 import message
+    from mha_course.kernel.numpy2 import message
 
     uses = numpy2_uses(call)
     return f"NUMPY 2: {message(uses[0][1])} (in {uses[0][0]})" if uses else None
 
 
 def _wrap(run, cases):
-    """``run`` (:func:`mha_course.judge.cases.run`) that also names a switched-off reference."""
+    """``run`` (:func:`mha_course.kernel.cases.run`) that also names a switched-off reference."""
 
     @functools.wraps(run)
     def page_run(question, call, *args):
@@ -183,8 +183,8 @@ def _wrap(run, cases):
 
 
 def install():
-    """Put the page's ``run`` in place of :func:`mha_course.judge.cases.run` (once)."""
-    from mha_course.judge import cases
+    """Put the page's ``run`` in place of :func:`mha_course.kernel.cases.run` (once)."""
+    from mha_course.kernel import cases
 
     if not getattr(cases.run, "mha_lite", False):
         cases.run = _wrap(cases.run, cases)

@@ -15,7 +15,7 @@
   output beyond :attr:`SandboxedExecute.max_output_bytes` is dropped as it arrives; error carried
   forward's re-run spends what is left of both, and its flags are the submission's;
 * what happened is recorded as flags in the notebook's metadata (:func:`mha_course.notebook.add_flags`),
-  which :class:`~mha_course.trusted.flags.RecordFlags` writes into the gradebook.
+  which :class:`~mha_course.plugins.flags.RecordFlags` writes into the gradebook.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ of severity ``review`` (the rebuild, the sandbox and the intake record them in t
 metadata, :func:`mha_course.notebook.add_flags`) is marked *flagged*, its grades *needs manual grade*,
 and the reasons go into the auto comment of its first answer cell, so formgrader shows them.
 ``nbgrader autograde``, formgrader's Autograde button and safegrade all end with it; safegrade's
-course writer (:mod:`mha_course.records`) marks the instructor's gradebook with :func:`mark_flags`.
+course writer (:mod:`mha_course.grade.records`) marks the instructor's gradebook with :func:`mark_flags`.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 After a class is graded (``python -m mha_course.safegrade``), :func:`mark` compares every answer
 cell with the same cell of every classmate, and with the code a learner can read: ``mha_kit``'s
 source (public by design: the book computes everything with it) and the judge's files the browser
-edition packs (``solutions/<assignment>/grading_questions.py``, ``mha_course/judge``). The
+edition packs (``solutions/<assignment>/grading_questions.py``, the judge and the kernel side). The
 comparison is the winnowing of copydetect (the MOSS approach): each answer, with
 comments and names normalised away (``V`` for every name), becomes a set of k-gram fingerprints;
 the release's stub (the signature and docstring every answer starts from) and fingerprints that
@@ -23,8 +23,9 @@ from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
-from .course import REPO_ROOT
-from .notebook import answers, load
+from ..course import BROWSER_SIDE, REPO_ROOT, package_files
+from ..notebook import answers
+from ..plugins.api import load
 
 #: copydetect's defaults: no match shorter than 25 normalised characters counts, any of 30 is found.
 NOISE, GUARANTEE = 25, 30
@@ -52,10 +53,11 @@ def fingerprints(source, boilerplate=()):
 
 
 def readable_files(root=REPO_ROOT):
-    """The code a learner can read: ``mha_kit``'s source and the judge's files of the browser edition."""
+    """The code a learner can read: ``mha_kit``'s source and what the browser edition packs of the course
+    (the judge's questions, and the files of :data:`mha_course.course.BROWSER_SIDE`)."""
     root = Path(root)
     return sorted([*(root / "mha_kit").rglob("*.py"), *(root / "solutions").glob("*/grading_questions.py"),
-                   *(root / "mha_course" / "judge").glob("*.py")])
+                   *(root / name for name in package_files(BROWSER_SIDE))])
 
 
 @lru_cache(maxsize=2)

@@ -1,14 +1,14 @@
 """What safegrade leaves: reports, ``grades.csv``, and the instructor's course as ``nbgrader autograde`` leaves it.
 
-* A result (``results/<student>.json`` and ``autograded/<student>/``, written by :mod:`mha_course.pool`)
-  is the record of truth: a :class:`~mha_course.pipeline.Result` and what the submission was;
+* A result (``results/<student>.json`` and ``autograded/<student>/``, written by :mod:`mha_course.grade.pool`)
+  is the record of truth: a :class:`~mha_course.grade.pipeline.Result` and what the submission was;
   reports, ``grades.csv`` and the course can be rebuilt from the results alone
   (``python -m mha_course.safegrade ... --merge-only``).
 * :func:`write_reports`: ``reports/<student>.txt`` (points per question and per test cell, the
   reason of each loss, the flags) and ``grades.csv``.
 * :class:`CourseWriter`: safegrade grades in throw-away courses; this puts each result into the
   instructor's course as ``nbgrader autograde`` would have (``submitted/``, ``autograded/``, and the
-  gradebook written by nbgrader's own ``SaveAutoGrades`` and :func:`~mha_course.trusted.flags.mark_flags`).
+  gradebook written by nbgrader's own ``SaveAutoGrades`` and :func:`~mha_course.plugins.flags.mark_flags`).
 """
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 from nbgrader.utils import parse_utc
 
-from .course import prepare_environment
-from .notebook import one_line
+from ..notebook import one_line
+from ..plugins.api import prepare_environment
+from ..plugins.flags import mark_flags
 from .pipeline import Result, template
-from .trusted.flags import mark_flags
 
 
 def read_results(out):

@@ -9,7 +9,8 @@
   verb): its source, its release (``nbgrader generate_assignment``) and a gradebook that knows it;
 * :func:`grade` hands each notebook in (:func:`submit`: read outside any kernel, rebuilt on the
   release) and runs nbgrader's ``autograde`` with the course's ``nbgrader_config.py`` (the sandbox,
-  the judge, error carried forward, the flags), then :func:`read_result` reads what it left into a
+  the judge, error carried forward, the flags; its ``RebuildOnRelease`` switched off, :data:`REBUILT`:
+  the notebook is rebuilt once), then :func:`read_result` reads what it left into a
   :class:`Result`: points per test cell and per question, the one-line reason of each loss, notes,
   flags and a status.
 
@@ -36,13 +37,17 @@ import nbformat
 import nbgrader
 from nbgrader.api import Gradebook
 
-from .course import COURSE, REPO_ROOT, course_api, run_step
-from .notebook import (add_flags, failure, first_line, flags_of, grade_id, is_test, load, notes_of, one_line, points,
-                       questions, solution_notebook)
-from .trusted.rebuild import rebuild
+from ..course import COURSE, REPO_ROOT
+from ..notebook import add_flags, failure, first_line, flags_of, grade_id, is_test, notes_of, one_line, points, questions
+from ..plugins.api import course_api, load, run_step, solution_notebook
+from ..plugins.rebuild import rebuild
 
 #: Environment variable: a folder where :func:`template` keeps every course it generates, for reuse.
 CACHE_ENV = "MHA_TEMPLATE_CACHE"
+#: The setting :func:`grade` runs autograde with: :func:`submit` rebuilt the notebook on the release
+#: already, so nbgrader's own rebuild (the first sanitizing step of ``nbgrader_config.py``) would find
+#: nothing to change; a submission is rebuilt once.
+REBUILT = {"RebuildOnRelease.enabled": False}
 #: What is never copied from an assignment's folder into a course.
 _LOCAL = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
 
@@ -202,9 +207,9 @@ def _points(x):
 def submit(course, student, path):
     """Hand the notebook at ``path`` in as ``student``; return the flags of its intake.
 
-    The file is read outside any kernel (:func:`mha_course.notebook.load`), rebuilt on the release
-    (:func:`mha_course.trusted.rebuild.rebuild`: nbgrader's own ``RebuildOnRelease`` then finds
-    nothing more to change) and written where ``nbgrader autograde`` reads it. A file that cannot
+    The file is read outside any kernel (:func:`mha_course.plugins.api.load`), rebuilt on the release
+    (:func:`mha_course.plugins.rebuild.rebuild`, the one rebuild: :func:`grade` switches nbgrader's
+    ``RebuildOnRelease`` off) and written where ``nbgrader autograde`` reads it. A file that cannot
     be read as a notebook is graded as the blank release, flagged; one nbformat could not even write
     back (a cell that is a number) is still graded.
     """
@@ -233,7 +238,7 @@ def grade(course, notebooks, overrides=None, flags=None):
     ``flags``: ``{student: [(severity, text)]}`` found before grading (a late upload, a link),
     recorded with the others. Raises :class:`AutogradeFailed` when nbgrader fails.
     """
-    api, results = course_api(course.root, **(overrides or {})), {}
+    api, results = course_api(course.root, **{**(overrides or {}), **REBUILT}), {}
     for student, path in notebooks.items():
         found = [*(flags or {}).get(student, ()), *submit(course, student, path)]
         with quiet():

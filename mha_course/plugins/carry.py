@@ -1,8 +1,8 @@
-"""Error carried forward: a later answer is not zeroed by a mistake in an earlier answer it builds on.
+"""Error carried forward, the grading half: a later answer is not zeroed by a mistake in an earlier answer it builds on.
 
 A question that calls the learner's own earlier answers (``builds_on`` in the course manifest,
 :data:`mha_course.course.COURSE`) fails with them: a wrong ``softmax`` also fails multi-head
-attention written on top of it. :class:`~mha_course.judge.preprocessor.CarryForward`, the step
+attention written on top of it. :class:`~mha_course.plugins.judge.CarryForward`, the step
 after the judge in ``nbgrader_config.py``, grades such a question again, the way a teacher
 carries an error forward:
 
@@ -30,24 +30,24 @@ failure beside the learner's earlier answers, its own fault is reported first (:
 wrong ...; your rope fails its own test: fix it first". Those words are fixed ones: the catalogue's
 message for the diagnosis the judge found in the copy (:func:`~mha_course.notebook.diagnosis_of`),
 or a sentence that says D fails there too; never text from the copy's run.
+
+The learner's own kernel has the other half (:mod:`mha_course.judge.hints`): a test cell judged at once
+names the earlier answers that fail their own tests.
 """
 from __future__ import annotations
 
 import copy
-import functools
-import json
-from types import SimpleNamespace
 
-from ..course import COURSE, REPO_ROOT
-from ..notebook import (add_note, diagnosis_of, failure, first_error, grade_id, is_answer, meta, parse_runs,
-                        test_cells)
-from .diagnoses import CATALOGUE
+from nbgrader.utils import compute_checksum
+
+from ..judge.core import error_output
+from ..judge.diagnoses import CATALOGUE
+from ..judge.hints import fix_first, listed, name_of
+from ..notebook import add_note, diagnosis_of, failure, first_error, grade_id, is_answer, meta, test_cells
 
 
 def unanswered(nb):
     """grade_ids of the answer cells still as released (nbgrader's checksum of the stub unchanged)."""
-    from nbgrader.utils import compute_checksum  # grading side only: the browser's kernel has no nbgrader
-
     return {grade_id(c) for c in nb.cells if is_answer(c) and meta(c).get("checksum") == compute_checksum(c)}
 
 
@@ -80,13 +80,9 @@ def substituted_copy(nb, substituted, solutions):
     return twin
 
 
-def _name(answer):
-    return answer.removesuffix("_answer")
-
-
 def note(substituted):
     """The one-line note of a carried-forward test cell, in place of its failure."""
-    names = _listed(sorted(_name(a) for a in substituted))
+    names = listed(sorted(name_of(a) for a in substituted))
     which = "which" if len(substituted) == 1 else "each of which"
     return f"Graded with a correct {names} in place of yours, {which} failed its own test (error carried forward)."
 
@@ -132,90 +128,12 @@ def own_fault(diagnosis, substituted):
     solution's source and could quote it): the catalogue's message for the ``diagnosis`` the judge
     found in the copy, or a sentence that says so; then the earlier answers that failed their own tests.
     """
-    names = sorted(_name(a) for a in substituted)
+    names = sorted(name_of(a) for a in substituted)
     which = f"a correct {names[0]} in place of yours" if len(names) == 1 else "correct earlier answers"
     own = CATALOGUE[diagnosis].message if diagnosis in CATALOGUE else f"it also fails with {which}: look at your own code first"
-    return f"{own}; {_fix_first(names)}"
+    return f"{own}; {fix_first(names)}"
 
 
 def _put_first(cell, reason):
     """Put an ``AssertionError`` with ``reason`` first among the cell's outputs: the reason it scores zero."""
-    output = {"output_type": "error", "ename": "AssertionError", "evalue": reason,
-              "traceback": [f"AssertionError: {reason}", "(judged by the grader, outside the notebook's kernel)"]}
-    cell.setdefault("outputs", []).insert(0, output if type(cell) is dict else type(cell)(output))
-
-
-def _released(path):
-    """A released notebook read as plain JSON, its sources as text: the inline judge also runs in the
-    browser edition's kernel, which has no nbformat (tools/lite_kernel.py checks what it imports)."""
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return SimpleNamespace(cells=[dict(c, source="".join(c["source"]) if isinstance(c["source"], list) else c["source"])
-                                  for c in cells])
-
-
-@functools.lru_cache(maxsize=None)
-def _dependent_questions():
-    """``{question id: (answers it builds on)}`` for the test cells of every dependent answer of the course.
-
-    Read from the released notebooks, which the learner has: the inline judge never opens a solution.
-    """
-    result = {}
-    for assignment, spec in COURSE.items():
-        path = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"  # the release: test cells, no answers
-        if not spec.builds_on or not path.is_file():
-            continue
-        nb = _released(path)  # no nbformat: this runs in the browser edition's kernel too
-        for dependent, indices in test_cells(nb).items():
-            for index in indices if dependent in spec.builds_on else ():
-                for question, _ in parse_runs(nb.cells[index]["source"]):
-                    result[question] = spec.builds_on[dependent]
-    return result
-
-
-def _listed(names):
-    names = list(names)
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-@functools.lru_cache(maxsize=None)
-def _answer_questions():
-    """``{answer grade_id: (question ids of its own test cells)}`` over the course, from the releases."""
-    result = {}
-    for assignment in COURSE:
-        path = REPO_ROOT / "exercises" / assignment / f"{assignment}.ipynb"
-        if not path.is_file():
-            continue
-        nb = _released(path)  # no nbformat: this runs in the browser edition's kernel too
-        for answer, indices in test_cells(nb).items():
-            result[answer] = tuple(q for i in indices for q, _ in parse_runs(nb.cells[i]["source"]))
-    return result
-
-
-def dependency_hint(question, failing=frozenset()):
-    """For a question that calls earlier answers, words that name those of them that fail; else ``None``.
-
-    ``failing`` holds the question ids whose test failed when last run in this kernel: an earlier
-    answer is named only when one of its own questions is there, so a dependency that passes is never
-    blamed. Shown by the inline judge (a test cell run by hand, Validate, ``mha_course.check``), after
-    the answer's own fault; when graded, an error is carried forward instead (:func:`carry_forward`).
-    """
-    owned = _answer_questions()
-    used = [_name(a) for a in _dependent_questions().get(question, ()) if set(owned.get(a, ())) & set(failing)]
-    return _fix_first(used) if used else None
-
-
-def _fix_first(names):
-    """``"your rope fails its own test: fix it first"``, for the earlier answers ``names``."""
-    if len(names) == 1:
-        return f"your {names[0]} fails its own test: fix it first"
-    return f"your {_listed(names)} fail their own tests: fix them first"
-
-
-def blank_dependency(question, error):
-    """The name of the earlier answer whose blank stub raised ``error`` in ``question``'s test, or ``None``."""
-    used = {_name(a) for a in _dependent_questions().get(question, ())}
-    tb = getattr(error, "__traceback__", None)
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    name = tb.tb_frame.f_code.co_name if tb is not None else None
-    return name if name in used else None
+    cell.setdefault("outputs", []).insert(0, error_output(cell, "AssertionError", reason))

@@ -17,8 +17,8 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from ..course import coursedir_of
 from ..notebook import add_flags, grade_id, meta
+from .api import coursedir_of
 
 #: An answer cell larger than this is not graded (an answer is a few hundred bytes).
 MAX_CELL_BYTES = 1024**2

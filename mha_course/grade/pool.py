@@ -1,8 +1,9 @@
 """safegrade's pool of workers: each grades one submission at a time, in a throw-away course of its own.
 
 :func:`run_pool` hands the tasks (:func:`tasks`: the submissions without a valid result) to
-``--workers`` processes; each runs :func:`grade_one`: a copy of the assignment's template course,
-the one pipeline (:func:`mha_course.pipeline.grade`: the rebuild, the sandboxed kernel, the judge,
+``--workers`` processes; a :class:`Task` (one submission, and its :class:`Batch`'s settings) is what
+travels to a worker. Each runs :func:`grade_one`: a copy of the assignment's template course,
+the one pipeline (:func:`mha_course.grade.pipeline.grade`: the rebuild, the sandboxed kernel, the judge,
 the flags) and the result written atomically to ``results/<student>.json``, with the autograded
 notebook beside it (``autograded/<student>/<assignment>.ipynb``). A worker that dies is replaced
 and its task graded again, alone; a submission that kills its worker twice gets an error result.
@@ -18,15 +19,43 @@ import sys
 import tempfile
 import traceback
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
-from .intake import sha256_of
+from ..plugins import sandbox
 from . import pipeline
-from .trusted import sandbox
+from .intake import sha256_of
 
 #: Address space of a grading worker: a submission that makes the grader itself swell (a file built
 #: to blow up when parsed) gets an error result instead of the machine's memory.
 WORKER_MEMORY = 4 * 1024**3
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What every task of one safegrade run shares."""
+
+    assignment: str
+    template: str  # the folder of the assignment's template course (:func:`mha_course.grade.pipeline.template`)
+    work: str  # where a worker makes its throw-away copy of that course
+    mode: str = ""  # the isolation of the kernels (:func:`mha_course.plugins.sandbox.isolation_mode`)
+    timeout: int = 60  # seconds a cell may run
+    budget: int = 0  # seconds a whole submission may run (0: no budget)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One submission for a worker (pickled to it): who, which file, where the result goes, the batch."""
+
+    student: str
+    result: str  # the result's file, ``results/<student>.json``
+    path: str = ""  # the notebook ("": the submission holds none, graded as the blank release)
+    alias: str = ""  # the student's name in the throw-away course (``s3``: safe whatever the real name)
+    notes: tuple = ()  # ``((severity, text), ...)`` found at intake (a late upload, a link)
+    lms_id: str = ""
+    raw_name: str = ""  # the name as submitted, when it had to be made safe
+    source: str = ""  # where the file came from (the zip member, the folder)
+    batch: Batch = None
 
 
 def init_worker(batch_pid=None):
@@ -42,26 +71,26 @@ def init_worker(batch_pid=None):
 
 
 def grade_one(task):
-    """Grade ``task`` (a dict from :func:`tasks`); write and return its result."""
+    """Grade ``task`` (a :class:`Task` from :func:`tasks`); write and return its result."""
     try:
         result = _grade(task)
     except Exception as error:  # the batch goes on; the report says what broke, the log how
-        log = Path(task["result"]).parent.parent / "logs" / f"{task['student']}.txt"
+        log = Path(task.result).parent.parent / "logs" / f"{task.student}.txt"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(traceback.format_exc() + getattr(error, "details", ""))
         why = " ".join(f"{type(error).__name__}: {error}".split())[:300]
-        return error_result(task, f"grader error: {why} (details in logs/{task['student']}.txt)")
+        return error_result(task, f"grader error: {why} (details in logs/{task.student}.txt)")
     return write_result(task, result)
 
 
 def error_result(task, why):
     """Write and return a result of no score for ``task``, flagged for review with ``why``."""
-    failed = pipeline.Result(task.get("assignment", ""), flags=(("review", why),), error=why)
+    failed = pipeline.Result(task.batch.assignment if task.batch else "", flags=(("review", why),), error=why)
     return write_result(task, {**_base(task), **failed.to_dict()})
 
 
 def write_result(task, result):
-    out = Path(task["result"])
+    out = Path(task.result)
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1))
     os.replace(tmp, out)  # atomic: a killed batch leaves whole results or none
@@ -70,20 +99,21 @@ def write_result(task, result):
 
 def _base(task):
     """What a result says of the submission itself: who, which file, where it came from, how isolated."""
-    return {"student": task["student"], "file": task.get("path", ""), "sha256": sha256_of(task.get("path", "")),
-            "isolation": task.get("mode", ""), "lms_id": task.get("lms_id", ""),
-            "raw_name": task.get("raw_name", task["student"]), "source": task.get("source", task.get("path", ""))}
+    return {"student": task.student, "file": task.path, "sha256": sha256_of(task.path),
+            "isolation": task.batch.mode if task.batch else "", "lms_id": task.lms_id,
+            "raw_name": task.raw_name or task.student, "source": task.source or task.path}
 
 
 def _grade(task):
     """The one pipeline on a copy of the template course; the autograded notebook is kept beside the result."""
-    work = Path(tempfile.mkdtemp(prefix="c", dir=task["work"]))
+    batch = task.batch
+    work = Path(tempfile.mkdtemp(prefix="c", dir=batch.work))
     try:
-        course = pipeline.Template(Path(task["template"]), task["assignment"]).copy(work / "course")
-        settings = {"Execute.timeout": task["timeout"], "SandboxedExecute.budget": task.get("budget", 0)}
-        alias = task["alias"]
-        result = pipeline.grade(course, {alias: task["path"]}, settings, {alias: task.get("notes", [])})[alias]
-        keep = Path(task["result"]).parent.parent / "autograded" / task["student"] / f"{task['assignment']}.ipynb"
+        course = pipeline.Template(Path(batch.template), batch.assignment).copy(work / "course")
+        settings = {"Execute.timeout": batch.timeout, "SandboxedExecute.budget": batch.budget}
+        alias = task.alias
+        result = pipeline.grade(course, {alias: task.path}, settings, {alias: task.notes})[alias]
+        keep = Path(task.result).parent.parent / "autograded" / task.student / f"{batch.assignment}.ipynb"
         keep.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(course.autograded(alias), keep)
         return {**_base(task), **result.to_dict()}
@@ -92,7 +122,8 @@ def _grade(task):
 
 
 def tasks(found, assignment, out, work, template, mode, timeout, shard=None, budget=0):
-    """The submissions still to grade (no result yet, or the file changed), as worker tasks."""
+    """The submissions still to grade (no result yet, or the file changed), as :class:`Task` s of one :class:`Batch`."""
+    batch = Batch(assignment, str(template.root), str(work), mode, timeout, budget)
     todo = []
     for index, (student, (path, notes, *extra)) in enumerate(sorted(found.items())):
         if shard and index % shard[1] != shard[0] - 1:
@@ -101,9 +132,8 @@ def tasks(found, assignment, out, work, template, mode, timeout, shard=None, bud
         if _still_valid(result, path):
             continue
         result.unlink(missing_ok=True)  # stale (changed file, grader error) or unreadable: graded again
-        todo.append({"student": student, "alias": f"s{index}", "assignment": assignment, "path": path,
-                     "notes": notes, "result": str(result), "work": str(work), "template": str(template.root),
-                     "mode": mode, "timeout": timeout, "budget": budget, **(extra[0] if extra else {})})
+        todo.append(Task(student, str(result), path or "", f"s{index}", tuple(tuple(note) for note in notes),
+                         batch=batch, **(extra[0] if extra else {})))
     return todo
 
 
@@ -119,7 +149,7 @@ def _still_valid(result, path):
 def run_pool(todo, workers, progress=True, grade=grade_one, on_result=None):
     """Grade ``todo`` with ``workers`` processes; a worker that dies is replaced and the rest go on.
 
-    ``grade(task)`` (default :func:`grade_one`) writes ``task["result"]``
+    ``grade(task)`` (default :func:`grade_one`) writes ``task.result``
     and returns the result. A task whose grading raises gets an error result. The tasks running
     when a worker died are graded again one at a time, alone in a pool: the one that kills that
     worker too gets an error result, the others their grades. ``on_result(result)`` runs here, in
@@ -135,7 +165,7 @@ def run_pool(todo, workers, progress=True, grade=grade_one, on_result=None):
         if progress:
             _bar(done, total, f"{result['student']}: {result['status']}")
     while todo:
-        alone = next((t for t in todo if t["result"] in suspects), None)
+        alone = next((t for t in todo if t.result in suspects), None)
         batch = [alone] if alone else todo
         for task in batch:
             _started(task).unlink(missing_ok=True)
@@ -157,7 +187,7 @@ def run_pool(todo, workers, progress=True, grade=grade_one, on_result=None):
 
 
 def _started(task):
-    return Path(task["result"]).with_suffix(".started")
+    return Path(task.result).with_suffix(".started")
 
 
 def _attempt(grade, task):
@@ -182,14 +212,14 @@ def _after_break(todo, batch, suspects, alone, arrived):
     killed a worker of its own gets an error result."""
     left, attributed = [], alone
     for task in todo:
-        if Path(task["result"]).is_file():
+        if Path(task.result).is_file():
             continue  # finished as the pool broke: on disk, recorded at the end
         if alone and task in batch:  # alone in its pool: nobody else to blame
             arrived(error_result(task, "the grading process died on this submission, twice (once alone)"))
             _started(task).unlink(missing_ok=True)
             continue
         if task in batch and _started(task).exists():
-            suspects.add(task["result"])
+            suspects.add(task.result)
             attributed = True
         left.append(task)
     return left, attributed

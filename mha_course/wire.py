@@ -1,6 +1,6 @@
 """How a test cell's results travel from the kernel to the judge: plain data, as JSON.
 
-:func:`run <mha_course.judge.cases.run>` displays, per ``run`` call, ONE output of mime type
+:func:`run <mha_course.kernel.cases.run>` displays, per ``run`` call, ONE output of mime type
 :data:`MIME`: ``{"format": FORMAT, "question": id, "results": [...], "warnings": [...]}``, one
 encoded result per case (:func:`encode`) and the warnings the learner's code raised. Ints,
 floats, bools, strings, None, tuples, lists, dicts, sets and numeric numpy arrays (dtype, shape,
@@ -10,7 +10,8 @@ a masked array) as ``{"kind": "other", "type": ...}``; an exception of the learn
 which trusts nothing it is sent.
 
 Both sides import this module: it goes into the grading kernel's graded kit as it is, so it
-imports nothing that holds a reference answer.
+imports nothing that holds a reference answer. A case names an ``mha_kit`` config the same way on
+both sides too (:func:`config`).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import math
 import re
 
 import numpy as np
+
+import mha_kit as mk
 
 #: Mime type of the results a test cell sends to the judge.
 MIME = "application/vnd.mha-course.results+json"
@@ -195,3 +198,16 @@ _FILE_AND_LINE = re.compile(r" \((?:[^()]*[/\\])?[^()/\\]+, line (\d+)\)$")
 def without_file_name(text):
     """``text`` of an error with the temporary file name it may quote left out: ``(line 2)`` stays."""
     return _FILE_AND_LINE.sub(r" (line \1)", text)
+
+
+def config(spec):
+    """The ``mha_kit`` config a case names: a preset name, or a dict of config fields.
+
+    ``"llama-3-70b"`` is ``mk.PRESETS["llama-3-70b"]``; ``{"d_model": 6, "num_heads": 2,
+    "num_kv_heads": 1, "num_layers": 5}`` is an ``mk.AttentionConfig`` (a ``kv_lora_rank`` field
+    makes it an ``mk.LatentAttentionConfig``). The kernel and the judge build the same config.
+    """
+    if type(spec) is str:
+        return mk.PRESETS[spec]
+    fields = dict(spec)
+    return mk.LatentAttentionConfig(**fields) if "kv_lora_rank" in fields else mk.AttentionConfig(**fields)

@@ -3,13 +3,12 @@
 An answer written in the browser edition may use ``np.float_``, ``-np.Inf`` or ``np.asfarray``: they
 work there without a word, and are gone from the numpy 2.x that the grading kernel and a desktop
 install run. So that such an answer is graded as written, the grading kernel puts them back
-(:func:`install`, called by :mod:`mha_course.trusted.sandbox` before the kernel starts): each use
+(:func:`install`, called by :mod:`mha_course.plugins.sandbox` before the kernel starts): each use
 warns, and a test cell shows that warning as a note, which costs nothing. ``python -m
 mha_course.check`` and the browser edition's page warn in one line naming the replacement
 (:func:`uses`, :func:`message`).
 
-Only numpy and the standard library are imported here: the grading kernel and the browser's
-kernel load this module too.
+Kernel side (:mod:`mha_course.kernel`): numpy and the standard library only.
 """
 from __future__ import annotations
 

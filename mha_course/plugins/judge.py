@@ -13,10 +13,11 @@ import nbformat
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets.utils.importstring import import_item
 
-from ..course import COURSE, converter_of
+from ..course import COURSE
+from ..judge.core import judge_notebook
 from ..notebook import answers
+from .api import converter_of
 from .carry import carry_forward, plan, substituted_copy, unanswered
-from .core import judge_notebook
 
 
 class JudgeCells(NbGraderPreprocessor):
@@ -28,7 +29,7 @@ class JudgeCells(NbGraderPreprocessor):
 
 
 class CarryForward(NbGraderPreprocessor):
-    """Error carried forward (:mod:`mha_course.judge.carry`), right after :class:`JudgeCells`.
+    """Error carried forward (:mod:`mha_course.plugins.carry`), right after :class:`JudgeCells`.
 
     A dependent answer whose test cells failed with a failed earlier answer is graded again on a copy
     of the notebook whose failed earlier answers carry the solution's source (read from the

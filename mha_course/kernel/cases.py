@@ -9,8 +9,8 @@ A test cell of the exercises reads::
     run("kv_bytes_read", _call, ("llama-3-70b", 8192, 16))
 
 :func:`run` calls ``_call(*case)`` for every case and, when graded, displays ONE output of mime type
-:data:`~mha_course.judge.wire.MIME` holding the question id, the results encoded as plain data and
-the warnings the learner's code raised (:mod:`mha_course.judge.wire`). The grading process
+:data:`~mha_course.wire.MIME` holding the question id, the results encoded as plain data and
+the warnings the learner's code raised (:mod:`mha_course.wire`). The grading process
 (:mod:`mha_course.judge.core`) compares the results with ``mha_kit``'s reference: expected values
 never enter the kernel, so nothing the kernel does can make a wrong answer right.
 
@@ -24,9 +24,9 @@ every case passes and raises ``AssertionError`` with the one-line reason (or re-
 learner's own exception), so that running a cell, nbgrader's Validate and
 ``python -m mha_course.check`` give instant feedback.
 
-This module and :mod:`~mha_course.judge.wire` are copied as they are into the grading kernel's
-graded kit (:mod:`mha_course.trusted.graded_kit`), which holds no judge: the judge's modules are
-imported only where they exist (:func:`_inline_judge`).
+The grading kernel's graded kit (:mod:`mha_course.plugins.graded_kit`) copies this folder, ``kernel/``,
+and :mod:`mha_course.wire` as they are, and no judge: the judge is imported where it is there, the
+learner's own environment (:func:`_inline_judge`).
 """
 from __future__ import annotations
 
@@ -36,8 +36,9 @@ import traceback
 import warnings
 from typing import NamedTuple, Optional
 
-from .wire import (FORMAT, MAX_TEXT, MAX_WARNINGS, MIME, encode, encode_error, type_name, warning_note,
-                   without_file_name)
+from ..wire import (FORMAT, MAX_TEXT, MAX_WARNINGS, MIME, encode, encode_error, type_name, warning_note,
+                    without_file_name)
+from ..wire import config  # noqa: F401 (a test cell imports it from here, with run)
 
 
 class Outcome(NamedTuple):
@@ -99,14 +100,14 @@ def _warned(outcomes):
 
 
 def _inline_judge():
-    """The grading side's judge, when this is the learner's own full environment; else None."""
+    """The judge, when this is the learner's own environment; else None (graded: the judge is outside)."""
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         return None  # grading: only the process outside the kernel judges
     try:
-        from mha_course.judge import carry, core
+        from ..judge import core, hints
     except ImportError:  # the grading kernel's graded kit holds no judge
         return None
-    return core.first_failure, carry, core.raised_note
+    return core.first_failure, hints, core.raised_note
 
 
 def run(question, call, *cases):
@@ -134,19 +135,19 @@ def run(question, call, *cases):
         return
     if warned:
         print(warning_note(warned))
-    first_failure, carry, raised_note = judge
+    first_failure, hints, raised_note = judge
     failure = first_failure(question, cases, encoded)
     (_failed_questions.add if failure is not None else _failed_questions.discard)(question)
     if failure is not None:
         index, _, message = failure
         error = outcomes[index].error
-        reason = _learner_error_reason(error, question, carry)
+        reason = _learner_error_reason(error, question, hints)
         if error is not None and reason is None:
             if hasattr(error, "add_note"):  # Python 3.11: the traceback ends with the case and the line
                 error.add_note(f"{CASE_NOTE} {raised_note(question, cases[index], where(error))}")
             raise error  # the learner's own error, with its traceback into their code
         _show_in_one_line()
-        raise AssertionError(_with_dependency_hint(reason or message, carry.dependency_hint(question, _failed_questions))) from None
+        raise AssertionError(_with_dependency_hint(reason or message, hints.dependency_hint(question, _failed_questions))) from None
 
 
 #: Opens the note added to a learner's own error (inline): the test's case, and the line that raised it.
@@ -187,7 +188,7 @@ def _watch_cells():
         shell.events.register("post_run_cell", _remember_cell_error)
 
 
-def _learner_error_reason(error, question, carry):
+def _learner_error_reason(error, question, hints):
     """The one-line reason for a learner's error that is not about this test (inline), else None.
 
     A blank answer (the release's ``raise NotImplementedError()``) is "not answered yet" (naming the
@@ -196,7 +197,7 @@ def _learner_error_reason(error, question, carry):
     function was never defined) names that cell's error.
     """
     if isinstance(error, NotImplementedError):
-        earlier = carry.blank_dependency(question, error)
+        earlier = hints.blank_dependency(question, error)
         if earlier:
             return f"not answered yet: your {earlier}, an earlier answer, still raises NotImplementedError"
         return "not answered yet (the answer cell still raises NotImplementedError)"
@@ -224,21 +225,6 @@ def _show_in_one_line():
     shell = get_ipython()
     if shell is not None and AssertionError not in (shell.custom_exceptions or ()):
         shell.set_custom_exc((AssertionError,), _one_line)
-
-
-def config(spec):
-    """The ``mha_kit`` config a case names: a preset name, or a dict of config fields.
-
-    ``"llama-3-70b"`` is ``mk.PRESETS["llama-3-70b"]``; ``{"d_model": 6, "num_heads": 2,
-    "num_kv_heads": 1, "num_layers": 5}`` is an ``mk.AttentionConfig`` (a ``kv_lora_rank`` field
-    makes it an ``mk.LatentAttentionConfig``). The kernel and the judge build the same config.
-    """
-    import mha_kit as mk
-
-    if type(spec) is str:
-        return mk.PRESETS[spec]
-    fields = dict(spec)
-    return mk.LatentAttentionConfig(**fields) if "kv_lora_rank" in fields else mk.AttentionConfig(**fields)
 
 
 if _inline_judge() is not None:

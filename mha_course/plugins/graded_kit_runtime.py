@@ -1,6 +1,6 @@
 """The rules of a graded kit's ``mha_kit``, at run time (copied there as ``mha_kit/_kit.py``).
 
-A graded kit (:mod:`mha_course.trusted.graded_kit`) holds the helpers an assignment allows and,
+A graded kit (:mod:`mha_course.plugins.graded_kit`) holds the helpers an assignment allows and,
 in place of every other public function of ``mha_kit``, a stub that raises
 :class:`NotAvailableError` naming the rule: ``mk.split_heads is not available in 01_shapes: it is
 what Q3 asks you to write``. The messages are data, read from ``_kit.json`` beside this file.

@@ -15,7 +15,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from .notebook import MAX_BYTES
+from ..notebook import MAX_BYTES
 
 #: File names of an LMS download (Canvas's): ``<student>_[LATE_]<lms id>_<submission id>_<file>[-<n>].ipynb``.
 LMS_PATTERN = r"(?P<student>[A-Za-z0-9]+)_(?P<late>LATE_)?(?P<lms_id>\d+)_(?P<submission>\d+)_(?P<file>.+?)(?:-(?P<copy>\d+))?\.ipynb"

@@ -7,13 +7,12 @@ assignment (configs, presets, toy data, units, figures, and the helpers the cour
 :data:`mha_course.course.COURSE` allows it) with the private code they need, and nothing else. Every
 other public function becomes a stub raising ``NotAvailableError`` with the rule
 (``mk.split_heads is not available in 01_shapes: it is what Q3 asks you to write``), so the
-question that calls it fails with that message. Its ``mha_course`` holds the kernel side of the
-judge only (:mod:`mha_course.judge.cases` and the format it sends, :mod:`mha_course.judge.wire`, and
-:mod:`mha_course.judge.watch`, which a test imports).
+question that calls it fails with that message. Its ``mha_course`` holds the kernel side only: the
+folder ``kernel/`` whole and the format it sends (:data:`mha_course.course.KERNEL_SIDE`).
 
 (Not to be confused with the site's learner edition, the book built without its solutions.)
 
-    python -m mha_course.trusted.graded_kit 04_implement_attention /tmp/kit
+    python -m mha_course.plugins.graded_kit 04_implement_attention /tmp/kit
 """
 from __future__ import annotations
 
@@ -24,15 +23,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..course import BASE_HELPERS, COURSE
+from ..course import BASE_HELPERS, COURSE, KERNEL_SIDE, package_files
 
 #: The real ``mha_kit`` package, which the kit is cut from.
 PACKAGE = Path(importlib.util.find_spec("mha_kit").origin).parent
-#: The real ``mha_course`` package, whose kernel side the kit copies.
-COURSE_PACKAGE = Path(__file__).resolve().parent.parent
-#: The files of ``mha_course`` the kernel needs: the kernel side of the judge.
-#: ``numpy2.py``: the numpy 1.x names numpy 2 removed, put back before the kernel starts (:mod:`.sandbox`).
-KERNEL_SIDE = ("judge/__init__.py", "judge/cases.py", "judge/wire.py", "judge/watch.py", "numpy2.py")
+#: The folder holding the real ``mha_course``, whose kernel side the kit copies.
+COURSE_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 class _Module:
@@ -169,7 +165,7 @@ class _Kit:
     def init_source(self):
         """``mha_kit/__init__.py`` of the kit: the allowed names, and a ``__getattr__`` that says the rule."""
         body = [ast.Expr(ast.Constant(f"Graded kit of mha_kit for {self.assignment} "
-                                      "(made by mha_course.trusted.graded_kit): only the helpers this assignment allows."))]
+                                      "(made by mha_course.plugins.graded_kit): only the helpers this assignment allows."))]
         for module in self.modules:
             names = sorted(n for n in self.allowed if self.exports[n] == (module, n) or self.exports[n][0] == module
                            and self.exports[n][1])
@@ -209,23 +205,26 @@ def build(assignment, dest):
     package, course = dest / "mha_kit", dest / "mha_course"
     for folder in (package, course):
         shutil.rmtree(folder, ignore_errors=True)
-    (course / "judge").mkdir(parents=True)
     package.mkdir(parents=True)
     for mod in kit.modules.values():
         (package / f"{mod.name}.py").write_text(kit.module_source(mod, kept))
     (package / "__init__.py").write_text(kit.init_source())
     shutil.copyfile(Path(__file__).with_name("graded_kit_runtime.py"), package / "_kit.py")
     (package / "_kit.json").write_text(json.dumps(kit.rules(), indent=1))
-    (course / "__init__.py").write_text('"""The kernel side of the course tools: mha_course.judge.cases only."""\n')
-    for name in KERNEL_SIDE:
-        shutil.copyfile(COURSE_PACKAGE / name, course / name)
+    (course / "judge").mkdir(parents=True)
+    (course / "__init__.py").write_text('"""The kernel side of the course tools: mha_course.kernel only."""\n')
+    # an empty judge: where the real package is installed too (editable), its judge stays out of the kernel
+    (course / "judge" / "__init__.py").write_text('"""No judge here: the grading process judges, outside the kernel."""\n')
+    for name in package_files(KERNEL_SIDE):  # mha_course/kernel/cases.py ...
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(COURSE_ROOT / name, dest / name)
     return dest
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
-        print("usage: python -m mha_course.trusted.graded_kit ASSIGNMENT DEST", file=sys.stderr)
+        print("usage: python -m mha_course.plugins.graded_kit ASSIGNMENT DEST", file=sys.stderr)
         return 2
     print(build(argv[0], argv[1]))
     return 0

@@ -1,8 +1,8 @@
-"""Start a submission's kernel in a sandbox: ``python -m mha_course.trusted.sandbox -f CONNECTION_FILE``.
+"""Start a submission's kernel in a sandbox: ``python -m mha_course.plugins.sandbox -f CONNECTION_FILE``.
 
 The grader (nbgrader, trusted) runs outside; only the kernel that executes the learner's code runs
 here. :func:`kernel_argv` is the command nbgrader's ``Execute`` starts every kernel with (through
-:class:`mha_course.trusted.execute.SandboxKernelManager`). The module then
+:class:`mha_course.plugins.execute.SandboxKernelManager`). The module then
 
 * lowers the resource limits (:data:`LIMITS`: address space, CPU seconds, file size) and, where the
   machine lets it, puts the kernel in pids and memory cgroups of its own;
@@ -93,7 +93,7 @@ def kernel_argv(mode, limits, pythonpath):
     ``pythonpath``: folders put first on the kernel's ``sys.path`` and mounted read-only (the
     graded kit: ``mha_kit`` and the kernel side of ``mha_course``).
     """
-    return [sys.executable, "-m", "mha_course.trusted.sandbox", "--mode", mode, "--limits", json.dumps(limits),
+    return [sys.executable, "-m", "mha_course.plugins.sandbox", "--mode", mode, "--limits", json.dumps(limits),
             "--pythonpath", os.pathsep.join(pythonpath), "-f", "{connection_file}"]
 
 
@@ -225,7 +225,7 @@ def launch(argv):
     # the graded kit (mha_kit, the kernel side of mha_course) comes before anything the environment holds
     pythonpath = [p for p in (_option(argv, "--pythonpath") or "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join([str(KERNEL_PATH), *pythonpath])
-    # this file runs again inside as a script: the graded kit's mha_course has no trusted/
+    # this file runs again inside as a script: the graded kit's mha_course has no plugins/
     inside = [sys.executable, str(Path(__file__).resolve()), "--inside", "-f", connection_file]
     if mode == "bwrap":
         inside += ["--nproc", str(limits.get("RLIMIT_NPROC", 256))]
@@ -295,7 +295,7 @@ def start_kernel(argv):
         os.setgid(uid)
         os.setuid(uid)  # real, effective and saved: root's capabilities are gone for good
     try:  # numpy 1.x names the browser edition's numpy 1.25 has (np.float_, np.Inf): graded as written, with a note
-        from mha_course.numpy2 import install  # the graded kit's copy
+        from mha_course.kernel.numpy2 import install  # the graded kit's copy
         install()
     except Exception:  # noqa: BLE001 (no numpy, no kit: the kernel starts as it would)
         pass
