@@ -43,8 +43,10 @@ from .deployment import (EIGHT_BIT_SPEEDUP, DeploymentPlan, FleetEstimate, RateF
 from .mla_cost import FLASHMLA_FP8_BYTES_PER_TOKEN, mla_attention_macs, mla_decode_intensity
 from .moe import (expert_all_to_all_bytes, expert_params, experts_touched, params_read_per_step, rank_loads,
                   route_tokens, routed_expert_params)
+from .moe import capacity_dropped_fraction, eplb_gpu_loads, eplb_pack, eplb_replicate
 from .parallel import (all_reduce_bytes_per_gpu, causal_pairs_per_rank, kv_cache_bytes_per_gpu,
                        kv_elements_per_token_per_gpu, kv_heads_per_gpu, ring_attention_bytes, ring_overlap_min_tokens)
+from .parallel import pipeline_bubble_fraction, ulysses_all_to_all_bytes
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,
@@ -115,6 +117,7 @@ from .prefix_cache import (ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache,
 from .quantization import (KV_FORMAT_MAX, SCALE_AXES, attention_error, kv_scale_count, quantize_e4m3, quantize_kv,
                            quantize_kv_codes)
 from .disaggregation import kv_transfer_seconds, prefill_flops, prefill_seconds
+from .disaggregation import pd_instances, prefix_prefill_flops
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep, batching_steps, roofline_step,
                          simulate_batching, summarize_latencies)

@@ -25,6 +25,12 @@ def _check_rate(name, value):
     return float(value)
 
 
+def _check_per_second(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a positive number per second, got {value!r}")
+    return float(value)
+
+
 def kv_transfer_seconds(cfg, prompt_tokens, link_bytes_per_s, fmt="bf16") -> float:
     """Seconds to send the KV cache of a ``prompt_tokens``-token prompt, all layers, over one link.
 
@@ -80,3 +86,46 @@ def prefill_seconds(facts, prompt_tokens, flop_rate) -> float:
     fraction of the peak, so a transfer compared with it is compared with the least it saves.
     """
     return prefill_flops(facts, prompt_tokens) / _check_rate("flop_rate", flop_rate)
+
+
+def prefix_prefill_flops(facts, cached_tokens, new_tokens) -> int:
+    """FLOPs of prefilling ``new_tokens`` after ``cached_tokens`` whose cache is already there.
+
+    The weights see only the new tokens, ``2 (P_attn + 3 d d_ff)`` a layer each, plus the last
+    token's logits; new token ``i`` (1-based) attends to ``cached_tokens + i`` keys, ``4 h d_h``
+    FLOPs a key per layer. With ``cached_tokens = 0`` this is :func:`prefill_flops`. A prefix-cache
+    hit skips the cached tokens' weight FLOPs and their own attention; chunked prefill, which
+    computes a prompt as successive ``(cached, new)`` chunks, skips nothing: its chunks' FLOPs add
+    up to the whole prompt's.
+    """
+    if isinstance(cached_tokens, bool) or not isinstance(cached_tokens, numbers.Integral) or cached_tokens < 0:
+        raise ValueError(f"cached_tokens must be an integer >= 0, got {cached_tokens!r}")
+    c = int(cached_tokens)
+    n = check_positive_int("new_tokens", new_tokens)
+    whole = prefill_flops(facts, n)  # checks facts; the weights' and logits' terms are the same
+    cfg = facts.config
+    no_prefix = cfg.num_layers * 2 * cfg.num_heads * cfg.head_dim * n * (n + 1)
+    with_prefix = cfg.num_layers * 4 * cfg.num_heads * cfg.head_dim * (n * c + n * (n + 1) // 2)
+    return whole - no_prefix + with_prefix
+
+
+def pd_instances(rate, input_tokens, output_tokens, prefill_tokens_per_s, decode_tokens_per_s) -> tuple:
+    """Prefill and decode instances (fractional) that a steady ``rate`` of requests keeps busy.
+
+    Each request brings ``input_tokens`` to prefill and ``output_tokens`` to decode; one prefill
+    instance computes ``prefill_tokens_per_s`` prompt tokens a second (at the batch that meets the
+    time-to-first-token target), one decode instance emits ``decode_tokens_per_s`` (at the batch
+    whose step meets the time-per-output-token target). Hence ``x = rate * input / prefill rate``
+    and ``y = rate * output / decode rate``: DistServe sizes each phase this way, from its own
+    per-instance goodput (Zhong et al., arXiv:2401.09670 sec. 4.1, Algorithm 1). Round each up.
+
+    Returns
+    -------
+    (float, float)
+        ``(x, y)``, the instances of the xPyD split.
+    """
+    i = check_positive_int("input_tokens", input_tokens)
+    o = check_positive_int("output_tokens", output_tokens)
+    r, p, d = (_check_per_second(name, value) for name, value in (
+        ("rate", rate), ("prefill_tokens_per_s", prefill_tokens_per_s), ("decode_tokens_per_s", decode_tokens_per_s)))
+    return r * i / p, r * o / d

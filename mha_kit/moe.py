@@ -123,3 +123,91 @@ def expert_all_to_all_bytes(num_tokens, d_model, top_k, ep, fmt="bf16") -> float
         raise ValueError(f"num_tokens ({n}) must be divisible by ep ({ranks}): each GPU sends its own tokens")
     remote = (n // ranks) * k * (ranks - 1)  # ep times the expected vectors leaving one GPU each way
     return 2 * elements_to_bytes(remote * d, fmt) / ranks
+
+
+def _check_loads(load):
+    w = np.asarray(load, dtype=float)
+    if w.ndim != 1 or w.size == 0 or not np.all(w >= 0):
+        raise ValueError(f"load must be a 1-D array of non-negative numbers, got shape {w.shape}")
+    return w
+
+
+def eplb_replicate(load, num_physical):
+    """Replicas of each expert, ``(E,)`` ints summing to ``num_physical``: EPLB's ``replicate_experts``.
+
+    Each of the ``num_physical - E`` redundant slots goes, one at a time, to the expert whose load
+    per replica, ``load / replicas``, is the highest (deepseek-ai/EPLB, ``eplb.py``), which
+    minimises the largest load any one replica carries. ``load`` is per expert, e.g. tokens routed
+    to it over a recent window.
+    """
+    w = _check_loads(load)  # (E,)
+    n = _check_count("num_physical", num_physical, 1)
+    if n < w.size:
+        raise ValueError(f"num_physical ({n}) must be at least the number of experts ({w.size}): every expert "
+                         "needs one replica")
+    count = np.ones(w.size, dtype=np.int64)
+    for _ in range(n - w.size):
+        count[np.argmax(w / count)] += 1  # first of equals, as torch's max
+    return count
+
+
+def eplb_pack(weights, num_packs):
+    """Pack of each item, ``(n,)`` ints: EPLB's ``balanced_packing``, ``n / num_packs`` items a pack.
+
+    Items in order of falling weight each go to the lightest pack that still has room, a greedy
+    longest-processing-time rule (deepseek-ai/EPLB, ``eplb.py``).
+    """
+    w = _check_loads(weights)  # (n,)
+    m = _check_count("num_packs", num_packs, 1)
+    if w.size % m:
+        raise ValueError(f"the number of items ({w.size}) must be divisible by num_packs ({m}): each pack "
+                         "(GPU) holds the same number of experts")
+    per_pack, pack = w.size // m, np.full(w.size, -1, dtype=np.int64)
+    totals, items = np.zeros(m), np.zeros(m, dtype=np.int64)
+    for i in np.argsort(-w, kind="stable"):
+        open_packs = np.flatnonzero(items < per_pack)
+        j = open_packs[np.argmin(totals[open_packs])]
+        pack[i], totals[j], items[j] = j, totals[j] + w[i], items[j] + 1
+    return pack
+
+
+def eplb_gpu_loads(load, num_physical, num_gpus):
+    """Load on each GPU, ``(num_gpus,)``, after EPLB's global policy: replicate, then pack.
+
+    A replicated expert's load is split evenly over its replicas (the router spreads its tokens),
+    each replica is one physical slot, and the slots are packed ``num_physical / num_gpus`` to a
+    GPU by :func:`eplb_pack`. EPLB uses this policy when the nodes do not divide the expert groups,
+    e.g. for decoding at large expert parallelism (``rebalance_experts``).
+    """
+    w = _check_loads(load)  # (E,)
+    count = eplb_replicate(w, num_physical)  # (E,)
+    replica_load = np.repeat(w / count, count)  # (num_physical,)
+    pack = eplb_pack(replica_load, num_gpus)  # (num_physical,)
+    return np.bincount(pack, weights=replica_load, minlength=num_gpus)  # (num_gpus,)
+
+
+def capacity_dropped_fraction(choices, num_experts, capacity_factor) -> float:
+    """Share of token-expert assignments dropped when each expert takes at most its capacity.
+
+    Switch Transformer's rule (Fedus et al., arXiv:2101.03961 sec. 2.2): expert capacity =
+    ``capacity_factor * n * k / E`` slots (rounded down) for ``n`` tokens routed to ``k`` experts
+    each; assignments past it are dropped, the token passing on through the residual connection.
+    Dropless kernels (MegaBlocks; vLLM's fused MoE) drop nothing: the answer for them is 0.
+
+    Parameters
+    ----------
+    choices : array of int, shape (n, k)
+        Each token's experts, e.g. from :func:`route_tokens`.
+    num_experts : int
+    capacity_factor : float
+        Positive; 1.0 gives each expert exactly its even share.
+    """
+    e = _check_count("num_experts", num_experts, 1)
+    if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, numbers.Real) or not capacity_factor > 0:
+        raise ValueError(f"capacity_factor must be a positive number, got {capacity_factor!r}")
+    c = np.asarray(choices, dtype=np.intp)
+    if c.ndim != 2 or c.size == 0 or c.min() < 0 or c.max() >= e:
+        raise ValueError(f"choices must be an (n, k) array of expert indices in [0, {e}), got shape {c.shape}")
+    capacity = int(capacity_factor * c.size / e)
+    per_expert = np.bincount(c.ravel(), minlength=e)  # (E,)
+    return float(np.maximum(per_expert - capacity, 0).sum() / c.size)

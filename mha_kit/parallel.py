@@ -131,3 +131,49 @@ def causal_pairs_per_rank(num_tokens, cp, layout="contiguous") -> list:
     if layout == "contiguous":
         return [pairs(r) for r in range(c)]
     return [pairs(r) + pairs(2 * c - 1 - r) for r in range(c)]
+
+
+def ulysses_all_to_all_bytes(cfg, context_len, sp, fmt="bf16") -> int:
+    """Bytes each of ``sp`` ranks sends, per layer, in DeepSpeed-Ulysses' four all-to-alls.
+
+    Each rank holds ``s / sp`` tokens. Before attention an all-to-all trades them for heads: every
+    rank sends each peer that peer's ``1 / sp`` of its queries (``h d_h`` per token), keys and
+    values (``h_kv d_h`` each), keeping its own share; after attention a fourth all-to-all sends the
+    outputs (``h d_h``) back by position (Jacobs et al., DeepSpeed-Ulysses, arXiv:2309.14509 sec.
+    3): ``(sp - 1) * (s / sp) * (2 h + 2 h_kv) d_h / sp`` numbers, falling as ``1 / sp`` where a
+    ring's ``(c - 1) s / c`` tokens of cache do not. Each rank must get whole query and key-value
+    heads, so ``sp`` must divide ``h`` and ``h_kv``.
+
+    Parameters
+    ----------
+    cfg : AttentionConfig
+    context_len : int
+        Tokens of the sequence, ``s``.
+    sp : int
+        Ulysses degree.
+    fmt : str
+        Format of the activations sent, a name of :data:`mha_kit.DTYPE_BITS`.
+    """
+    s, p = check_positive_int("context_len", context_len), check_positive_int("sp", sp)
+    if not isinstance(cfg, AttentionConfig):
+        raise ValueError(f"Ulysses splits heads: expected an AttentionConfig, got {type(cfg).__name__}")
+    if cfg.num_kv_heads % p or cfg.num_heads % p:
+        raise ValueError(f"the Ulysses degree sp ({p}) must divide num_heads ({cfg.num_heads}) and num_kv_heads "
+                         f"({cfg.num_kv_heads}): each rank attends with whole heads; beyond that, replicate "
+                         "key-value heads or add a ring (USP)")
+    if s % p:
+        raise ValueError(f"context_len ({s}) must be divisible by sp ({p}): each rank holds an equal share")
+    per_token_share = (2 * cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim // p  # one peer's heads
+    return elements_to_bytes((p - 1) * (s // p) * per_token_share, fmt)
+
+
+def pipeline_bubble_fraction(stages, micro_batches) -> float:
+    """Share of each stage's time spent idle when ``m`` micro-batches flow through ``p`` stages.
+
+    GPipe's schedule (Huang et al., arXiv:1811.06965 sec. 2.2): the last micro-batch leaves the
+    last stage after ``m + p - 1`` stage-steps, of which each stage works ``m``, so the idle share
+    is ``(p - 1) / (m + p - 1)``: 0 for one stage, ``(p - 1) / p`` for a single micro-batch.
+    """
+    p = check_positive_int("stages", stages)
+    m = check_positive_int("micro_batches", micro_batches)
+    return (p - 1) / (m + p - 1)

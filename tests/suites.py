@@ -81,6 +81,8 @@ UNIT = frozenset({
     "test_moe_routing.py",
     "test_numerics.py",
     "test_parallel.py",
+    "test_serving_scale38.py",
+    "test_chapters_scale38.py",
     "test_deployment.py",
     "test_pipeline.py",
     "test_offline_site.py",
