@@ -9,7 +9,12 @@ way. Positions enter in one of two places:
   depends on the two positions only through their difference ``m - n``;
 * **biasing the scores** by distance (ALiBi, Press et al. 2022): :func:`alibi_bias`.
 
-Book: chapter "Where positions come from"; ALiBi and scaled frequencies in "Stretching RoPE".
+Variants of RoPE: :func:`xpos` (a per-pair decay, Sun et al. 2023), :func:`partial_rope` and
+:func:`p_rope_inv_freq` (only part of each head rotated), with :data:`PARTIAL_ROPE` for released
+configurations.
+
+Book: chapter "Where positions come from"; ALiBi and scaled frequencies in "Stretching RoPE"; xPos in
+"Position encodings, the whole family".
 """
 from __future__ import annotations
 

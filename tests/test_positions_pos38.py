@@ -136,3 +136,53 @@ def test_partial_rope_records():
     assert (v3.qk_rope_head_dim, v3.qk_nope_head_dim + v3.qk_rope_head_dim) == (64, 192)
     with pytest.raises(ValueError, match="must be even and at most head_dim"):
         mk.PartialRope("x", "X", 64, 66, "k", "s")
+
+
+# --- the chapters' numbers, recomputed from the formulas written out ----------------------------
+
+
+def test_chapter_partial_rope_ladders():
+    """positions-partial-rope: a quarter of a 128-dim head, the NeoX way and the p-RoPE way."""
+    own = 10000.0 ** (-np.arange(0, 32, 2) / 32)  # transformers: 32 rotated dims, their own ladder
+    prope = 10000.0 ** (-np.arange(0, 32, 2) / 128)  # p-RoPE: the 16 fastest pairs of the 128-dim ladder
+    full = 10000.0 ** (-np.arange(0, 128, 2) / 128)
+    assert round(2 * np.pi / own[-1]) == 35_333
+    assert round(2 * np.pi / prope[-1]) == 54
+    assert round(2 * np.pi / full[-1]) == 54_410
+    assert [int((2 * np.pi / f > 8192).sum()) for f in (full, own, prope)] == [14, 3, 0]
+    assert 128 - 64 == 64 and 64 / 192 == pytest.approx(1 / 3)  # MLA: 64 of 128 + 64 rotate
+
+
+def test_chapter_temperatures():
+    """rope_scaling-yarn-temperature: YaRN's (0.1 ln s + 1)^2 and Llama 4's 1 + 0.1 ln(floor((p + 1)/8192) + 1)."""
+    assert (0.1 * np.log(4) + 1) ** 2 == pytest.approx(1.2965, abs=5e-5)
+    assert (0.1 * np.log(32) + 1) ** 2 == pytest.approx(1.813, abs=5e-4)
+    assert 1 + 0.1 * np.log(1_048_576 // 8192 + 1) == pytest.approx(1.486, abs=5e-4)
+    assert 1 + 0.1 * np.log(32_768 // 8192 + 1) == pytest.approx(1.161, abs=5e-4)
+    assert np.log(1_048_576) / np.log(32_768) == pytest.approx(20 / 15)
+
+
+def test_chapter_xpos_numbers():
+    """position_encodings-xpos: decay of the fastest pair, ripples, overflow of the uncentred key factor."""
+    zeta0 = 0.4 / 1.4
+    assert zeta0 ** (2048 / 512) == pytest.approx(0.0067, abs=5e-5)
+    assert zeta0 ** (8192 / 512) == pytest.approx(2e-9, rel=0.1)
+    fp16_max, bf16_max = 65504.0, (2 - 2.0 ** -7) * 2.0 ** 127
+    assert round(512 * np.log(fp16_max) / np.log(1 / zeta0)) == 4_532
+    assert round(512 * np.log(bf16_max) / np.log(1 / zeta0)) == 36_259
+    t = np.arange(4097)[:, None]
+    j = np.arange(64)
+    theta = 10000.0 ** (-2.0 * j / 128)
+    zeta = (2.0 * j / 128 + 0.4) / 1.4
+    rope = (2 * np.cos(t * theta)).sum(axis=1)
+    xpos = (2 * np.cos(t * theta) * zeta ** (t / 512)).sum(axis=1)
+    assert int((np.diff(rope) > 0).sum()) == 1_992
+    assert int((np.diff(xpos) > 0).sum()) == 1_563
+
+
+def test_chapter_window_distances():
+    """position_encodings-sparse-windows: largest distance a query scores under each scheme."""
+    assert mk.MODEL_FACTS["mistral-7b"].sliding_window - 1 == 4_095
+    assert mk.LAYER_LAYOUTS["gemma-3"].window - 1 == 1_023
+    assert mk.ROPE_LAYOUTS["llama-4-scout"].attention_chunk_size - 1 == 8_191
+    assert 4 + 1_020 - 1 == 1_023  # StreamingLLM's 4 sinks + 1,020 recent, positions within the cache
