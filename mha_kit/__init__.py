@@ -92,6 +92,8 @@ from .latent import (
 )
 from .positions import rope, rope_scores, rotary_attention, sinusoidal_positions
 from .positions import alibi_bias, alibi_slopes
+from .positions import (PARTIAL_ROPE, PartialRope, p_rope_inv_freq, partial_rope, partial_rotary_dims, xpos,
+                        xpos_scores, xpos_zeta)
 from .rope_scaling import rope_inv_freq, stretch_per_pair, vllm_max_model_len, yarn_mscale
 from .attention_design import (LAYER_TYPES, additive_scores, bilinear_scores, layer_complexity, score_flops,
                                sigmoid_attention, sparsemax)

@@ -9,9 +9,17 @@ way. Positions enter in one of two places:
   depends on the two positions only through their difference ``m - n``;
 * **biasing the scores** by distance (ALiBi, Press et al. 2022): :func:`alibi_bias`.
 
-Book: chapter "Where positions come from"; ALiBi and scaled frequencies in "Stretching RoPE".
+Variants of RoPE: :func:`xpos` (a per-pair decay, Sun et al. 2023), :func:`partial_rope` and
+:func:`p_rope_inv_freq` (only part of each head rotated), with :data:`PARTIAL_ROPE` for released
+configurations.
+
+Book: chapter "Where positions come from"; ALiBi and scaled frequencies in "Stretching RoPE"; xPos in
+"Position encodings, the whole family".
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -231,3 +239,194 @@ def alibi_bias(num_heads, n, s=None):
         raise ValueError(f"s ({s}) must be at least n ({n}): the queries are the last positions")
     key_minus_query = np.arange(s)[None, :] - (np.arange(n)[:, None] + (s - n))  # (n, s): j - i, <= 0 when visible
     return alibi_slopes(num_heads)[:, None, None] * key_minus_query  # (h, 1, 1) * (n, s) -> (h, n, s)
+
+
+# --- RoPE variants: xPos's decay, partial rotation (GPT-NeoX, GPT-J, Phi, MLA, p-RoPE) ---------
+
+
+def _check_fraction(name, value):
+    """``value`` as a float in (0, 1], or a ``ValueError`` naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0 < value <= 1:
+        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def xpos_zeta(head_dim, gamma=0.4):
+    """Per-pair decay rates of xPos (Sun et al. 2023, arXiv:2212.10554; torchscale ``XPOS``).
+
+    ``zeta_i = (2i / r + gamma) / (1 + gamma)`` for pair ``i`` of ``r / 2``: the fastest pair
+    (``i = 0``) gets the smallest rate, ``gamma / (1 + gamma)``, and the slowest a rate near 1.
+    torchscale writes it as ``(arange(0, r, 2) + 0.4 r) / (1.4 r)``.
+
+    Returns
+    -------
+    ndarray, shape (r/2,)
+
+    Book: chapter "Position encodings, the whole family" (xPos).
+    """
+    r = check_positive_int("head_dim", head_dim)
+    if r % 2:
+        raise ValueError(f"head_dim ({r}) must be even: xPos decays RoPE's pairs")
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma > 0:
+        raise ValueError(f"gamma must be a positive number, got {gamma!r}")
+    return (np.arange(0, r, 2) / r + gamma) / (1.0 + gamma)
+
+
+def xpos(x, positions, downscale=False, base=10000.0, scale_base=512.0, gamma=0.4):
+    """RoPE times an exponential per pair: ``zeta_i ** (p / scale_base)`` (``** -`` for keys).
+
+    Queries are scaled up and keys down (``downscale=True``), so the score of a query at ``m``
+    and a key at ``n`` carries ``zeta_i ** ((m - n) / scale_base)`` on pair ``i``: a decay with
+    distance, strongest on the fast pairs, still a function of ``m - n`` only. torchscale centres
+    the positions before the power to avoid overflow in low precision; the centre cancels in the
+    score, and float64 needs no centring for positions up to a few hundred thousand.
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., n, r)
+    positions : array_like of int, shape (n,)
+    downscale : bool
+        ``True`` for keys.
+    base, scale_base, gamma : float
+        RoPE's base; xPos's ``scale_base`` (512 in torchscale) and ``gamma`` (0.4).
+
+    Returns
+    -------
+    ndarray, shape (..., n, r)
+
+    Book: chapter "Position encodings, the whole family" (xPos).
+    """
+    rotated = rope(x, positions, base)  # (..., n, r), half-split pairs (i, i + r/2)
+    if isinstance(scale_base, bool) or not isinstance(scale_base, (int, float)) or not scale_base > 0:
+        raise ValueError(f"scale_base must be a positive number, got {scale_base!r}")
+    sign = -1.0 if downscale else 1.0
+    power = sign * np.asarray(positions, dtype=float)[:, None] / scale_base  # (n, 1)
+    scale = xpos_zeta(x.shape[-1], gamma) ** power  # (r/2,) ** (n, 1) -> (n, r/2)
+    return rotated * np.concatenate([scale, scale], axis=-1)  # both halves of each pair
+
+
+def xpos_scores(q, k, q_positions, k_positions, base=10000.0, scale_base=512.0, gamma=0.4):
+    """Scores of one query and one key under xPos at every pair of positions, as :func:`rope_scores`.
+
+    Returns
+    -------
+    ndarray, shape (m, p)
+
+    Book: chapter "Position encodings, the whole family" (xPos).
+    """
+    q, k = np.asarray(q), np.asarray(k)
+    if q.ndim != 1 or q.shape != k.shape:
+        raise ValueError(f"expected q and k of the same shape (r,), got {q.shape} and {k.shape}")
+    m, p = np.asarray(q_positions).ravel(), np.asarray(k_positions).ravel()
+    turn = dict(base=base, scale_base=scale_base, gamma=gamma)
+    rq = xpos(np.broadcast_to(q, (m.size, q.size)), m, **turn)  # (m, r)
+    rk = xpos(np.broadcast_to(k, (p.size, k.size)), p, downscale=True, **turn)  # (p, r)
+    return rq @ rk.T  # (m, r) @ (r, p) -> (m, p)
+
+
+def partial_rotary_dims(head_dim, partial_rotary_factor):
+    """Dimensions of a head that RoPE rotates: ``int(head_dim * factor)``, the transformers rule.
+
+    GPT-NeoX's ``rotary_pct`` and Phi's ``partial_rotary_factor`` are this factor; GPT-J's
+    config gives the count (``rotary_dim``) directly.
+
+    Book: chapter "Where positions come from" (partial RoPE).
+    """
+    d_h = check_positive_int("head_dim", head_dim)
+    rotated = int(d_h * _check_fraction("partial_rotary_factor", partial_rotary_factor))
+    if rotated < 2 or rotated % 2:
+        raise ValueError(f"int(head_dim * partial_rotary_factor) = int({d_h} * {partial_rotary_factor}) = "
+                         f"{rotated} must be even and at least 2: RoPE rotates pairs")
+    return rotated
+
+
+def partial_rope(x, positions, rotary_dims, base=10000.0):
+    """Rotate the first ``rotary_dims`` dimensions of each head and pass the rest through.
+
+    The layout of GPT-NeoX and transformers: the rotated slice has its own frequency ladder
+    ``base**(-2i / rotary_dims)``, from one radian per token down to about ``1 / base``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., n, d_h)
+    positions : array_like of int, shape (n,)
+    rotary_dims : int
+        Even, at most ``d_h``.
+
+    Returns
+    -------
+    ndarray, shape (..., n, d_h)
+
+    Book: chapter "Where positions come from" (partial RoPE).
+    """
+    x = np.asarray(x)
+    r = check_positive_int("rotary_dims", rotary_dims)
+    if x.ndim < 2 or r % 2 or r > x.shape[-1]:
+        raise ValueError(f"rotary_dims ({r}) must be even and at most the head size of x {x.shape}")
+    return np.concatenate([rope(x[..., :r], positions, base), x[..., r:]], axis=-1)
+
+
+def p_rope_inv_freq(head_dim, fraction, base=10000.0):
+    """Frequencies of p-RoPE (Barbero et al. 2025): keep the fastest pairs, zero the slowest.
+
+    The first ``int(fraction * r / 2)`` pairs keep RoPE's frequencies ``base**(-2i / r)``; the
+    rest get frequency 0, so they are never rotated and carry no position. Pass the result to
+    :func:`rope` as ``inv_freq``.
+
+    Returns
+    -------
+    ndarray, shape (r/2,)
+
+    Book: chapter "Where positions come from" (partial RoPE).
+    """
+    r = check_positive_int("head_dim", head_dim)
+    if r % 2:
+        raise ValueError(f"head_dim ({r}) must be even: RoPE rotates pairs")
+    kept = int(_check_fraction("fraction", fraction) * r // 2)
+    inv_freq = _inv_freq(r, base, None)  # (r/2,) fastest first
+    inv_freq[kept:] = 0.0  # the lowest frequencies become position-free channels
+    return inv_freq
+
+
+@dataclass(frozen=True)
+class PartialRope:
+    """How many of a head's dimensions one released model rotates.
+
+    Book: chapter "Where positions come from" (partial RoPE).
+    """
+
+    name: str  # key of PARTIAL_ROPE
+    title: str  # "GPT-NeoX-20B"
+    head_dim: int  # d_h of a query-key head (hidden_size / num_heads)
+    rotary_dims: int  # dimensions RoPE rotates
+    cite: str  # references.bib key(s)
+    source: str  # the config fields read
+
+    def __post_init__(self):
+        d_h, r = check_positive_int("head_dim", self.head_dim), check_positive_int("rotary_dims", self.rotary_dims)
+        if r % 2 or r > d_h:
+            raise ValueError(f"{self.name}: rotary_dims ({r}) must be even and at most head_dim ({d_h})")
+
+    @property
+    def fraction(self) -> float:
+        """Share of the head that is rotated."""
+        return self.rotary_dims / self.head_dim
+
+
+_PARTIAL = (
+    PartialRope("gpt-neox-20b", "GPT-NeoX-20B", 6144 // 64, partial_rotary_dims(6144 // 64, 0.25), "hfgptneoxconfig",
+                "GPTNeoXConfig defaults (the 20B model): hidden_size 6144, 64 heads, rotary_pct 0.25"),
+    PartialRope("gpt-j-6b", "GPT-J-6B", 4096 // 16, 64, "hfgptjconfig",
+                "GPTJConfig defaults (gpt-j-6B): n_embd 4096, n_head 16, rotary_dim 64"),
+    PartialRope("phi-1", "Phi-1", 2048 // 32, partial_rotary_dims(2048 // 32, 0.5), "hfphiconfig",
+                "PhiConfig defaults (microsoft/phi-1): hidden_size 2048, 32 heads, partial_rotary_factor 0.5"),
+    PartialRope("phi-2", "Phi-2", 2560 // 32, partial_rotary_dims(2560 // 32, 0.4), "phi2config",
+                "microsoft/phi-2 config.json: hidden_size 2560, 32 heads, partial_rotary_factor 0.4"),
+    PartialRope("deepseek-v3.2-indexer", "DeepSeek-V3.2-Exp indexer", 128, 64, "deepseekv32code",
+                "DeepSeek-V3.2-Exp inference/config_671B_v3.2.json index_head_dim 128, qk_rope_head_dim 64; "
+                "model.py Indexer.forward rotates the first 64"),
+)
+
+#: Partial RoPE of released models, by name; MLA's split is read from ``MODEL_FACTS`` instead.
+PARTIAL_ROPE = MappingProxyType({p.name: p for p in _PARTIAL})

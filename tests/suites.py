@@ -98,6 +98,7 @@ UNIT = frozenset({
     "test_plots_serving.py",
     "test_plots_sparse.py",
     "test_positions.py",
+    "test_positions_pos38.py",
     "test_position_family.py",
 
     "test_policy.py",
