@@ -194,12 +194,12 @@ def linear_attention_chunked(q, k, v, chunk, feature_map=elu_feature_map):
 def gated_delta_rule(q, k, v, alpha, beta, state=None):
     """The gated delta rule, token by token: ``S_t = S_{t-1} Diag(a_t) (I - b_t k_t k_t^T) + b_t v_t k_t^T``.
 
-    Gated DeltaNet (Yang et al. 2024, eq. 10) decays the state by a scalar ``a_t`` in (0, 1]
+    Gated DeltaNet (Yang et al. 2024, sec. 3.1) decays the state by a scalar ``a_t`` in (0, 1]
     and then overwrites what it holds for key ``k_t``: the delta rule reads the current value
     ``S k_t``, moves it towards ``v_t`` by the step ``b_t`` in [0, 1], and writes the correction.
     Written without the ``d_k x d_k`` matrix, ``A = S_{t-1} Diag(a_t)``, ``S_t = A + b_t (v_t - A k_t) k_t^T``.
     ``alpha`` of shape ``(n,)`` is Gated DeltaNet's gate; of shape ``(n, d_k)``, one decay per key
-    channel, it is Kimi Delta Attention's (Kimi Linear, eq. 1 transposed). The output is
+    channel, it is Kimi Delta Attention's (Kimi Linear, sec. 3, with the state transposed). The output is
     ``o_t = S_t q_t``.
 
     Parameters

@@ -17,7 +17,9 @@ the scores a kernel that skips the rest computes (:func:`mask_density` against `
 * :func:`prefix_lm_mask`: bidirectional over a prefix, causal after it (T5's prefix LM, UniLM,
   GLM);
 * :func:`document_windows`: the overlapping windows that cut a document longer than an encoder's
-  limit (the ``stride`` of Hugging Face tokenizers).
+  limit (the ``stride`` of Hugging Face tokenizers);
+* :func:`nsa_decode_tokens`, :func:`moba_decode_tokens`, :func:`dsa_decode_tokens`: what one decode
+  step of learned sparse attention reads, by blocks (NSA, MoBA) or by tokens (DSA).
 
 Book: chapter "Sparse patterns and long-context evaluation".
 """
