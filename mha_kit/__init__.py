@@ -79,8 +79,8 @@ from .counting import (
     sequence_attention_macs,
     standard_attention_io,
 )
-from .linear_attention import (LINEAR_FORMS, LINEAR_ORDERS, elu_feature_map, linear_attention, linear_attention_chunked,
-                               linear_attention_flops, linear_attention_state)
+from .linear_attention import (LINEAR_FORMS, LINEAR_ORDERS, elu_feature_map, gated_delta_rule, linear_attention,
+                               linear_attention_chunked, linear_attention_flops, linear_attention_state)
 from .latent import (
     LatentCache,
     LatentWeights,
@@ -135,8 +135,9 @@ from .eviction import cross_layer_cache_bytes, h2o_keep, snapkv_keep, yoco_cache
 
 from .long_context_eval import (RULER_LENGTHS, RULER_RESULTS, RULER_THRESHOLD, RulerResult, derived_max_model_len,
                                 effective_length)
-from .sparse_patterns import (bigbird_block_mask, document_windows, longformer_mask, lsh_bucket_mask, lsh_buckets,
-                              mask_density, prefix_lm_mask, shifted_sparse_masks, strided_masks)
+from .sparse_patterns import (bigbird_block_mask, document_windows, dsa_decode_tokens, longformer_mask, lsh_bucket_mask,
+                              lsh_buckets, mask_density, moba_decode_tokens, nsa_decode_tokens, prefix_lm_mask,
+                              shifted_sparse_masks, strided_masks)
 from .ssm import (HYBRID_MODELS, NEMOTRON_H_8B_PATTERN, WKV_FORMS, HybridModel, associative_recall_error,
                   favor_features, gated_deltanet_state_elements,
                   mamba2_state_bytes, mamba2_state_elements, mamba_state_bytes, mamba_state_elements,

@@ -189,3 +189,52 @@ def linear_attention_chunked(q, k, v, chunk, feature_map=elu_feature_map):
         state = state + np.swapaxes(pk, -1, -2) @ vc  # (..., d_phi, c) @ (..., c, d_v)
         z = z + pk.sum(axis=-2)
     return np.concatenate(outs, axis=-2)
+
+
+def gated_delta_rule(q, k, v, alpha, beta, state=None):
+    """The gated delta rule, token by token: ``S_t = S_{t-1} Diag(a_t) (I - b_t k_t k_t^T) + b_t v_t k_t^T``.
+
+    Gated DeltaNet (Yang et al. 2024, sec. 3.1) decays the state by a scalar ``a_t`` in (0, 1]
+    and then overwrites what it holds for key ``k_t``: the delta rule reads the current value
+    ``S k_t``, moves it towards ``v_t`` by the step ``b_t`` in [0, 1], and writes the correction.
+    Written without the ``d_k x d_k`` matrix, ``A = S_{t-1} Diag(a_t)``, ``S_t = A + b_t (v_t - A k_t) k_t^T``.
+    ``alpha`` of shape ``(n,)`` is Gated DeltaNet's gate; of shape ``(n, d_k)``, one decay per key
+    channel, it is Kimi Delta Attention's (Kimi Linear, sec. 3, with the state transposed). The output is
+    ``o_t = S_t q_t``.
+
+    Parameters
+    ----------
+    q, k : array, shape (n, d_k)
+        Queries and keys (the models L2-normalise them; nothing is normalised here).
+    v : array, shape (n, d_v)
+    alpha : array, shape (n,) or (n, d_k)
+        Decay gates in (0, 1].
+    beta : array, shape (n,)
+        Write strengths in [0, 1].
+    state : array, shape (d_v, d_k), optional
+        The state before the first token; zeros by default.
+
+    Returns
+    -------
+    out : array, shape (n, d_v)
+    state : array, shape (d_v, d_k)
+        The state after the last token.
+    """
+    q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
+    alpha, beta = np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
+    if q.ndim != 2 or q.shape != k.shape or v.ndim != 2 or v.shape[0] != q.shape[0]:
+        raise ValueError(f"q and k must be (n, d_k) and v (n, d_v) with the same n, got {q.shape}, {k.shape}, {v.shape}")
+    n, d_k = q.shape
+    if alpha.shape not in ((n,), (n, d_k)) or beta.shape != (n,):
+        raise ValueError(f"alpha must be (n,) or (n, d_k) and beta (n,) with n = {n}, d_k = {d_k}, "
+                         f"got {alpha.shape} and {beta.shape}")
+    if not ((alpha > 0).all() and (alpha <= 1).all() and (beta >= 0).all() and (beta <= 1).all()):
+        raise ValueError("the gates must satisfy 0 < alpha <= 1 and 0 <= beta <= 1")
+    S = np.zeros((v.shape[1], d_k)) if state is None else np.array(state, dtype=float)
+    gate = alpha.reshape(n, -1)  # (n, 1) or (n, d_k): broadcast over the key columns of S
+    out = np.empty_like(v)
+    for t in range(n):
+        decayed = S * gate[t]  # (d_v, d_k): S_{t-1} Diag(alpha_t)
+        S = decayed + beta[t] * np.outer(v[t] - decayed @ k[t], k[t])  # delta-rule write
+        out[t] = S @ q[t]
+    return out, S

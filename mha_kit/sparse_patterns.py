@@ -17,7 +17,9 @@ the scores a kernel that skips the rest computes (:func:`mask_density` against `
 * :func:`prefix_lm_mask`: bidirectional over a prefix, causal after it (T5's prefix LM, UniLM,
   GLM);
 * :func:`document_windows`: the overlapping windows that cut a document longer than an encoder's
-  limit (the ``stride`` of Hugging Face tokenizers).
+  limit (the ``stride`` of Hugging Face tokenizers);
+* :func:`nsa_decode_tokens`, :func:`moba_decode_tokens`, :func:`dsa_decode_tokens`: what one decode
+  step of learned sparse attention reads, by blocks (NSA, MoBA) or by tokens (DSA).
 
 Book: chapter "Sparse patterns and long-context evaluation".
 """
@@ -217,3 +219,51 @@ def document_windows(num_tokens, max_len, stride):
     step = size - stride
     count = 1 + -(-max(total - size, 0) // step)  # ceil: each window after the first adds step tokens
     return [(k * step, min(k * step + size, total)) for k in range(count)]
+
+
+def nsa_decode_tokens(context_len, cmp_stride=16, sel_block=64, num_selected=16, window=512) -> int:
+    """Tokens one NSA query reads per KV-head group at decode: compressed, selected and windowed.
+
+    The compressed branch attends to one summary token every ``cmp_stride`` tokens
+    (``context_len // cmp_stride``); the selected branch to ``num_selected`` blocks of
+    ``sel_block`` tokens; the sliding branch to the last ``window`` tokens, each capped at the
+    context. The count is shared by all query heads of a GQA group, which select the same blocks.
+    Defaults are NSA's (Yuan et al. 2025, sec. 4.1: l = 32, d = 16, l' = 64, n = 16, w = 512);
+    with them the count is the paper's Table 4 (2,048 tokens at 8K, 5,632 at 64K).
+
+    Book: chapter "After GQA and MLA: sparse, linear and state-space hybrids".
+    """
+    s, d, block, n, w = (check_positive_int(k, v) for k, v in (
+        ("context_len", context_len), ("cmp_stride", cmp_stride), ("sel_block", sel_block),
+        ("num_selected", num_selected), ("window", window)))
+    return s // d + min(n * block, s) + min(w, s)
+
+
+def moba_decode_tokens(context_len, block=4096, top_k=12) -> tuple[int, int]:
+    """MoBA's reads for one query head at decode: ``(block_keys, attended_tokens)``.
+
+    The gate scores the query against one mean-pooled key per block of ``block`` tokens
+    (``ceil(context_len / block)`` of them) and attends to the ``top_k`` best blocks, the query's
+    own block always among them (Lu et al. 2025, sec. 2.2-2.3; MoonshotAI/MoBA
+    ``moba_attn_varlen``). Each query head selects its own blocks. Defaults are the 1M-token
+    setting of the paper (block 4,096, top-k 12).
+
+    Book: chapter "After GQA and MLA: sparse, linear and state-space hybrids".
+    """
+    s, b, k = (check_positive_int(n, v) for n, v in (("context_len", context_len), ("block", block),
+                                                      ("top_k", top_k)))
+    num_blocks = -(-s // b)  # ceil: the last block may be partial
+    return num_blocks, min(k * b, s)
+
+
+def dsa_decode_tokens(context_len, top_k=2048) -> tuple[int, int]:
+    """DSA's reads for one query at decode: ``(indexer_keys, attended_entries)``.
+
+    The lightning indexer scores every preceding token with its own small key, and the core
+    attention reads the ``top_k`` entries with the highest scores (DeepSeek-V3.2-Exp report,
+    sec. 2.1; ``index_topk`` 2,048). In MLA's MQA mode one latent entry serves every query head.
+
+    Book: chapter "After GQA and MLA: sparse, linear and state-space hybrids".
+    """
+    s, k = check_positive_int("context_len", context_len), check_positive_int("top_k", top_k)
+    return s, min(k, s)

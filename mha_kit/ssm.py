@@ -361,11 +361,17 @@ class HybridModel:
     head_dim: int  # head size of an attention layer
     state_elements: int  # numbers one state layer keeps per sequence
     source: str  # where the numbers were read
+    latent_per_token: int = 0  # MLA layers: numbers cached per token (kv_lora_rank + rope dim); 0 = 2 KV heads x dim
+
+    @property
+    def kv_per_token(self) -> int:
+        """Numbers one attention layer caches per token: the MLA latent, or keys and values."""
+        return self.latent_per_token or 2 * self.num_kv_heads * self.head_dim
 
     def cache_bytes(self, context_len, fmt="bf16", state_fmt="bf16") -> int:
         """Bytes one sequence of ``context_len`` tokens keeps: KV of the attention layers plus the states."""
         s = check_positive_int("context_len", context_len)
-        kv = elements_to_bytes(2 * self.attention_layers * self.num_kv_heads * self.head_dim * s, fmt)
+        kv = elements_to_bytes(self.attention_layers * self.kv_per_token * s, fmt)
         return kv + elements_to_bytes(self.state_layers * self.state_elements, state_fmt)
 
 
@@ -387,6 +393,20 @@ HYBRID_MODELS = {
         "Qwen3-Next 80B-A3B", 12, 36, 2, 256, gated_deltanet_state_elements(16, 32, 128, 128, d_conv=4),
         "Qwen/Qwen3-Next-80B-A3B-Instruct config.json: 48 layers, full_attention_interval 4, 2 KV heads of "
         "256; linear_num_key_heads 16, linear_num_value_heads 32, key and value head dim 128, conv kernel 4"),
+    "kimi-linear-48b-a3b": HybridModel(
+        "Kimi Linear 48B-A3B", 7, 20, 1, 576, gated_deltanet_state_elements(32, 32, 128, 128, d_conv=4),
+        "moonshotai/Kimi-Linear-48B-A3B-Instruct config.json: 27 layers, linear_attn_config full_attn_layers "
+        "[4, 8, 12, 16, 20, 24, 27] (MLA), the other 20 KDA with num_heads 32, head_dim 128, "
+        "short_conv_kernel_size 4; MLA kv_lora_rank 512, qk_rope_head_dim 64 (576 cached numbers per token)",
+        latent_per_token=576),
+    "minimax-m1": HybridModel(
+        "MiniMax-M1", 10, 70, 8, 128, 64 * 128 * 128,
+        "MiniMaxAI/MiniMax-M1-80k config.json: 80 layers, attn_type_list seven 0 (lightning) then one 1 "
+        "(softmax) per eight; 64 heads of 128, 8 KV heads; a lightning layer keeps a 128 x 128 state per head"),
+    "minimax-m2": HybridModel(
+        "MiniMax-M2", 62, 0, 8, 128, 0,
+        "MiniMaxAI/MiniMax-M2 config.json: 62 layers, attn_type_list all 1 (full attention), 48 heads, "
+        "8 KV heads of 128"),
 }
 
 

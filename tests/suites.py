@@ -64,6 +64,7 @@ UNIT = frozenset({
     "test_hardware.py",
     "test_heads.py",
     "test_hybrid.py",
+    "test_hybrid_ssm38.py",
     "test_judge_watch.py",
     "test_kernels.py",
     "test_latent.py",
