@@ -143,6 +143,8 @@ from .weight_quant import (FP4_BLOCKS, MINIFLOATS, awq_search, bits_per_weight, 
                            gptq_quantize, quantize_fp4_blocks, quantize_weights, round_minifloat, smoothquant_scales,
                            weight_step_seconds)
 from .slo import goodput_rate, latency_percentiles, poisson_requests, slo_attainment
+from .normalfloat import NF4_OFFSET, dequantize_nf4, double_quant_bits_per_weight, nf4_levels, quantize_nf4
+from .qat import qat_linear
 
 __version__ = "0.1.0"
 

@@ -29,6 +29,8 @@ UNIT = frozenset({
     "test_chapter_deployment_plan.py",
     "test_chapter_map.py",
     "test_weight_quant.py",
+    "test_normalfloat_qat_rest38.py",
+    "test_chapter_weight_quantization_rest38.py",
     "test_quantization_e4m3.py",
     "test_slo.py",
     "test_chapter_weight_quantization.py",
