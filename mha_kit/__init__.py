@@ -145,6 +145,7 @@ from .weight_quant import (FP4_BLOCKS, MINIFLOATS, awq_search, bits_per_weight, 
 from .slo import goodput_rate, latency_percentiles, poisson_requests, slo_attainment
 from .normalfloat import NF4_OFFSET, dequantize_nf4, double_quant_bits_per_weight, nf4_levels, quantize_nf4
 from .qat import qat_linear
+from .engine_loop import engine_step_seconds, gpu_busy_fraction
 
 __version__ = "0.1.0"
 

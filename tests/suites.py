@@ -31,6 +31,8 @@ UNIT = frozenset({
     "test_weight_quant.py",
     "test_normalfloat_qat_rest38.py",
     "test_chapter_weight_quantization_rest38.py",
+    "test_engine_loop_rest38.py",
+    "test_chapter_serving_operations_rest38.py",
     "test_quantization_e4m3.py",
     "test_slo.py",
     "test_chapter_weight_quantization.py",
