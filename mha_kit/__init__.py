@@ -146,6 +146,7 @@ from .slo import goodput_rate, latency_percentiles, poisson_requests, slo_attain
 from .normalfloat import NF4_OFFSET, dequantize_nf4, double_quant_bits_per_weight, nf4_levels, quantize_nf4
 from .qat import qat_linear
 from .engine_loop import engine_step_seconds, gpu_busy_fraction
+from .best_of_n import BestOfN, best_of_n_time
 from .gated_attention import gated_sdpa, output_gate, sink_logit_for_weight
 
 __version__ = "0.1.0"
