@@ -161,6 +161,11 @@ from .tenancy import (DEEPSEEK_FLEET_DAY, DEEPSEEK_UNITS, LATENCY_TARGETS, LORA_
                       break_even_tokens_per_day, expert_slots_per_gpu, largest_batch_within_tpot,
                       lora_adapter_bytes, lora_matrix_shapes, qwen2_vl_image_tokens, routed_cost,
                       self_host_cost_per_million)
+from .normalfloat import NF4_OFFSET, dequantize_nf4, double_quant_bits_per_weight, nf4_levels, quantize_nf4
+from .qat import qat_linear
+from .engine_loop import engine_step_seconds, gpu_busy_fraction
+from .best_of_n import BestOfN, best_of_n_time
+from .gated_attention import gated_sdpa, output_gate, sink_logit_for_weight
 
 __version__ = "0.1.0"
 
