@@ -290,14 +290,16 @@ def lookahead_step_tokens(window, ngram, guesses) -> int:
 
 
 def self_speculative_speedup(alpha, k, exit_layer, num_layers) -> float:
-    """Speed-up of drafting with the target's first ``E`` of ``L`` layers (early exit, LayerSkip).
+    """Speed-up of drafting with the target's own first ``E`` of ``L`` layers (early exit, LayerSkip).
 
-    Memory-bound model of Elhoushi et al. 2024 (§4): each of the ``k`` drafts runs layers
-    ``1 .. E`` and the shared output head, so it costs ``E / L`` of a target step; verification
-    reuses the draft's first-``E``-layer activations and cache and runs only layers ``E + 1 .. L``
-    over the ``k + 1`` tokens, ``(L - E) / L`` of a step. Tokens per step follow
-    :func:`speculative_expected_tokens`. (Ignored: the output head's share and the last draft,
-    which still needs layers ``1 .. E`` in the verification pass.)
+    Memory-bound model: a draft token runs layers ``1 .. E`` and the shared output head, so it
+    costs ``c = E / L`` of a target step, and the step's tokens follow
+    :func:`speculative_expected_tokens`. Verification still reads every layer's weights once:
+    the drafts' first ``E`` layers are reused (LayerSkip's shared cache and exit activations,
+    Elhoushi et al. 2024, Sec. 4), but the last draft has not been through them. So the step
+    costs ``k E / L + 1``, the formula of :func:`speculative_speedup` with ``c = E / L``; the
+    reuse saves compute and a second KV cache, not weight reads. (The output head's share is
+    ignored.)
 
     Parameters
     ----------
@@ -309,13 +311,12 @@ def self_speculative_speedup(alpha, k, exit_layer, num_layers) -> float:
     Returns
     -------
     float
-        ``E[tokens] / (k E / L + (L - E) / L)``.
+        ``E[tokens] / (k E / L + 1)``.
     """
     e, n = check_positive_int("exit_layer", exit_layer), check_positive_int("num_layers", num_layers)
     if e >= n:
         raise ValueError(f"exit_layer ({e}) must be below num_layers ({n}): the draft is a strict prefix of the model")
-    k = _check_draft_len(k)
-    return speculative_expected_tokens(alpha, k) / ((k * e + (n - e)) / n)
+    return speculative_speedup(alpha, k, e / n)
 
 
 def goodput_draft_length(acceptance_per_pos, step_times) -> int:
