@@ -123,8 +123,8 @@ from .disaggregation import pd_instances, prefix_prefill_flops
 from . import roofline  # the roofline model of a decode step: mk.roofline.*
 from .scheduling import (BatchStep, LatencySummary, RequestLatency, RooflineStep, batching_steps, roofline_step,
                          simulate_batching, summarize_latencies)
-from .speculative import (ngram_propose, rollback_cache, speculative_expected_tokens, speculative_speedup,
-                          speculative_step)
+from .speculative import (goodput_draft_length, jacobi_decode, lookahead_step_tokens, ngram_propose, rollback_cache,
+                          self_speculative_speedup, speculative_expected_tokens, speculative_speedup, speculative_step)
 from .units import (DTYPE_BITS, dtype_bits, elements_to_bytes, format_bytes, format_difference, format_int,
                     format_percent)
 from .tree import (accepted_path_slots, attention_with_lse, cascade_attention, shared_prefix_read_bytes, tree_expected_length,

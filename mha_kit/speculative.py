@@ -220,3 +220,132 @@ def ngram_propose(tokens, k, min_n, max_n):
             if tokens[start:start + n] == suffix:
                 return tokens[start + n:start + n + k]
     return []
+
+
+def jacobi_decode(next_tokens, prefix, guess):
+    """Greedy Jacobi decoding: refine a block of guessed tokens in parallel until it stops changing.
+
+    Santilli et al. 2023 (§3) and Fu et al. 2024 (§2) write greedy decoding of ``n`` tokens as
+    the system ``y_i = argmax p(. | prefix, y_1 .. y_{i-1})``, ``i = 1 .. n``, and solve it by
+    fixed-point iteration: one forward pass over ``prefix + y`` updates every ``y_i`` at once.
+    After pass ``j`` the first ``j`` tokens are final (each sees only correct tokens before it),
+    so the iteration reaches greedy decoding's own output in at most ``n`` passes.
+
+    Parameters
+    ----------
+    next_tokens : callable
+        ``next_tokens(tokens) -> sequence of int`` of the same length ``L``: the model's greedy
+        next token after each position (one causal forward pass).
+    prefix : sequence of int, length >= 1
+    guess : sequence of int, shape (n,), n >= 1
+        The initial guess for the ``n`` tokens after the prefix.
+
+    Returns
+    -------
+    tokens : list of int, shape (n,)
+        The fixed point: the ``n`` tokens greedy decoding gives.
+    trajectory : list of list of int
+        The guess before the first pass and after each pass (the n-grams lookahead decoding
+        harvests come from here); ``len(trajectory) - 1`` passes were run.
+    """
+    prefix, y = [int(t) for t in prefix], [int(t) for t in guess]
+    if not prefix or not y:
+        raise ValueError(f"need a prefix and a guess of at least one token each, got {len(prefix)} and {len(y)}")
+    trajectory = [list(y)]
+    for _ in range(len(y)):  # at most n passes
+        out = [int(t) for t in next_tokens(prefix + y)]  # (L,) greedy next token after each position
+        if len(out) != len(prefix) + len(y):
+            raise ValueError(f"next_tokens must return one token per position ({len(prefix) + len(y)}), got {len(out)}")
+        new = out[len(prefix) - 1:len(prefix) - 1 + len(y)]  # predictions for positions of y
+        trajectory.append(new)
+        if new == y:
+            break
+        y = new
+    return trajectory[-1], trajectory
+
+
+def lookahead_step_tokens(window, ngram, guesses) -> int:
+    """Tokens one lookahead-decoding step feeds the model besides the last token: ``(W + G)(N - 1)``.
+
+    Fu et al. 2024 (§3): the lookahead branch keeps a window of ``W`` future positions for the
+    last ``N - 1`` Jacobi iterations, ``W (N - 1)`` tokens, and the verification branch checks up
+    to ``G`` cached n-grams of ``N - 1`` tokens each, all in one forward pass with one attention
+    mask. (The README's example mask: 4-grams, window 5, two candidates: 15 + 6 tokens.)
+
+    Parameters
+    ----------
+    window : int >= 1
+        ``W``, the lookahead window.
+    ngram : int >= 2
+        ``N``, the n-gram size (Jacobi iterations kept).
+    guesses : int >= 0
+        ``G``, n-gram candidates verified per step.
+    """
+    w, n = check_positive_int("window", window), check_positive_int("ngram", ngram)
+    if n < 2:
+        raise ValueError(f"ngram (N) must be at least 2 (a 2-gram is the shortest guess), got {n}")
+    if isinstance(guesses, bool) or not isinstance(guesses, numbers.Integral) or guesses < 0:
+        raise ValueError(f"guesses (G) must be an integer >= 0, got {guesses!r}")
+    return (w + int(guesses)) * (n - 1)
+
+
+def self_speculative_speedup(alpha, k, exit_layer, num_layers) -> float:
+    """Speed-up of drafting with the target's own first ``E`` of ``L`` layers (early exit, LayerSkip).
+
+    Memory-bound model: a draft token runs layers ``1 .. E`` and the shared output head, so it
+    costs ``c = E / L`` of a target step, and the step's tokens follow
+    :func:`speculative_expected_tokens`. Verification still reads every layer's weights once:
+    the drafts' first ``E`` layers are reused (LayerSkip's shared cache and exit activations,
+    Elhoushi et al. 2024, Sec. 4), but the last draft has not been through them. So the step
+    costs ``k E / L + 1``, the formula of :func:`speculative_speedup` with ``c = E / L``; the
+    reuse saves compute and a second KV cache, not weight reads. (The output head's share is
+    ignored.)
+
+    Parameters
+    ----------
+    alpha : float in [0, 1]
+        Acceptance rate of the early exit's tokens.
+    k : int >= 0
+    exit_layer, num_layers : int, ``1 <= exit_layer < num_layers``
+
+    Returns
+    -------
+    float
+        ``E[tokens] / (k E / L + 1)``.
+    """
+    e, n = check_positive_int("exit_layer", exit_layer), check_positive_int("num_layers", num_layers)
+    if e >= n:
+        raise ValueError(f"exit_layer ({e}) must be below num_layers ({n}): the draft is a strict prefix of the model")
+    return speculative_speedup(alpha, k, e / n)
+
+
+def goodput_draft_length(acceptance_per_pos, step_times) -> int:
+    """Draft length with the most goodput: ``argmax_k (1 + sum(a[:k])) / t[k]``.
+
+    The rule of vLLM's dynamic speculative decoding (``vllm/v1/spec_decode/dynamic/manager.py``,
+    ``DynamicSpeculativeDecodingManager._compute_optimal_num_speculative_tokens``) and of SmartSpec
+    (Liu et al. 2024, §4): the expected tokens a step emits, over what the step costs at the
+    current batch size. ``a[i]`` is the measured rate at which the draft at position ``i + 1`` is
+    accepted (accepted / drafted there, so it already includes the earlier ones' acceptance);
+    with one rate ``alpha`` everywhere ``a[i] = alpha^(i+1)`` and the numerator is
+    :func:`speculative_expected_tokens`. Ties go to the shorter draft.
+
+    Parameters
+    ----------
+    acceptance_per_pos : sequence of float in [0, 1], shape (K,)
+    step_times : sequence of float > 0, shape (K + 1,)
+        Time of a step that verifies ``k = 0 .. K`` drafts per sequence (draft time included).
+
+    Returns
+    -------
+    int in [0, K]
+    """
+    rates = np.asarray(acceptance_per_pos, dtype=np.float64)  # (K,)
+    times = np.asarray(step_times, dtype=np.float64)  # (K + 1,)
+    if rates.ndim != 1 or not np.isfinite(rates).all() or ((rates < 0) | (rates > 1)).any():
+        raise ValueError(f"acceptance_per_pos must be a 1-D sequence of rates in [0, 1], got {acceptance_per_pos!r}")
+    if times.shape != (rates.size + 1,) or not np.isfinite(times).all() or (times <= 0).any():
+        raise ValueError(f"step_times must hold {rates.size + 1} finite times > 0 (k = 0 .. {rates.size}), "
+                         f"got {step_times!r}")
+    goodput = (1 + np.concatenate([[0.0], np.cumsum(rates)])) / times  # (K + 1,) tokens per unit time
+    return int(np.argmax(goodput))  # the first maximum: the shorter draft on a tie
