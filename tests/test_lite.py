@@ -1,4 +1,4 @@
-"""The browser edition's parts, without a browser: the kernel's closure and packing, the chapters'
+"""The browser edition's parts, without a browser: the kernel's packages and their import check, the chapters'
 copies, the page's check of switched-off references, the buttons.
 
 The browser itself (JupyterLite in Chromium, the judge's messages, mha_kit's numbers there) is
@@ -23,7 +23,7 @@ from website.lite import notebooks as lite_notebooks
 from website.lite import site as lite_site
 from website.lite import trial as lite_trial
 
-from mha_course.course import ASSIGNMENTS, COURSE  # noqa: E402
+from mha_course.course import ASSIGNMENTS, BROWSER_SIDE, COURSE, kernel_side_modules, package_files  # noqa: E402
 from mha_course.judge.core import parse_runs  # noqa: E402
 
 STATIC = lite_site.kernel_static()
@@ -37,7 +37,7 @@ def browser():
     return lite_site.browser_modules(STATIC)
 
 
-# --- what the kernel can import, and the judge's closure ------------------------------------------
+# --- what the kernel can import, and what of the course it gets ------------------------------------
 
 
 def test_the_browser_has_numpy_and_ipython_but_no_nbformat_or_matplotlib(browser):
@@ -55,58 +55,107 @@ def _package(tmp_path, files):
     return tmp_path
 
 
-def test_closure_follows_the_code_not_every_import(tmp_path):
-    """Reached: what the entry's functions name, inside functions too; not reached: a function nobody calls."""
-    root = _package(tmp_path, {
-        "mha_course/__init__.py": "",
-        "mha_course/judge/__init__.py": "def __getattr__(name):\n    from . import grading\n",
-        "mha_course/kernel/cases.py": """
-            import os
-
-            def run():
-                from mha_course.judge.core import judge
-                return judge()
-            """,
-        "mha_course/judge/core.py": """
-            import json
-            from .hints import hint
-
-            def judge():
-                return hint()
-
-            def write_notebook():
-                import nbformat
-            """,
-        "mha_course/judge/hints.py": "def hint():\n    return 1\n",
-        "mha_course/judge/grading.py": "import nbgrader\n",
-    })
-    closure = lite_kernel.kernel_closure({"json", "os"}, root)
-    assert closure.modules() == ["mha_course", "mha_course.judge", "mha_course.judge.core", "mha_course.judge.hints",
-                                 "mha_course.kernel.cases"]
-    assert {imported for imported, _ in closure.outside} == {"os", "json"}
+def test_the_course_is_packed_by_folder_the_browser_side_whole():
+    """What the page runs of mha_course is the folder rule's browser side (its folders whole) and the package's
+    __init__.py: the inline judge and its questions' helpers, nothing of grading, nbgrader or the sandbox."""
+    files = lite_kernel.course_files()
+    assert sorted(files) == ["mha_course", *kernel_side_modules(BROWSER_SIDE)]
+    assert {"mha_course.kernel.cases", "mha_course.kernel.watch", "mha_course.judge.core", "mha_course.judge.questions",
+            "mha_course.judge.diagnoses", "mha_course.course", "mha_course.notebook", "mha_course.wire"} <= set(files)
+    assert not [m for m in files if m.split(".")[-1] in ("preprocessor", "safegrade", "selfgrade", "release", "check")
+                or m.startswith(("mha_course.plugins", "mha_course.grade"))]
+    assert all(path.is_file() for path in files.values())
 
 
-def test_closure_names_a_module_the_browser_lacks_and_how_it_is_reached(tmp_path):
-    root = _package(tmp_path, {
-        "mha_course/__init__.py": "",
-        "mha_course/judge/__init__.py": "",
-        "mha_course/kernel/cases.py": "def run():\n    from ..judge.carry import hint\n    return hint()\n",
-        "mha_course/judge/carry.py": "import nbformat\n\ndef hint():\n    return None\n",
-    })
-    with pytest.raises(lite_kernel.ClosureError, match=r"nbformat \(imported by mha_course\.judge\.carry; reached as "
-                                                       r"mha_course\.kernel\.cases -> mha_course\.kernel\.cases\.run -> "
-                                                       r"mha_course\.judge\.carry\)"):
-        lite_kernel.kernel_closure({"json"}, root)
-
-
-def test_the_kernel_side_judge_runs_in_the_browser(browser):
-    """The real closure: the inline judge and its questions, nothing of grading, nbgrader or the sandbox."""
+def _packed():
+    """``{module name: path}`` of every Python file the build packs for the kernel, as site.kernel_packages checks them."""
     hook = lite_kernel.RUNTIME / lite_kernel.HOOK / "__init__.py"
-    closure = lite_kernel.kernel_closure(browser, REPO_ROOT, [*lite_site.grading_question_files(), ("mha_lite", hook)])
-    modules = closure.modules()
-    assert {"mha_course.kernel.cases", "mha_course.judge.core", "mha_course.judge.questions"} <= set(modules)
-    assert not [m for m in modules if m.split(".")[-1] in ("preprocessor", "safegrade", "selfgrade", "release")
-                or m.startswith("mha_course.plugins")]
+    return {**lite_kernel.course_files(), **dict(lite_site.grading_question_files()), lite_kernel.HOOK: hook}
+
+
+def test_what_the_packed_files_import_is_in_the_browser(browser):
+    """The real check passes, and it reads the imports: without numpy in the browser, it names a file importing it."""
+    packed = _packed()
+    assert len([m for m in packed if m.endswith("_grading_questions")]) == len(ASSIGNMENTS)
+    lite_kernel.check_imports(packed, browser)
+    with pytest.raises(lite_kernel.MissingModuleError, match=r"solutions/01_shapes/grading_questions\.py imports numpy, "):
+        lite_kernel.check_imports(packed, browser - {"numpy"})
+
+
+def _questions_root(tmp_path, source):
+    """A copy of the repository (links) whose solutions/ holds the questions of every assignment and one more file."""
+    for name in ("mha_kit", "mha_course", "exercises", "pyproject.toml"):
+        (tmp_path / name).symlink_to(REPO_ROOT / name)
+    for assignment in ASSIGNMENTS:
+        (tmp_path / "solutions" / assignment).mkdir(parents=True)
+        (tmp_path / "solutions" / assignment / "grading_questions.py").symlink_to(
+            REPO_ROOT / "solutions" / assignment / "grading_questions.py")
+    return _package(tmp_path, {"solutions/99_extra/grading_questions.py": source})
+
+
+def test_the_build_refuses_questions_that_import_what_the_browser_lacks(browser, tmp_path):
+    """grading_questions.py lives outside the folders: a lazy import of nbformat in one stops the build with one
+    line naming the import and the file, before anything is packed."""
+    root = _questions_root(tmp_path, """
+        import numpy as np
+        from mha_course.judge.questions import question
+
+        def describe(case):
+            import nbformat
+            return nbformat.__name__
+        """)
+    with pytest.raises(lite_kernel.MissingModuleError) as error:
+        lite_site.kernel_packages(browser, root)
+    assert str(error.value) == ("solutions/99_extra/grading_questions.py imports nbformat, which the browser edition's "
+                                "kernel does not have (the standard library, numpy 1.25, IPython, mha_kit)")
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("line, unpacked", [
+    ("from mha_course.plugins.graded_kit import refused", "mha_course.plugins.graded_kit"),
+    ("from mha_course import grade", "mha_course.grade"),
+    ("import mha_course.selfgrade", "mha_course.selfgrade"),
+])
+def test_the_build_refuses_an_import_of_mha_course_the_folders_do_not_pack(browser, tmp_path, line, unpacked):
+    """The questions may import mha_course's browser side only: the folder rule packs nothing else."""
+    root = _questions_root(tmp_path, f"def check(got):\n    {line}\n")
+    with pytest.raises(lite_kernel.MissingModuleError, match=rf"^solutions/99_extra/grading_questions\.py imports "
+                                                              rf"{re.escape(unpacked)}, which the browser edition does "
+                                                              r"not pack \(it packs mha_course\.course\.BROWSER_SIDE\)$"):
+        lite_site.kernel_packages(browser, root)
+
+
+def test_relative_imports_of_a_packed_module_are_resolved(tmp_path, browser):
+    """A judge module's ``from .. import grade`` (inside a function) is mha_course.grade, which is not packed;
+    ``from . import expect`` and ``from ..wire import X`` are packed modules and names."""
+    files = _package(tmp_path, {
+        "mha_course/__init__.py": "",
+        "mha_course/wire.py": "X = 1\n",
+        "mha_course/judge/__init__.py": "",
+        "mha_course/judge/expect.py": "",
+        "mha_course/judge/core.py": "from . import expect\nfrom ..wire import X\n\ndef f():\n    from .. import grade\n",
+        "mha_course/grade/__init__.py": "",
+    })
+    packed = {m: files / p for m, p in [("mha_course", "mha_course/__init__.py"), ("mha_course.wire", "mha_course/wire.py"),
+                                       ("mha_course.judge", "mha_course/judge/__init__.py"),
+                                       ("mha_course.judge.expect", "mha_course/judge/expect.py"),
+                                       ("mha_course.judge.core", "mha_course/judge/core.py")]}
+    with pytest.raises(lite_kernel.MissingModuleError, match=r"^mha_course/judge/core\.py imports mha_course\.grade, "):
+        lite_kernel.check_imports(packed, browser, files)
+    del packed["mha_course.judge.core"]
+    lite_kernel.check_imports(packed, browser, files)
+
+
+def test_the_build_packs_the_folders_the_questions_the_notebooks_and_the_hook(browser):
+    packages = lite_site.kernel_packages(browser)
+    site = lite_kernel.SITE_PACKAGES
+    course = {m for m in packages["mha_course"] if m.endswith(".py") and m.startswith(f"{site}/mha_course/")}
+    assert course == {f"{site}/{p}" for p in ["mha_course/__init__.py", *package_files(BROWSER_SIDE)]}
+    assert {f"{site}/solutions/{a}/grading_questions.py" for a in ASSIGNMENTS} | {
+        f"{site}/exercises/{a}/{a}.ipynb" for a in ASSIGNMENTS} <= set(packages["mha_course"])
+    assert not [m for m in packages["mha_course"] if "grading_answers" in m or "/source/" in m]
+    assert set(packages["mha_lite"]) == {f"{site}/mha_lite/__init__.py", f"{site}/mha_lite/rules.json",
+                                         "etc/ipython/ipython_config.py"}
 
 
 def test_import_mha_kit_needs_only_numpy(browser, tmp_path):
@@ -116,7 +165,7 @@ def test_import_mha_kit_needs_only_numpy(browser, tmp_path):
         "mha_kit/units.py": "import numpy as np\n\ndef size():\n    import ml_dtypes  # lazily: fine\n",
         "mha_kit/fancy.py": "import scipy.special\n",
     })
-    with pytest.raises(lite_kernel.ClosureError, match=r"import mha_kit needs scipy"):
+    with pytest.raises(lite_kernel.MissingModuleError, match=r"import mha_kit needs scipy"):
         lite_kernel.check_mha_kit({"numpy"}, root)
 
 

@@ -1,4 +1,4 @@
-"""The browser edition's kernel: what it can import, what of the course it needs, and the packing.
+"""The browser edition's kernel: what it can import, what of the course it gets, and the packing.
 
 The kernel of the browser edition (JupyterLite with jupyterlite-xeus-python, see website/lite/site.py)
 runs a prebuilt environment that cannot be solved again: conda-style ``.tar.gz`` packages beside
@@ -8,18 +8,21 @@ same way (``lib/python3.11/site-packages/<package>/...``) and listed there is im
 * ``mha_kit``: the whole package, as a desktop learner has it. Its modules must import only what the
   browser has at import time (numpy and the standard library; matplotlib is not there, so
   ``mha_kit.plots`` is packed but not importable) - :func:`check_mha_kit`.
-* ``mha_course``: exactly the modules the kernel-side judge reaches (:func:`kernel_closure`): a test
-  cell's ``run`` judges at once in the learner's own kernel, as on the desktop, with the questions
-  of ``solutions/<assignment>/grading_questions.py`` (references and one-line diagnostics; no
-  hidden test, no solution) and the released notebooks (which test builds on which answer).
+* ``mha_course``: what runs in the learner's own kernel, by the folder rule: the folders and files of
+  :data:`mha_course.course.BROWSER_SIDE` whole (the kernel side a test cell imports, and the judge
+  that judges it at once there, with the manifest and the notebook conventions they read), with the
+  package's ``__init__.py`` - :func:`course_files`. Beside it, the questions of
+  ``solutions/<assignment>/grading_questions.py`` (references and one-line diagnostics; no hidden
+  test, no solution) and the released notebooks (which test builds on which answer).
 * ``mha_lite`` (website/lite/mha_lite/): the page's own hook, loaded as an IPython extension, which
   names an answer that calls a reference the graded kernel switches off, as ``mha_course.check`` does.
 
-The closure follows the code, not a list of modules: starting from the entry points, a module's
-body and every function or class it names (through imports, at module level or inside functions)
-is reached, recursively, within ``mha_course``. Every import outside ``mha_course`` made by reached
-code must exist in the browser's environment; if one does not (nbformat, nbgrader ...), the build
-stops with :class:`ClosureError` naming the import, the code that makes it and the path to it.
+``tests/test_layers.py`` proves that the browser side imports only the standard library, numpy,
+IPython and ``mha_kit``. What the folder rule cannot say is checked here, on the files as packed, the
+questions and the hook included (they live outside those folders): :func:`check_imports` reads every
+import they make, inside functions too (a packed file's every function may run), and the build stops
+with :class:`MissingModuleError` naming the import and the file if the browser's environment lacks it,
+or if it is a module of ``mha_course`` that the folder rule does not pack.
 """
 
 import ast
@@ -31,22 +34,19 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mha_course.course import kernel_side_modules
+from mha_course import course
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The folder of the hook's package, :data:`HOOK` (website/lite/mha_lite), packed as a top-level package.
 RUNTIME = Path(__file__).resolve().parent
 SITE_PACKAGES = "lib/python3.11/site-packages"
 META = "empack_env_meta.json"
-#: What a learner's exercise imports: the kernel side, the folder mha_course/kernel/ with wire.py
-#: (:func:`mha_course.course.kernel_side_modules`); 04's test of Q5 imports kernel.watch.
-ENTRY_MODULES = tuple(kernel_side_modules())
-#: The kernel side's other entry points: the page's hook, and the files the judge loads by path.
+#: The page's hook, a top-level package of the browser's kernel.
 HOOK = "mha_lite"
 
 
-class ClosureError(RuntimeError):
-    """The kernel-side code needs a module the browser's environment does not have."""
+class MissingModuleError(RuntimeError):
+    """Code packed for the browser imports a module its environment does not have."""
 
 
 # --- what the browser has -------------------------------------------------------------------------
@@ -94,7 +94,7 @@ def available(name, modules):
     return top in sys.stdlib_module_names and not _local_source(top)
 
 
-# --- the closure ----------------------------------------------------------------------------------
+# --- mha_kit, read with ast: what runs on import, what a call needs ---------------------------------
 
 
 def _resolve(module, level, target, is_package):
@@ -137,72 +137,37 @@ class _Source:
         module = _resolve(self.name, stmt.level, stmt.module, self.is_package)
         return {(a.asname or a.name): (module, a.name) for a in stmt.names if a.name != "*"}
 
-    def module_level(self):
-        """The statements that run on import, less the bodies of functions (classes run whole)."""
-        for stmt in self.tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield from stmt.decorator_list
-                yield from stmt.args.defaults + [d for d in stmt.args.kw_defaults if d is not None]
-            else:
-                yield stmt
+
+def module_path(root, module):
+    """The file of the dotted module name ``module`` under ``root`` (a package's ``__init__.py``), or None."""
+    base = Path(root).joinpath(*module.split("."))
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return path
+    return None
 
 
-class Closure:
-    """The code of ``package`` reached from some entry points, and the outside imports it makes."""
+class Package:
+    """The modules of ``package`` under ``root``, read with ``ast`` as they are asked for, and the outside
+    imports that :meth:`references` met (``outside``: ``[(imported module, (module, name) importing it)]``)."""
 
-    def __init__(self, root=REPO_ROOT, package="mha_course"):
+    def __init__(self, root, package):
         self.root, self.package = Path(root), package
         self.sources = {}
-        self.reached = {}  # (module, name or None) -> the node it was reached from
-        self.outside = []  # (imported module, (module, name) that imports it)
+        self.outside = []
 
     def source(self, module):
-        """The :class:`_Source` of ``module`` if it is a module of the package (or added), else None."""
-        if module in self.sources:
-            return self.sources[module]
+        """The :class:`_Source` of ``module`` if it is a module of the package, else None."""
         if module.split(".")[0] != self.package:
             return None
         if module not in self.sources:
-            base = self.root.joinpath(*module.split("."))
-            path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-            self.sources[module] = _Source(module, path) if path.is_file() else None
+            path = module_path(self.root, module)
+            self.sources[module] = _Source(module, path) if path else None
         return self.sources[module]
 
-    def add_file(self, name, path):
-        """An extra module read from ``path`` (a file the judge loads by path), reached whole."""
-        self.sources[name] = _Source(name, Path(path))
-        self.visit((name, None), None)
-        for definition in self.sources[name].defs:
-            self.visit((name, definition), (name, None))
-
-    def visit(self, node, parent):
-        todo = [(node, parent)]
-        while todo:
-            node, parent = todo.pop()
-            if node in self.reached:
-                continue
-            self.reached[node] = parent
-            todo.extend((target, node) for target in self.edges(node))
-
-    def edges(self, node):
-        """The nodes ``node``'s code reaches, and the parents of a module (importing it runs them)."""
-        module, name = node
-        source = self.source(module)
-        if source is None:
-            return []
-        parent = module.rpartition(".")[0]
-        targets = [(parent, None)] if parent and self.source(parent) else []
-        if name is None:
-            statements = list(source.module_level())
-        elif name in source.defs:
-            statements = [source.defs[name]]
-        else:
-            return targets + [(f"{module}.{name}", None)] if self.source(f"{module}.{name}") else targets
-        for stmt in statements:
-            targets += self.references(source, stmt, node)
-        return targets
-
     def references(self, source, tree, node):
+        """The nodes ``(module, name or None)`` of the package that the code ``tree`` of ``source`` names
+        (imports, names, ``module.name``); its outside imports are recorded as needed by ``node``."""
         targets = []
         for item in ast.walk(tree):
             if isinstance(item, (ast.Import, ast.ImportFrom)):
@@ -229,52 +194,9 @@ class Closure:
             return [(module, None), (f"{module}.{attribute}", None)]
         return [(module, None)] + ([(module, attribute)] if attribute else [])
 
-    def modules(self):
-        """The package's modules whose code is reached (each packed whole), sorted."""
-        return sorted({m for m, _ in self.reached if self.source(m) is not None and m.split(".")[0] == self.package})
-
-    def path_to(self, node):
-        """``a -> b -> c``: how ``node`` was reached from an entry point."""
-        steps = []
-        while node is not None:
-            steps.append(_label(node))
-            node = self.reached.get(node)
-        return " -> ".join(reversed(steps))
-
 
 def _join(module, attribute):
     return f"{module}.{attribute}" if attribute else module
-
-
-def _label(node):
-    module, name = node
-    return f"{module}.{name}" if name else module
-
-
-def kernel_closure(modules, root=REPO_ROOT, extra_files=()):
-    """The :class:`Closure` of the kernel side; raise :class:`ClosureError` if it needs what the browser lacks.
-
-    ``modules``: the browser's top-level module names (:func:`browser_modules`, plus what is packed);
-    ``extra_files``: ``[(module name, path)]`` of files loaded by path (the questions, the hook).
-    """
-    closure = Closure(root)
-    for entry in ENTRY_MODULES:
-        closure.visit((entry, None), None)
-        source = closure.source(entry)
-        for name in source.defs if source else ():
-            if not name.startswith("_"):
-                closure.visit((entry, name), (entry, None))
-    for name, path in extra_files:
-        closure.add_file(name, path)
-    missing = [(imported, node) for imported, node in closure.outside if not available(imported, modules)]
-    if missing:
-        lines = [f"  {imported} (imported by {_label(node)}; reached as {closure.path_to(node)})"
-                 for imported, node in missing]
-        raise ClosureError("the browser edition's kernel cannot import what the kernel-side judge needs:\n"
-                           + "\n".join(lines) + "\nthe browser has only the packages of its prebuilt environment "
-                           "(numpy, IPython, the standard library); import these lazily, in code the page never runs, "
-                           "or keep them out of the judge's modules")
-    return closure
 
 
 def import_time_imports(tree):
@@ -289,29 +211,29 @@ def import_time_imports(tree):
 
 
 def check_mha_kit(modules, root=REPO_ROOT):
-    """Raise :class:`ClosureError` if ``import mha_kit`` needs a package the browser lacks.
+    """Raise :class:`MissingModuleError` if ``import mha_kit`` needs a package the browser lacks.
 
     Only what runs on import counts: a function that imports an optional package (matplotlib in
     ``mha_kit.plots`` is a module of its own; ``ml_dtypes`` inside a function) fails only when called.
     """
-    closure, todo, missing = Closure(root, package="mha_kit"), ["mha_kit"], set()
+    kit, todo, missing = Package(root, "mha_kit"), ["mha_kit"], set()
     seen = set(todo)
     while todo:
-        source = closure.source(todo.pop())
+        source = kit.source(todo.pop())
         for stmt in import_time_imports(source.tree):
             for module, attribute in source.imported(stmt).values():
                 for name in (_join(module, attribute), module):
-                    if closure.source(name) is not None and name not in seen:
+                    if kit.source(name) is not None and name not in seen:
                         seen.add(name)
                         todo.append(name)
                         break
                 else:
-                    if closure.source(module) is None and not available(module, modules):
+                    if kit.source(module) is None and not available(module, modules):
                         missing.add(module)
     if missing:
-        raise ClosureError(f"import mha_kit needs {', '.join(missing)}, which the browser edition's kernel does not "
-                           "have (numpy 1.25 and the standard library only): import it lazily, inside the function "
-                           "that uses it")
+        raise MissingModuleError(f"import mha_kit needs {', '.join(missing)}, which the browser edition's kernel does "
+                                 "not have (numpy 1.25 and the standard library only): import it lazily, inside the "
+                                 "function that uses it")
 
 
 def kit_needs(modules, root=REPO_ROOT):
@@ -320,21 +242,74 @@ def kit_needs(modules, root=REPO_ROOT):
     and everything that calls it). The calls are followed through mha_kit's own functions, not through
     module-level code (that part :func:`check_mha_kit` checks); a conservative answer: a function that
     needs the package for some arguments only (bf16, not fp32) is listed."""
-    closure, needs = Closure(root, package="mha_kit"), {}
-    for public, (module, attribute) in closure.source("mha_kit").bindings.items():
+    kit, needs = Package(root, "mha_kit"), {}
+    for public, (module, attribute) in kit.source("mha_kit").bindings.items():
         todo, seen, missing = [(module, attribute)], set(), set()
         while todo:
             node = todo.pop()
-            source = closure.source(node[0])
+            source = kit.source(node[0])
             if node in seen or source is None or node[1] not in source.defs:
                 continue
             seen.add(node)
-            before = len(closure.outside)
-            todo += [t for t in closure.references(source, source.defs[node[1]], node) if t[1] is not None]
-            missing |= {imported for imported, _ in closure.outside[before:] if not available(imported, modules)}
+            before = len(kit.outside)
+            todo += [t for t in kit.references(source, source.defs[node[1]], node) if t[1] is not None]
+            missing |= {imported for imported, _ in kit.outside[before:] if not available(imported, modules)}
         if missing:
             needs[public] = sorted(missing)
     return needs
+
+
+# --- the course: the folder rule, and the imports it cannot check ----------------------------------------
+
+
+def course_files(root=REPO_ROOT):
+    """``{module name: path}`` of what the page runs of ``mha_course``, by the folder rule: the folders and
+    files of :data:`mha_course.course.BROWSER_SIDE` whole, and the package's ``__init__.py``."""
+    paths = ["mha_course/__init__.py", *course.package_files(course.BROWSER_SIDE)]
+    return {p.removesuffix(".py").removesuffix("/__init__").replace("/", "."): Path(root) / p for p in paths}
+
+
+def imports(module, path):
+    """``(imported module, names imported from it)`` of every import statement of the file ``path``, inside
+    functions too, relative ones resolved (``module``: the file's module name)."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names = tuple(alias.name for alias in node.names if alias.name != "*")
+            yield _resolve(module, node.level, node.module, Path(path).name == "__init__.py"), names
+
+
+def check_imports(files, modules, root=REPO_ROOT):
+    """Raise :class:`MissingModuleError` if a file packed for the browser imports what its kernel will lack.
+
+    ``files``: ``{module name: path}`` of the packed files (:func:`course_files`, the assignments' questions,
+    the hook); ``modules``: what the browser can import (:func:`browser_modules` and the packed packages).
+    A module of ``mha_course`` must be packed (the folder rule packs the browser side only); any other
+    import must be :func:`available`. The error is one line, naming each such import and its file.
+    """
+    problems = []
+    for name, path in files.items():
+        for module, names in imports(name, path):
+            if module.split(".")[0] == "mha_course":
+                unpacked = [module] if module not in files else [
+                    f"{module}.{n}" for n in names if f"{module}.{n}" not in files and module_path(root, f"{module}.{n}")]
+                why = "which the browser edition does not pack (it packs mha_course.course.BROWSER_SIDE)"
+            else:
+                unpacked = [] if available(module, modules) else [module]
+                why = "which the browser edition's kernel does not have (the standard library, numpy 1.25, IPython, mha_kit)"
+            problems += [f"{_shown(path, root)} imports {m}, {why}" for m in unpacked]
+    if problems:
+        raise MissingModuleError("; ".join(dict.fromkeys(problems)))
+
+
+def _shown(path, root):
+    """``path`` as the error names it: relative to ``root`` or to the repository, if inside."""
+    for base in (Path(root), REPO_ROOT):
+        if Path(path).is_relative_to(base):
+            return Path(path).relative_to(base).as_posix()
+    return str(path)
 
 
 # --- packing ----------------------------------------------------------------------------------------
@@ -357,16 +332,6 @@ def package_files(root, packages):
     for package in packages:
         for path in sorted((Path(root) / package).rglob("*.py")):
             files[f"{SITE_PACKAGES}/{path.relative_to(root).as_posix()}"] = path.read_bytes()
-    return files
-
-
-def module_files(root, modules):
-    """``{site-packages member: bytes}`` of the given modules (dotted names) of the repository."""
-    files = {}
-    for module in modules:
-        base = Path(root).joinpath(*module.split("."))
-        path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-        files[f"{SITE_PACKAGES}/{path.relative_to(root).as_posix()}"] = path.read_bytes()
     return files
 
 

@@ -14,8 +14,8 @@ What it holds (its files, ``lite/files/``; the notebooks a reader opens and chan
   copies them (figures as pictures, numbers written into the text);
 * ``README.md``: what this is, where work is kept, how to download it.
 
-Its kernel gets, beside the prebuilt packages, ``mha_kit`` and the kernel side of the judge
-(website/lite/kernel.py: the import closure, checked against what the browser has), so a test cell
+Its kernel gets, beside the prebuilt packages, ``mha_kit`` and the browser side of ``mha_course``
+(website/lite/kernel.py: its folders whole, their imports checked against what the browser has), so a test cell
 judges at once as on the desktop. ``lite/index.html`` is a landing page (no script) linking to
 every notebook; the book's pages link to theirs (website/lite/buttons.py).
 
@@ -219,30 +219,35 @@ c.InteractiveShellApp.extensions = ["mha_lite"]
 """
 
 
-def pack_kernel(static, root=REPO_ROOT):
-    """Pack ``mha_kit``, the judge's closure and the hook into the kernel's environment; return the
-    archive names and the modules of ``mha_course`` packed."""
-    modules = browser_modules(static)
+def kernel_packages(modules, root=REPO_ROOT):
+    """``{package: {member: bytes}}`` of what the kernel's environment gets: ``mha_kit`` whole, ``mha_course``'s
+    browser side (its folders whole: lite_kernel.course_files) with the assignments' questions and the released
+    notebooks, and the hook. First, what the browser could not import stops the build (lite_kernel.MissingModuleError):
+    ``import mha_kit``, and every import the packed files make (lite_kernel.check_imports)."""
     lite_kernel.check_mha_kit(modules, root)
     hook = lite_kernel.RUNTIME / lite_kernel.HOOK / "__init__.py"
-    closure = lite_kernel.kernel_closure(modules, root, [*grading_question_files(root), (lite_kernel.HOOK, hook)])
-    course = [m for m in closure.modules() if m.split(".")[0] == "mha_course"]
+    course = lite_kernel.course_files(root)
+    questions = grading_question_files(root)
+    lite_kernel.check_imports({**course, **dict(questions), lite_kernel.HOOK: hook}, modules, root)
     site = lite_kernel.SITE_PACKAGES
-    course_files = lite_kernel.module_files(root, course)
+    course_files = {f"{site}/{path.relative_to(root).as_posix()}": path.read_bytes() for path in course.values()}
     # The course's folders as mha_course.course looks them up where it is installed (beside the package):
     # solutions/<a>/grading_questions.py (the judge's questions) and the released notebooks.
-    course_files.update({f"{site}/solutions/{p.parent.name}/grading_questions.py": p.read_bytes()
-                         for _, p in grading_question_files(root)})
+    course_files.update({f"{site}/solutions/{p.parent.name}/grading_questions.py": p.read_bytes() for _, p in questions})
     course_files.update({f"{site}/{p}": (root / p).read_bytes() for p in exercise_notebooks(root)})
     hook_files = {f"{site}/{lite_kernel.HOOK}/__init__.py": hook.read_bytes(),
                   f"{site}/{lite_kernel.HOOK}/rules.json": json.dumps(reference_rules(root), indent=1).encode(),
                   "etc/ipython/ipython_config.py": IPYTHON_CONFIG}
-    archives = [
-        lite_kernel.add_package(static, "mha_kit", _version(root), lite_kernel.package_files(root, ["mha_kit"])),
-        lite_kernel.add_package(static, "mha_course", _version(root), course_files),
-        lite_kernel.add_package(static, lite_kernel.HOOK, _version(root), hook_files),
-    ]
-    return archives, course
+    return {"mha_kit": lite_kernel.package_files(root, ["mha_kit"]), "mha_course": course_files,
+            lite_kernel.HOOK: hook_files}
+
+
+def pack_kernel(static, root=REPO_ROOT):
+    """Pack :func:`kernel_packages` into the kernel's environment; return the archive names and the modules of
+    ``mha_course`` packed."""
+    packages = kernel_packages(browser_modules(static), root)
+    archives = [lite_kernel.add_package(static, name, _version(root), files) for name, files in packages.items()]
+    return archives, sorted(lite_kernel.course_files(root))
 
 
 def _version(root):
@@ -369,7 +374,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         build(args.site, args.venv)
-    except (lite_kernel.ClosureError, FileNotFoundError, RuntimeError) as error:
+    except (lite_kernel.MissingModuleError, FileNotFoundError, RuntimeError) as error:
         print(f"website.lite: {error}", file=sys.stderr)
         return 1
     return 0
