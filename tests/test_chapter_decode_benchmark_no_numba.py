@@ -35,3 +35,12 @@ def test_chapter_runs_without_numba(without_numba):
     errors = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
               if out.get("output_type") == "error" or out.get("name") == "stderr"]
     assert not errors, errors
+
+
+def test_the_simulated_environment_is_requirements_txt():
+    """What the test above simulates is what ``pip install -r requirements.txt`` makes (Binder's build):
+    the checkout installed (``-e .``, so the kernel imports mha_kit from the repository) and no numba."""
+    lines = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()]
+    requirements = [line for line in lines if line]
+    assert "-e ." in requirements
+    assert not [line for line in requirements if line.lower().startswith("numba")], requirements
