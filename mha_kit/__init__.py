@@ -157,8 +157,8 @@ from .sampling import (acceptance_rate, apply_penalties, apply_temperature, appl
                        top_k_top_p_mask)
 
 from .tenancy import (DEEPSEEK_FLEET_DAY, DEEPSEEK_UNITS, LATENCY_TARGETS, LORA_TARGETS, DeploymentUnit, FleetDay,
-                      LatencyTarget, QWEN2_VL_VIT_PARAMS, SILENT_READING_WPM, WORDS_PER_TOKEN,
-                      break_even_tokens_per_day, expert_slots_per_gpu, largest_batch_within_tpot,
+                      LatencyTarget, QWEN2_VL_CHECKPOINT_MAX_PIXELS, QWEN2_VL_VIT_PARAMS, SILENT_READING_WPM,
+                      WORDS_PER_TOKEN, allreduce_latency_per_step, break_even_tokens_per_day, expert_slots_per_gpu, largest_batch_within_tpot,
                       lora_adapter_bytes, lora_matrix_shapes, qwen2_vl_image_tokens, routed_cost,
                       self_host_cost_per_million)
 from .normalfloat import NF4_OFFSET, dequantize_nf4, double_quant_bits_per_weight, nf4_levels, quantize_nf4

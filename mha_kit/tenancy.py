@@ -179,6 +179,22 @@ def qwen2_vl_image_tokens(height, width, *, patch_size=14, merge_size=2, min_pix
     return (h_bar // factor) * (w_bar // factor) + 2
 
 
+def allreduce_latency_per_step(num_layers, tp, per_call_s) -> float:
+    """Seconds one decode step spends on the fixed cost of its tensor-parallel all-reduces.
+
+    Megatron-style tensor parallelism all-reduces each layer's output twice, after attention and
+    after the MLP (Shoeybi et al. 2019, sec. 3), so a step makes ``2 * num_layers`` calls, each paying
+    ``per_call_s`` however small its message; none at ``tp = 1``. :func:`mha_kit.plan_deployment`
+    counts only their bytes.
+
+    Book: chapter "Many models, adapters and tenants".
+    """
+    layers, t = check_positive_int("num_layers", num_layers), check_positive_int("tp", tp)
+    if isinstance(per_call_s, bool) or not isinstance(per_call_s, (int, float)) or not 0 <= per_call_s < math.inf:
+        raise ValueError(f"per_call_s must be a non-negative number of seconds, got {per_call_s!r}")
+    return 0.0 if t == 1 else 2 * layers * per_call_s
+
+
 def expert_slots_per_gpu(num_experts, redundant, ep) -> int:
     """Routed experts each of ``ep`` GPUs holds when ``redundant`` copies are added to ``num_experts``.
 
@@ -202,7 +218,7 @@ class LatencyTarget:
     name: str  # key of LATENCY_TARGETS
     ttft_s: float  # time to first token, at the percentile
     tpot_s: float  # time per output token, at the percentile
-    percentile: float  # the fraction of requests (in percent) that must meet both
+    percentile: float  # the percentile (99: p99) of TTFT and of TPOT, each held under its own limit
     cite: str  # references.bib key
     source: str  # file and lines
 
@@ -230,6 +246,7 @@ class FleetDay:
     cache_hit_tokens: float  # prompt tokens served from the KV cache on disk
     output_tokens: float
     average_nodes: float  # nodes in service on average over the day
+    peak_nodes: float  # nodes in service at the day's peak
     gpus_per_node: int
     price_per_gpu_hour: float  # the rental price the publisher assumed
     prefill_tokens_per_s_per_node: float  # input, cache hits included, while a node prefills
@@ -254,7 +271,11 @@ class FleetDay:
 
     @property
     def node_days_needed(self) -> tuple:
-        """``(prefill, decode)`` node-days the day's tokens take at the published per-node rates."""
+        """``(prefill, decode)`` node-days the day's tokens take at the published per-node rates.
+
+        The rates are day averages, so their sum returns the node count by construction: a check that
+        the published figures agree with each other, not a measure of utilisation.
+        """
         day = 86_400
         return (self.input_tokens / (self.prefill_tokens_per_s_per_node * day),
                 self.output_tokens / (self.decode_tokens_per_s_per_node * day))
@@ -262,7 +283,8 @@ class FleetDay:
 
 #: DeepSeek-V3/R1's online service, 27-28 February 2025 (UTC+8 noon to noon), H800 nodes.
 DEEPSEEK_FLEET_DAY = FleetDay(
-    input_tokens=608e9, cache_hit_tokens=342e9, output_tokens=168e9, average_nodes=226.75, gpus_per_node=8,
+    input_tokens=608e9, cache_hit_tokens=342e9, output_tokens=168e9, average_nodes=226.75, peak_nodes=278,
+    gpus_per_node=8,
     price_per_gpu_hour=2.0, prefill_tokens_per_s_per_node=73.7e3, decode_tokens_per_s_per_node=14.8e3,
     price_hit=0.14, price_miss=0.55, price_output=2.19, cite="deepseekinfra2025",
     source="deepseek-ai/open-infra-index 202502OpenSourceWeek/day_6_one_more_thing_deepseekV3R1_inference_system_"
@@ -295,6 +317,11 @@ DEEPSEEK_UNITS = MappingProxyType({
     "decode": DeploymentUnit(phase="decode", nodes=18, gpus_per_node=8, ep=144, redundant_experts=32,
                              cite="deepseekinfra2025", source=_DS_UNITS),
 })
+
+#: ``max_pixels`` of the released Qwen2-VL checkpoints' ``preprocessor_config.json`` (Qwen/Qwen2-VL-7B-Instruct:
+#: ``"min_pixels": 3136, "max_pixels": 12845056``), 16,384 merged tokens of 28 x 28 px; the processor class's own
+#: default, which :func:`qwen2_vl_image_tokens` uses, is 1,280 such tokens (1,003,520 px).
+QWEN2_VL_CHECKPOINT_MAX_PIXELS = 16_384 * 28 * 28
 
 #: Parameters of Qwen2-VL's vision encoder, the same for its 2B, 7B and 72B models (Qwen2-VL arXiv:2409.12191
 #: sec. 2.1, "a ViT with approximately 675 million parameters").

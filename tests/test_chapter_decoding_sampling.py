@@ -113,3 +113,41 @@ def test_acceptance_rates_of_the_toy():
     assert round(greedy, 2) == 0.67 and round(values[1], 2) == 0.71
     assert greedy < values[0] < values[1] < values[2]
     assert np.isclose((1 - values[1] ** 5) / (1 - values[1]), mk.speculative_expected_tokens(values[1], 4))
+
+
+def _toy_fsm():
+    digits = "0123456789"
+    fsm = {(0, "{"): 1, (1, " "): 1, (1, '"'): 2, (2, "n"): 3, (3, '"'): 4, (4, ":"): 5, (5, " "): 5}
+    fsm.update({(5, d): 6 for d in digits} | {(6, d): 6 for d in digits} | {(6, " "): 7, (6, "}"): 8, (7, "}"): 8})
+    vocab = ["{", '{"', '"', "n", '"n"', '":', ":", " ", "1", "2", "7", "42", "}", "7}", "x", "null", '"a"', "],"]
+    return fsm, vocab
+
+
+def test_spellings_the_mask_allows():
+    """Every split of '{"n":42}' into vocabulary tokens, checked character by character on the automaton."""
+    fsm, vocab = _toy_fsm()
+    target = '{"n":42}'
+
+    def accepted(text):
+        state = 0
+        for char in text:
+            if (state, char) not in fsm:
+                return False
+            state = fsm[(state, char)]
+        return state == 8
+
+    count = 0
+    stack = [("", 0)]  # prefixes of the target built from whole tokens
+    while stack:
+        text, depth = stack.pop()
+        if text == target:
+            count += accepted(text)
+            continue
+        stack.extend((text + tok, depth + 1) for tok in vocab if target.startswith(text + tok))
+    assert count == 5
+
+
+def test_forced_run_after_the_key_quote():
+    fsm, _ = _toy_fsm()
+    moves = {s: [c for (st, c) in fsm if st == s] for s in range(9)}
+    assert moves[2] == ["n"] and moves[3] == ['"'] and moves[4] == [":"] and len(moves[5]) > 1  # 'n":' is forced

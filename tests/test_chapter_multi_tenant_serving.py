@@ -84,3 +84,41 @@ def test_deepseek_day_reproduces():
     assert nodes == pytest.approx(226.75, abs=0.5)
     assert 2 / 3600 / (14.8e3 / 8) * 1e6 == pytest.approx(0.300, abs=0.001)
     assert (256 + 32) / 32 == 9 and (256 + 32) / 144 == 2 and 4 * 8 == 32 and 18 * 8 == 144
+
+
+def test_lora_slots_come_out_of_the_cache():
+    """Every row on its own adapter: max_loras slots of rank 16 on all seven projections beside the sequences."""
+    kv_seq = 2 * L8 * 1024 * 2 * 4096  # keys and values, 8 heads of 128, bf16, 4,096 tokens: 512 MiB
+    slot = L8 * 16 * ((D8 + D8) + 2 * (D8 + 1024) + (D8 + D8) + 2 * (D8 + FF8) + (FF8 + D8)) * 2
+    assert kv_seq == 512 * 2**20 and slot == 80 * 2**20
+    free = 80 * 10**9 - _llama_params(D8, FF8, L8, 1024) * 2
+    assert free // kv_seq == 119  # no adapters: the memory limit, the batch the chapter starts from
+    assert free // (kv_seq + slot) == 103  # 103 slots of 80 MiB take the room of 16 sequences
+    plan = mk.plan_deployment("llama-3-8b", "h100-sxm", num_gpus=1, tp=1, context_len=4096, batch_size=119)
+    assert plan.decode_step_s < 0.040  # the 40 ms target does not bind: the batch is memory-bound
+
+
+def test_packed_private_copies():
+    base = _llama_params(D8, FF8, L8, 1024) * 2
+    kv_seq = 512 * 2**20
+    assert 80 * 10**9 // (base + kv_seq) == 4 and math.ceil(5000 / 4) == 1250
+    assert 80 * 10**9 // (base // 2 + kv_seq) == 9 and math.ceil(5000 / 9) == 556
+
+
+def test_blended_break_even_on_deepseeks_day():
+    ratio = 608e9 / 168e9  # prompt tokens per output token
+    bill = ratio * 0.55 + 2.19  # R1's list prices, cache misses
+    assert round(ratio, 1) == 3.6 and round(bill, 2) == 4.18
+    assert round(8 * 2.0 * 24 / bill) == 92  # M output tokens a day for one 8-GPU replica at $2 per GPU-hour
+
+
+def test_allreduce_latency_puts_6ms_out_of_reach():
+    extra = 2 * L70 * 10e-6  # 160 all-reduces at an assumed 10 us
+    floor = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=4096, batch_size=1)
+    assert extra == pytest.approx(1.6e-3) and floor.decode_step_s + extra > 0.006
+    assert floor.decode_step_s < 0.006  # by bytes alone, one sequence would meet it
+
+
+def test_qwen2_vl_1080p_at_the_shipped_cap_and_deepseek_peak():
+    assert round(1080 / 28) * round(1920 / 28) + 2 == 2693  # not downscaled under max_pixels 12,845,056
+    assert round(278 / 226.75, 2) == 1.23

@@ -80,10 +80,35 @@ def test_deepseek_day_six_figures():
 
 def test_mlperf_targets():
     t = mk.LATENCY_TARGETS["llama2-70b"]
-    assert (t.ttft_s, t.tpot_s, t.percentile) == (2.0, 0.2, 99)
+    assert (t.ttft_s, t.tpot_s, t.percentile) == (2.0, 0.2, 99)  # p99 TTFT and p99 TPOT, each under its limit
     assert mk.LATENCY_TARGETS["llama2-70b-interactive"].tpot_s == 0.04
 
 
 def test_constants_from_their_sources():
     assert mk.QWEN2_VL_VIT_PARAMS == 675 * 10**6
     assert mk.SILENT_READING_WPM == 238 and mk.WORDS_PER_TOKEN == 75 / 100
+
+
+def test_allreduce_latency_per_step():
+    # Llama 3 70B: 80 layers, two all-reduces each (after attention, after the MLP), 10 us apiece
+    assert mk.allreduce_latency_per_step(80, 8, 10e-6) == pytest.approx(160 * 10e-6)
+    assert mk.allreduce_latency_per_step(80, 1, 10e-6) == 0.0  # one GPU: no all-reduce
+    with pytest.raises(ValueError, match="per_call_s must be a non-negative"):
+        mk.allreduce_latency_per_step(80, 8, -1e-6)
+    with pytest.raises(ValueError, match="tp"):
+        mk.allreduce_latency_per_step(80, 0, 1e-6)
+
+
+def test_qwen2_vl_at_the_checkpoint_cap():
+    # preprocessor_config.json of the released checkpoints: max_pixels 12845056 = 16384 tokens of 28 x 28 px
+    assert mk.QWEN2_VL_CHECKPOINT_MAX_PIXELS == 12_845_056
+    # 1920 x 1080 then fits under the cap: sides rounded to multiples of 28, 39 x 69 merged tokens + 2
+    assert round(1080 / 28) * 28 == 1092 and round(1920 / 28) * 28 == 1932 and 1092 * 1932 < 12_845_056
+    assert mk.qwen2_vl_image_tokens(1080, 1920, max_pixels=mk.QWEN2_VL_CHECKPOINT_MAX_PIXELS) == 39 * 69 + 2 == 2693
+
+
+def test_deepseek_peak_and_the_node_identity():
+    day = mk.DEEPSEEK_FLEET_DAY
+    assert day.peak_nodes == 278 and day.peak_nodes / day.average_nodes == pytest.approx(1.226, abs=1e-3)
+    prefill, decode = day.node_days_needed  # day averages: the sum returns the node count to 0.1%
+    assert prefill + decode == pytest.approx(day.average_nodes, rel=2e-3)
