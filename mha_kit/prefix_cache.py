@@ -123,33 +123,41 @@ class PrefixBlockCache:
         """Tokens whose keys and values the cache holds: ``len(self) * block_size``."""
         return len(self._lru) * self.block_size
 
-    def block_hashes(self, tokens):
-        """Chained hashes of the full blocks of ``tokens``, first block first (a partial block has none)."""
+    def block_hashes(self, tokens, salt=None):
+        """Chained hashes of the full blocks of ``tokens``, first block first (a partial block has none).
+
+        ``salt`` (a string, vLLM's per-request ``cache_salt``) enters the first block's hash only,
+        as an extra key beside its tokens; the chain carries it into every later block, so requests
+        with different salts share no block (vLLM ``generate_block_hash_extra_keys``).
+        """
         tokens, size = _check_tokens(tokens), self.block_size
+        if salt is not None and (not isinstance(salt, str) or not salt):
+            raise ValueError(f"salt must be a non-empty string or None, got {salt!r}")
         hashes, parent = [], b""
         for start in range(0, len(tokens) - size + 1, size):
             block = np.asarray(tokens[start:start + size], dtype="<i8").tobytes()
-            parent = hashlib.sha256((parent if self.chained else b"") + block).digest()  # chained: every token before it
+            extra = salt.encode() if (salt and start == 0) else b""  # the salt: first block only
+            parent = hashlib.sha256((parent if self.chained else b"") + block + extra).digest()
             hashes.append(parent)
         return hashes
 
-    def match(self, tokens) -> int:
+    def match(self, tokens, salt=None) -> int:
         """Prompt tokens reused from the cache: whole leading blocks, at most ``len(tokens) - 1``.
 
-        A lookup only; the cache is not changed.
+        A lookup only; the cache is not changed. ``salt`` as in :meth:`block_hashes`.
         """
         tokens = _check_tokens(tokens)
         hits = 0
-        for h in self.block_hashes(tokens):
+        for h in self.block_hashes(tokens, salt):
             if h not in self._lru:
                 break  # the chain stops at the first missing block
             hits += 1
         usable = _reusable(hits * self.block_size, len(tokens)) // self.block_size  # whole blocks only
         return usable * self.block_size
 
-    def insert(self, tokens):
+    def insert(self, tokens, salt=None):
         """Keep the full blocks of ``tokens`` (a finished request's :func:`computed_tokens`), evicting LRU blocks."""
-        hashes = self.block_hashes(tokens)
+        hashes = self.block_hashes(tokens, salt)
         if len(hashes) > self.capacity_blocks:
             raise ValueError(f"a request of {len(hashes)} full blocks does not fit in capacity_blocks "
                              f"({self.capacity_blocks}): its whole cache must be resident while it runs")
@@ -160,10 +168,10 @@ class PrefixBlockCache:
             self._lru.popitem(last=False)
             self.evicted += 1
 
-    def serve(self, prompt, output=()) -> int:
+    def serve(self, prompt, output=(), salt=None) -> int:
         """:meth:`match` the prompt, then :meth:`insert` its :func:`computed_tokens`; returns the reused tokens."""
-        reused = self.match(prompt)
-        self.insert(computed_tokens(prompt, output))
+        reused = self.match(prompt, salt)
+        self.insert(computed_tokens(prompt, output), salt)
         return reused
 
 

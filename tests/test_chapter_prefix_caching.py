@@ -51,3 +51,27 @@ def test_branching_program_reuse():
     radix, paged = mk.RadixPrefixCache(10_000), mk.PrefixBlockCache(16, 1_000)
     assert sum(radix.serve(p) for p in program) == tree
     assert sum(paged.serve(p) for p in program) == blocks
+
+
+def test_what_breaks_a_hit_counts_by_hand():
+    # "What breaks a hit": a 70-token prompt in blocks of 16, cached under tenant A's salt.
+    # Reused = whole leading blocks before the first difference, at most 70 - 1 = 69 tokens.
+    block, n = 16, 40 + 30
+    assert min(n // block * block, (n - 1) // block * block) == 64  # identical prompt: 4 blocks, not 70
+    assert 35 // block * block == 32  # token 35 differs: blocks [0-15] and [16-31] survive
+    assert 3 // block * block == 0  # token 3 differs: nothing survives
+    prompt = list(range(1000, 1040)) + list(range(2000, 2030))
+    cache = mk.PrefixBlockCache(block, 1000)
+    cache.serve(prompt, salt="tenant-a")
+    assert cache.match(prompt, salt="tenant-a") == 64
+    assert cache.match(prompt[:35] + [9] + prompt[36:], salt="tenant-a") == 32
+    assert cache.match(prompt[:3] + [9] + prompt[4:], salt="tenant-a") == 0
+    assert cache.match(prompt, salt="tenant-b") == 0 and cache.match(prompt) == 0
+
+
+def test_the_chapter_lists_what_breaks_a_hit_with_vllm_code():
+    text = _text()
+    for key in ("`vllmhashkeys{generate_block_hash_extra_keys}`", "`vllmhashkeys{init_none_hash}`",
+                "`lmcachekey{", "`vllmprefixcaching{\"Cache Isolation for Security\"}`"):
+        assert key in text
+    assert "(prefix_caching-what-breaks)=" in text

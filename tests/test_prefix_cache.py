@@ -1,4 +1,6 @@
 """Prefix caching: hashed full blocks (vLLM) against a radix tree (SGLang), on streams counted by hand."""
+import hashlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -259,3 +261,37 @@ def test_unchained_hashes_match_a_block_after_another_prefix():
     prompt = [9, 10, 11, 12, 5, 6, 7, 8, 99]
     assert chained.match(prompt) == 4
     assert loose.match(prompt) == 8
+
+
+# --- cache_salt: vLLM puts the salt in the first block's extra keys only --------------------------
+
+def test_salt_enters_the_first_block_hash_beside_its_tokens():
+    # vLLM generate_block_hash_extra_keys: cache_salt_keys = [request.cache_salt] if start_token_idx == 0
+    cache = mk.PrefixBlockCache(4, 10)
+    first = np.asarray([1, 2, 3, 4], dtype="<i8").tobytes()
+    assert cache.block_hashes([1, 2, 3, 4], salt="tenant-a")[0] == hashlib.sha256(first + b"tenant-a").digest()
+    assert cache.block_hashes([1, 2, 3, 4])[0] == hashlib.sha256(first).digest()
+
+
+def test_salt_reaches_later_blocks_only_through_the_chain():
+    tokens = list(range(1, 9))  # two full blocks
+    chained, unchained = mk.PrefixBlockCache(4, 10), mk.PrefixBlockCache(4, 10, chained=False)
+    a, b = chained.block_hashes(tokens, salt="a"), chained.block_hashes(tokens, salt="b")
+    assert a[0] != b[0] and a[1] != b[1]  # the chain carries the salt
+    a, b = unchained.block_hashes(tokens, salt="a"), unchained.block_hashes(tokens, salt="b")
+    assert a[0] != b[0] and a[1] == b[1]  # without it the second block would be shared
+
+
+def test_different_salts_share_nothing_and_the_same_salt_hits():
+    prompt = list(range(1, 21))  # 5 full blocks of 4
+    cache = mk.PrefixBlockCache(4, 100)
+    assert cache.serve(prompt, salt="tenant-a") == 0
+    assert cache.match(prompt, salt="tenant-a") == 16  # 19 usable tokens, whole blocks: 4 x 4
+    assert cache.match(prompt, salt="tenant-b") == 0
+    assert cache.match(prompt) == 0
+
+
+@pytest.mark.parametrize("salt", ["", 7, b"x"])
+def test_salt_must_be_a_non_empty_string(salt):
+    with pytest.raises(ValueError, match="salt must be a non-empty string"):
+        mk.PrefixBlockCache(4, 10).block_hashes([1, 2, 3, 4], salt=salt)

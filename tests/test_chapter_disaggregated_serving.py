@@ -1,0 +1,49 @@
+"""The chapter "Disaggregated prefill and decode", section "How a disk tier of the prefix cache works" (issue 38).
+
+Llama 3 70B on a DGX H100: an 8,192-token prefix loaded from eight NVMe SSDs (PCIe 4.0 x4, 8 GB/s
+each) against the 512 new tokens computed after it and against recomputing the whole prompt, at the
+bf16 peak of eight H100s (989 TFLOP/s each). Recomputed here with the products written out, not read
+from the notebook.
+"""
+import json
+
+import pytest
+from booktoc import REPO_ROOT
+
+L, D, H, H_KV, D_H, D_FF, V = 80, 8192, 64, 8, 128, 28672, 128256  # Llama 3 70B
+PREFIX, NEW = 8192, 512
+NODE_FLOPS = 8 * 989e12
+SSD_RATE = 8 * 8e9  # one PCIe 4.0 x4 drive per GPU, all in parallel
+
+PER_TOKEN = L * 2 * (D * H * D_H + 2 * D * H_KV * D_H + H * D_H * D + 3 * D * D_FF)  # weights, all layers
+LOGITS = 2 * V * D  # the last token's only
+
+
+def _suffix_flops(cached, new):
+    # new token i (1-based) attends to cached + i keys: 4 h d_h FLOPs a key per layer
+    return new * PER_TOKEN + LOGITS + L * 4 * H * D_H * (new * cached + new * (new + 1) // 2)
+
+
+def test_load_suffix_and_miss_by_hand():
+    load = PREFIX * (L * 2 * H_KV * D_H * 2) / SSD_RATE  # 327,680 bytes a token in bf16
+    assert load == pytest.approx(0.041943, abs=1e-6)
+    suffix = _suffix_flops(PREFIX, NEW) / NODE_FLOPS
+    whole = _suffix_flops(0, PREFIX + NEW) / NODE_FLOPS
+    assert 1e3 * suffix == pytest.approx(10.29, abs=0.01)
+    assert round(1e3 * whole) == 163
+    # the chapter's table: time to first token after a queue wait
+    assert round(1e3 * (0 + max(0, load) + suffix)) == 52  # no wait: the load shows in full
+    assert round(1e3 * (0.020 + load + suffix)) == 72 and round(1e3 * (max(0.020, load) + suffix)) == 52
+    assert round(1e3 * (0.050 + load + suffix)) == 102  # looked up only once scheduled
+    assert round(1e3 * (max(0.050, load) + suffix)) == 60  # prefetched during the wait: hidden
+    assert round(1e3 * (0.050 + whole)) == 213
+
+
+def test_the_section_cites_each_tier_and_deepseeks_rules():
+    nb = json.loads((REPO_ROOT / "book" / "disaggregated_serving.ipynb").read_text())
+    text = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "(disaggregated_serving-disk-tier)=" in text
+    for key in ("`deepseekinfra2025`", "`deepseekkvcache{Cache Persistence and Hit Rules}`", "`deepseek3fs`",
+                "`sglanghicache{Prefetch from L3", "`vllmoffloadguide`", "`lmcachekey`",
+                "{ref}`multi_tenant_serving-deepseek-fleet`"):
+        assert key in text
