@@ -40,7 +40,7 @@ from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work
 from .hardware import LINKS, NODES, Link, Node
 from .deployment import (EIGHT_BIT_SPEEDUP, DeploymentPlan, FleetEstimate, RateFleet, cache_crossover_batch,
                          decode_memory_floor, fleet_estimate, gpus_for_rate, plan_deployment)
-from .mla_cost import FLASHMLA_FP8_BYTES_PER_TOKEN, mla_attention_macs, mla_decode_intensity
+from .mla_cost import FLASHMLA_FP8_BYTES_PER_TOKEN, FLASHMLA_H800, mla_attention_macs, mla_decode_intensity
 from .moe import (expert_all_to_all_bytes, expert_params, experts_touched, params_read_per_step, rank_loads,
                   route_tokens, routed_expert_params)
 from .moe import capacity_dropped_fraction, eplb_gpu_loads, eplb_pack, eplb_replicate

@@ -17,6 +17,8 @@ friendly" and the second "data-movement friendly").
 """
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from .config import LatentAttentionConfig, check_positive_int
 from .counting import kv_elements_per_token
 from .units import elements_to_bytes
@@ -56,20 +58,31 @@ def mla_attention_macs(cfg, num_queries, context_len, form="absorbed", causal=Fa
     return {"expand": expand, "attention": attention, "total": expand + attention}
 
 
-def mla_decode_intensity(cfg, heads_per_gpu=None, latent_bytes_per_token=None) -> float:
+def mla_decode_intensity(cfg, heads_per_gpu=None, latent_bytes_per_token=None, query_tokens=1) -> float:
     """FLOPs per byte of cache read by absorbed MLA decode, per cached token and layer.
 
-    Each cached token costs ``2 * h' * (2 d_c + d_rope)`` FLOPs for the ``h'`` query heads on the
-    GPU and ``latent_bytes_per_token`` bytes (default: bf16, ``2 (d_c + d_rope)``). All heads share
-    the latent, so the intensity grows with the heads that read it on one GPU.
+    Each cached token costs ``2 * h' * s_q * (2 d_c + d_rope)`` FLOPs for the ``h'`` query heads on
+    the GPU and the ``s_q = query_tokens`` query tokens of the request in one step (1 in plain decoding,
+    more when drafted tokens are verified), and ``latent_bytes_per_token`` bytes (default: bf16,
+    ``2 (d_c + d_rope)``), read once whatever ``h' s_q``. With ``d_k = d_c + d_rope`` and
+    ``d_v = d_c`` this is FlashMLA's ratio ``h_q s_q (d_k + d_v) / d_k`` in bf16 (its deep-dive,
+    "A Theoretical Analysis of the MLA Algorithm"). All heads share the latent, so the intensity
+    grows with the heads and tokens that read it on one GPU.
     """
     if not isinstance(cfg, LatentAttentionConfig):
         raise ValueError(f"expected a LatentAttentionConfig, got {type(cfg).__name__}")
     heads = cfg.num_heads if heads_per_gpu is None else check_positive_int("heads_per_gpu", heads_per_gpu)
+    tokens = check_positive_int("query_tokens", query_tokens)
     per_token = elements_to_bytes(kv_elements_per_token(cfg), "bf16")  # (d_c + d_rope) bf16 numbers
     nbytes = per_token if latent_bytes_per_token is None else check_positive_int(
         "latent_bytes_per_token", latent_bytes_per_token)
-    return 2 * heads * (2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim) / nbytes
+    return 2 * heads * tokens * (2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim) / nbytes
+
+
+#: FlashMLA's deep-dive (docs/20250422-new-kernel-deep-dive.md, "A Theoretical Analysis of the MLA
+#: Algorithm"): an H800 SXM5 peaks at 3.35 TB/s of memory bandwidth and 990 TFLOPS, but throttled to
+#: about 1,600 MHz it reaches about 865 TFLOPS in practice (bytes/s and dense FLOP/s).
+FLASHMLA_H800 = MappingProxyType({"hbm_bandwidth": 3.35e12, "peak_flops": 990e12, "throttled_flops": 865e12})
 
 
 #: FlashMLA's FP8 cache for DeepSeek-V3.2's sparse attention: 512 float8_e4m3 latent numbers, four

@@ -19,6 +19,7 @@ UNIT = frozenset({
     "test_chapter_attention_backends.py",
     "test_chapter_attention_cost.py",
     "test_chapter_beyond_kv_cache.py",
+    "test_chapter_mla_serving.py",
     "test_chapter_kv_cache_calculator.py",
     "test_chapter_serving_kv_cache.py",
     "test_chapter_chains.py",

@@ -47,3 +47,28 @@ def test_linear_weights_are_low_rank_and_flat():
     lin = mk.elu_feature_map(4 * q) @ mk.elu_feature_map(4 * k).T
     lin /= lin.sum(axis=-1, keepdims=True)
     assert np.median(soft.max(axis=-1)) > 0.9 and np.median(lin.max(axis=-1)) < 0.05
+
+
+def test_gqa_mla_dsa_three_cuts():
+    """beyond_kv_cache-three-cuts: one decoded token at 128K, one layer, bf16 cache.
+
+    Llama 3 70B: 64 query heads, 8 KV heads of 128. DeepSeek-V3: 128 heads, d_c = 512, d_rope = 64,
+    d_nope = d_v = 128. DeepSeek-V3.2 code: 64 indexer heads of 128, an FP8 key and one FP32 scale a token,
+    top-k 2,048.
+    """
+    s = 131072
+    mha_cache, gqa_cache = 2 * 64 * 128 * 2, 2 * 8 * 128 * 2  # bytes a token and layer
+    assert mha_cache // gqa_cache == 8
+    llama70 = mk.MODEL_FACTS["llama-3-70b"].config
+    assert mk.attention_macs(llama70, s) == 2 * 64 * s * 128  # the same as MHA with 64 heads: no cut
+    expanded, latent = 2 * 128 * (128 + 64 + 128), (512 + 64) * 2
+    assert f"{expanded / latent:.0f}" == "71"
+    naive, absorbed = 128 * s * (128 + 64 + 128), 128 * s * (2 * 512 + 64)  # multiply-adds a step
+    assert f"{absorbed / naive:.1f}" == "3.4"
+    indexer_key, indexer = 128 + 4, s * 64 * 128
+    assert f"{indexer_key / latent:.1%}" == "11.5%"
+    assert f"{s * latent / (s * indexer_key + 2048 * latent):.1f}" == "7.7"
+    dsa = 128 * 2048 * (2 * 512 + 64) + indexer
+    assert f"{absorbed / dsa:.0f}" == "13"
+    assert f"{indexer / dsa:.1%}" == "79.0%"
+    assert mk.dsa_decode_tokens(s) == (s, 2048)

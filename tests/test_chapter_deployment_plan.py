@@ -84,3 +84,26 @@ def test_larger_tp_leaves_more_of_a_fixed_step_for_the_cache():
             best = p
         rates[tp] = 8 * best.tokens_per_s_per_gpu
     assert rates[8] > rates[4]
+
+
+def test_weights_and_cache_in_tokens_fp8_and_the_served_share():
+    """deployment_plan-weights-and-cache: Llama 3 70B, TP8 on 80 GB H100s, 8K sequences.
+
+    Per GPU: weights 2 P / 8 (bf16) or P / 8 (FP8); cache of one 8K sequence 80 layers x 2 (K, V) x one KV head
+    of 128 x 8,192 tokens x 2 bytes (bf16) or 1 (FP8). Served share: 0.9 x 80 GB (vLLM's default
+    gpu_memory_utilization) less the weights and one 8,192-token step's activations.
+    """
+    hbm, tokens, step = 80 * 10**9, 8192, 8192
+    act = step * 8192 * 2 + 2 * step * 28672 // 8 * 2 + step * (64 + 2 * 8) // 8 * 128 * 2
+    assert f"{act / 1e9:.1f}" == "0.3"
+    rows = {}
+    for name, wb, kb in (("bf16", 2, 2), ("fp8", 1, 1)):
+        weights = -(-LLAMA70_PARAMS * wb // 8)
+        seq = 80 * 2 * 1 * 128 * tokens * kb
+        rows[name] = (weights, (hbm - weights) // seq, (int(0.9 * hbm) - weights - act) // seq)
+    assert rows["bf16"][1:] == (185, 161) and rows["fp8"][1:] == (424, 374)
+    assert f"{rows['fp8'][0] / 1e9:.1f}" == "8.8"
+    assert (185 * tokens, 424 * tokens, 161 * tokens, 374 * tokens) == (1_515_520, 3_473_408, 1_318_912, 3_063_808)
+    for name, kw in (("bf16", {}), ("fp8", dict(weight_fmt="fp8", kv_fmt="fp8"))):
+        plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=tokens, batch_size=1, **kw)
+        assert (plan.weight_bytes_per_gpu, plan.max_sequences) == rows[name][:2]

@@ -47,7 +47,29 @@ def test_decode_intensity_by_hand():
     assert mk.mla_decode_intensity(V3, latent_bytes_per_token=656) == pytest.approx(2 * 128 * 1088 / 656)
 
 
+@pytest.mark.parametrize("heads, query_tokens", [(128, 1), (128, 2), (16, 2), (64, 3)])
+def test_decode_intensity_is_flashmla_ratio(heads, query_tokens):
+    """FlashMLA's deep-dive: FLOPs 2 h_q s_q s_k (d_k + d_v), bytes 2 s_k d_k, with d_k = 576 and d_v = 512."""
+    d_k, d_v, s_k = 576, 512, 8192
+    ratio = (2 * heads * query_tokens * s_k * (d_k + d_v)) / (2 * s_k * d_k)
+    assert ratio == pytest.approx(heads * query_tokens * (d_k + d_v) / d_k)
+    assert mk.mla_decode_intensity(V3, heads_per_gpu=heads, query_tokens=query_tokens) == pytest.approx(ratio)
+
+
+def test_flashmla_h800_rates_and_threshold():
+    """The deep-dive: 3.35 TB/s, 990 TFLOPS at peak, about 865 TFLOPS throttled; h_q s_q >= (1/2)(865/3.35)."""
+    h800 = mk.FLASHMLA_H800
+    assert dict(h800) == {"hbm_bandwidth": 3.35e12, "peak_flops": 990e12, "throttled_flops": 865e12}
+    threshold = 0.5 * h800["throttled_flops"] / h800["hbm_bandwidth"]
+    assert 129 < threshold < 129.2  # the deep-dive writes it as 128
+    assert mk.mla_decode_intensity(V3) < 2 * threshold < mk.mla_decode_intensity(V3, query_tokens=2)
+    with pytest.raises(TypeError):
+        h800["throttled_flops"] = 990e12  # read-only
+
+
 def test_bad_input():
+    with pytest.raises(ValueError, match=r"^query_tokens must be a positive integer, got 0$"):
+        mk.mla_decode_intensity(V3, query_tokens=0)
     with pytest.raises(ValueError, match=r"expected a LatentAttentionConfig, got AttentionConfig"):
         mk.mla_attention_macs(mk.PRESETS["llama-3-8b"], 1, 10)
     with pytest.raises(ValueError, match=r"form must be 'absorbed' or 'naive', got 'fused'"):
