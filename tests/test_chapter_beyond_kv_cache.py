@@ -47,3 +47,17 @@ def test_linear_weights_are_low_rank_and_flat():
     lin = mk.elu_feature_map(4 * q) @ mk.elu_feature_map(4 * k).T
     lin /= lin.sum(axis=-1, keepdims=True)
     assert np.median(soft.max(axis=-1)) > 0.9 and np.median(lin.max(axis=-1)) < 0.05
+
+
+def test_deepseek_v4_flash_compressed_cache_against_v3_and_v32():
+    # V4-Flash config.json: 21 CSA layers (1 entry of 512 + an indexer key of 128 per 4 tokens),
+    # 20 HCA layers (1 entry of 512 per 128 tokens), a 128-position window of 512 in all 43 layers; bf16
+    n = 2**20
+    per_token = 2 * (21 * (512 + 128) / 4 + 20 * 512 / 128)
+    assert per_token == 6880
+    v3 = 61 * 576 * 2  # MLA latent 512 + rotary key 64, 61 layers
+    v32 = v3 + 61 * 128 * 2  # plus DSA's indexer key
+    assert (v3, v32) == (70272, 85888)
+    v4_total = n * per_token + 43 * 128 * 512 * 2
+    assert round(v4_total / (n * v32), 2) == 0.08
+    assert round(v3 / per_token) == 10  # "about ten times more slowly than MLA"
