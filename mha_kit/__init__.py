@@ -135,6 +135,7 @@ from .eviction import cross_layer_cache_bytes, h2o_keep, snapkv_keep, yoco_cache
 
 from .long_context_eval import (RULER_LENGTHS, RULER_RESULTS, RULER_THRESHOLD, RulerResult, derived_max_model_len,
                                 effective_length)
+from .compressed_cache import compressed_cache_numbers
 from .sparse_patterns import (bigbird_block_mask, document_windows, dsa_decode_tokens, longformer_mask, lsh_bucket_mask,
                               lsh_buckets, mask_density, moba_decode_tokens, nsa_decode_tokens, prefix_lm_mask,
                               shifted_sparse_masks, strided_masks)

@@ -127,6 +127,7 @@ UNIT = frozenset({
     "test_serving.py",
     "test_sinks.py",
     "test_sparse_patterns.py",
+    "test_compressed_cache.py",
     "test_speculative.py",
     "test_speculative_spec38.py",
     "test_ssm.py",

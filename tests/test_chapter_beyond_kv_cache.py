@@ -72,3 +72,17 @@ def test_gqa_mla_dsa_three_cuts():
     assert f"{absorbed / dsa:.0f}" == "13"
     assert f"{indexer / dsa:.1%}" == "79.0%"
     assert mk.dsa_decode_tokens(s) == (s, 2048)
+
+
+def test_deepseek_v4_flash_compressed_cache_against_v3_and_v32():
+    # V4-Flash config.json: 21 CSA layers (1 entry of 512 + an indexer key of 128 per 4 tokens),
+    # 20 HCA layers (1 entry of 512 per 128 tokens), a 128-position window of 512 in all 43 layers; bf16
+    n = 2**20
+    per_token = 2 * (21 * (512 + 128) / 4 + 20 * 512 / 128)
+    assert per_token == 6880
+    v3 = 61 * 576 * 2  # MLA latent 512 + rotary key 64, 61 layers
+    v32 = v3 + 61 * 128 * 2  # plus DSA's indexer key
+    assert (v3, v32) == (70272, 85888)
+    v4_total = n * per_token + 43 * 128 * 512 * 2
+    assert round(v4_total / (n * v32), 2) == 0.08
+    assert round(v3 / per_token) == 10  # "about ten times more slowly than MLA"

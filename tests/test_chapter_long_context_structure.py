@@ -74,3 +74,21 @@ def test_qwen_yarn_check():
     assert 32768 * 4 == 131072
     assert "with YaRN x4 the engine allows 131,072 tokens" in printed(CHAPTER)
     assert f"attention factor {0.1 * math.log(4) + 1:.3f}" in printed(CHAPTER)
+
+
+def test_long_context_against_retrieval_bill_llama3_8b():
+    # Llama 3 8B: 32 layers, d 4096, 32 heads of 128, 8 KV heads, d_ff 14336, vocab 128256; H100 bf16 989 TFLOP/s
+    layers, d, heads, kv_heads, dh, dff, vocab = 32, 4096, 32, 8, 128, 14336, 128256
+    per_token = layers * (2 * d * heads * dh + 2 * d * kv_heads * dh + 3 * d * dff)
+
+    def flops(n):
+        return 2 * n * per_token + 2 * vocab * d + layers * 2 * heads * dh * n * (n + 1)
+
+    rate = 0.5 * 989e12
+    assert round(flops(131072) / rate, 1) == 12.8
+    assert round(flops(4096) / rate, 2) == 0.12
+    assert round(flops(131072) / flops(4096)) == 103
+    kv_per_token = 2 * layers * kv_heads * dh * 2
+    assert 131072 * kv_per_token == 16 * 2**30 and 4096 * kv_per_token == 512 * 2**20
+    follow = 2 * 200 * per_token + 2 * vocab * d + layers * 4 * heads * dh * sum(131072 + i for i in range(1, 201))
+    assert round(follow / rate, 3) == 0.033

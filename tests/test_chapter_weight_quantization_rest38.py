@@ -45,3 +45,17 @@ def test_nf4_error_against_int4_on_normal_weights():
     int4 = np.clip(np.rint(blocks / (amax / 7)), -7, 7) * (amax / 7)
     rel = lambda a: np.sqrt(np.mean((a - blocks) ** 2) / np.mean(blocks ** 2))  # noqa: E731
     assert f"{rel(nf4):.1%}" == "9.2%" and f"{rel(int4):.1%}" == "10.7%"
+
+
+def test_scale_granularity_epilogue_and_block_rescales():
+    # per-token x per-channel scales factor out of the K sum exactly; block scales need K/128 rescales
+    rng = np.random.default_rng(0)
+    a_codes, w_codes = rng.integers(-8, 8, (4, 256)).astype(float), rng.integers(-8, 8, (256, 6)).astype(float)
+    s_a, s_w = rng.uniform(0.5, 2.0, (4, 1)), rng.uniform(0.5, 2.0, (1, 6))
+    np.testing.assert_allclose((a_codes @ w_codes) * s_a * s_w, (a_codes * s_a) @ (w_codes * s_w), rtol=1e-12)
+    s_ab = rng.uniform(0.5, 2.0, (4, 2))  # one scale per token and 128 of K
+    blockwise = sum((a_codes[:, 128 * b:128 * (b + 1)] * s_ab[:, b:b + 1]) @ w_codes[128 * b:128 * (b + 1)]
+                    for b in range(2))
+    dequant = (a_codes * np.repeat(s_ab, 128, axis=1)) @ w_codes
+    np.testing.assert_allclose(blockwise, dequant, rtol=1e-12)
+    assert 1024 // 128 == 8  # rescaled partial sums per output in the chapter's K = 1,024
