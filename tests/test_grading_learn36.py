@@ -145,15 +145,14 @@ def _decode_only(case):
 def test_a_worst_gap_of_one_step_too_many_is_not_called_the_sum_of_the_times():
     steps = _steps(*VISIBLE7)
     message = _message("chunked_prefill", VISIBLE7, (sum(steps), max(steps) + _decode_only(VISIBLE7)))
-    assert "the one that holds the chunk" in message and "not their sum" not in message, message
+    assert "a decode's gap is one step, the chunk's" in message and "not their sum" not in message, message
 
 
 def test_one_step_too_many_is_named_on_the_visible_case_and_on_whole_chunks():
     steps = _steps(*VISIBLE7)
     message = _message("chunked_prefill", VISIBLE7, (sum(steps) + _decode_only(VISIBLE7), max(steps)))
-    assert message.endswith("expected 0.09696, got 0.10176: one step too many: the prompt's first token comes out "
-                            "at the end of the step that computes its last chunk, and its first chunk is in the step "
-                            "it arrives at"), message
+    assert message.endswith("expected 0.09696, got 0.10176: one step too many: the first token ends the last "
+                            "chunk's step"), message
     prompt, decoding, budget, weights_s, token_s = EXACT7
     room, ttft, worst, left = budget - decoding, 0.0, 0.0, prompt
     for _ in range(prompt // room + 1):  # the reader's loop: an empty step when the room divides the prompt
@@ -209,7 +208,8 @@ def test_q6_says_where_448_comes_from_and_that_its_tables_are_switched_off():
     nb = json.loads((ROOT / "exercises/11_serving_2026/11_serving_2026.ipynb").read_text())
     text = " ".join(" ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").split())
     assert '`mk.MINIFLOATS["e4m3"]` holds its exponent bits, mantissa bits and largest number' in text
-    assert "`mk.KV_FORMAT_MAX`" in text.split("**How this works.**")[0]
+    assert "tables of the number formats" in text.split("**How this works.**")[0]
+    assert "tables `mk.KV_FORMAT_MAX` and `mk.FLOAT_FORMATS` are switched off here" in text
     assert "a float32 scale passes here" in text
 
 

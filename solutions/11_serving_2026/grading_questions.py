@@ -232,7 +232,7 @@ def _describe_fp8(seed, shape, channel, factor):
 
 
 #: The hint of a token scale taken across the heads (pooled, or a max over axis 0): its group is the last axis.
-_OWN_HEAD = "one scale per token and head: a token's scale comes from its own d_h numbers in its own head (the last axis)"
+_OWN_HEAD = "a token's scale: its own d_h numbers in its own head (the last axis)"
 
 
 @question("fp8_scales", _describe_fp8)
@@ -271,10 +271,10 @@ def _fp8_scales(got, seed, shape, channel, factor):
     heads = np.moveaxis(keys, 1, 0)  # (s, h_kv, d_h): a token's numbers in every head, one group
     token_scale = mk.quantize_e4m3(keys, "token")[1]
     expect_float(got[2], token_error, what, rtol=1e-6, wrong=merge_slips(_finite([
-        (_e4m3_error(keys, "channel"), "a token's scale comes from its own d_h numbers (the last axis), not a channel's"),
+        (_e4m3_error(keys, "channel"), "per channel, not per token (the last axis)"),
         (_worst(heads, mk.quantize_e4m3(heads, "head")[0]), _OWN_HEAD),  # pooled over the heads
         (_worst(keys, _scaled(keys, np.abs(keys).max(axis=0, keepdims=True) / 448)), _OWN_HEAD),  # max over axis 0
-        (_e4m3_error(keys, "head"), "one scale per token, not per head"),
+        (_e4m3_error(keys, "head"), "per head, not per token"),
         (tensor_error, "that is the per-tensor error: divide each token by its own scale"),
         (_worst(keys, _scaled(keys, keys.max(axis=-1, keepdims=True) / 448)),
          "amax is the largest magnitude: np.abs(x).max(...), not x.max(...)"),
@@ -337,16 +337,14 @@ def _chunked_prefill(got, prompt_tokens, decoding, token_budget, weights_s, toke
              (_chunked(prompt_tokens, decoding, prompt_tokens + decoding, roofline, chunked=False),
               "chunked prefill cuts the prompt to the budget left, not one whole step")]
     ttft_slips = [(value[0], hint) for value, hint in slips] + [
-        (ttft + decode_only, "one step too many: the prompt's first token comes out at the end of the step that "
-                             "computes its last chunk, and its first chunk is in the step it arrives at"),
+        (ttft + decode_only, "one step too many: the first token ends the last chunk's step"),
         (ttft - steps[-1], "one step short: the last, partial chunk needs a step too"),
-        (len(steps) * full, "the last chunk holds only the rest of the prompt: its step is no full one")]
+        (len(steps) * full, "the last chunk holds only the rest of the prompt")]
     close = _close(1e-6)
     expect_float(got[0], ttft, f"TTFT ({case})", rtol=1e-6, wrong=merge_slips(ttft_slips, close))
     # the TTFT is right, so the steps are: only the slips whose steps give that TTFT can explain the gap
     worst_slips = [(ttft, "a decode waits one step for its next token, not the whole prefill"),
-                   (worst + decode_only, "a decode waits one step, the one that holds the chunk: its token comes out "
-                                         "at that step's end"),
+                   (worst + decode_only, "a decode's gap is one step, the chunk's: its token ends that step"),
                    (decode_only, "the worst gap is a step that also holds a chunk, not a decode-only step"),
                    *((value[1], hint) for value, hint in slips if close(value[0], ttft))]
     expect_float(got[1], worst, f"worst ITL ({case})", rtol=1e-6, wrong=merge_slips(worst_slips, close))
