@@ -7,7 +7,9 @@ not a notebook). Unlike ``nbgrader validate``, whose exit code is 0 either way, 
 or a pre-commit hook. The tests are judged by the same judge as in grading
 (:mod:`mha_course.judge`), here at once in the kernel; and as Validate runs with the full ``mha_kit``,
 it also names every answer that calls a reference the grading kernel switches off
-(:func:`reference_calls`), which would score 0 when graded.
+(:func:`reference_calls`), which would score 0 when graded. A setup cell that failed (a copy released
+before the course moved a module, say) is named once, first, with its error, its line and what to do
+(:func:`setup_failure`): every test cell after it fails with a ``NameError`` that says nothing of the cause.
 
 Book: chapter "Exercises".
 """
