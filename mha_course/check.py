@@ -7,7 +7,9 @@ not a notebook). Unlike ``nbgrader validate``, whose exit code is 0 either way, 
 or a pre-commit hook. The tests are judged by the same judge as in grading
 (:mod:`mha_course.judge`), here at once in the kernel; and as Validate runs with the full ``mha_kit``,
 it also names every answer that calls a reference the grading kernel switches off
-(:func:`reference_calls`), which would score 0 when graded.
+(:func:`reference_calls`), which would score 0 when graded. A setup cell that failed (a copy released
+before the course moved a module, say) is named once, first, with its error, its line and what to do
+(:func:`setup_failure`): every test cell after it fails with a ``NameError`` that says nothing of the cause.
 
 Book: chapter "Exercises".
 """
@@ -25,10 +27,11 @@ from traitlets.config import Config
 
 from .kernel import numpy2
 from .kernel.cases import CASE_NOTE
-from .notebook import answers, explain, first_line
+from .notebook import answers, explain, first_line, is_answer, is_test
 from .plugins.api import assignment_of, load, prepare_environment
 from .plugins.graded_kit import refused
 from .plugins.streams import stderr_to_notes
+from .wire import without_file_name
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -36,16 +39,57 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 class _Validator(Validator):
     """nbgrader's Validator, with stderr in a test cell a note, as in grading (:mod:`mha_course.plugins.streams`)."""
 
+    executed = None  #: the notebook as it ran (set by :meth:`_preprocess`)
+
     def _preprocess(self, nb):
-        return stderr_to_notes(super()._preprocess(nb))
+        self.executed = stderr_to_notes(super()._preprocess(nb))
+        return self.executed
 
 
-def validate(notebook, timeout=60):
-    """nbgrader's ``Validator.validate`` result for ``notebook`` (a dict; empty when all pass)."""
+def validate(notebook, timeout=60, ran=None):
+    """nbgrader's ``Validator.validate`` result for ``notebook`` (a dict; empty when all pass).
+
+    ``ran``, a list, receives the notebook as it ran (nothing when it never ran: a cell of another type).
+    """
     prepare_environment()
     config = Config()
     config.Execute.timeout = timeout
-    return _Validator(config=config).validate(str(Path(notebook).resolve()))
+    validator = _Validator(config=config)
+    results = validator.validate(str(Path(notebook).resolve()))
+    if ran is not None and validator.executed is not None:
+        ran.append(validator.executed)
+    return results
+
+
+#: The modules a test cell's ``run`` and ``config`` came from in older releases, and where they are now.
+MOVED = {"mha_course.judge.cases": "mha_course.kernel.cases"}
+
+_CELL_LINE = re.compile(r"^Cell In\[\d*\], line (\d+)", re.MULTILINE)
+
+
+def setup_failure(nb):
+    """The one-line report of a setup cell that failed, or ``None``.
+
+    A setup cell is a code cell before the first answer or test cell (the imports): when it fails, every test
+    cell fails with ``NameError: name 'run' is not defined``, which says nothing of the cause. The line names
+    the cell's error and its line, and, for an import of a module the course moved (:data:`MOVED`), what to do.
+    """
+    for cell in nb.cells if nb is not None else ():
+        if is_answer(cell) or is_test(cell):
+            return None
+        error = next((out for out in cell.get("outputs", []) if out.get("output_type") == "error"), None)
+        if cell.cell_type != "code" or error is None:
+            continue
+        evalue = without_file_name(str(error.get("evalue", "")))
+        line = _CELL_LINE.search(_ANSI.sub("", "\n".join(error.get("traceback", []))))
+        where = f" (line {line.group(1)})" if line and "(line " not in evalue else ""
+        text = f"the setup cell failed with {error.get('ename', 'an error')}: {evalue}{where}"
+        moved = next((new for old, new in MOVED.items() if f"'{old}'" in evalue), None)
+        if moved:
+            return (f"{text}: this copy predates the course's update: download the current release, or change the "
+                    f"import to {moved}")
+        return f"{text}: fix it and run the notebook again"
+    return None
 
 
 def numpy2_names(notebook):
@@ -106,7 +150,12 @@ def main(argv=None):
         parser.error(str(error))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nbgrader's own deprecation notices are not the learner's concern
-        results = validate(args.notebook, args.timeout)
+        ran = []
+        results = validate(args.notebook, args.timeout, ran)
+    setup = setup_failure(ran[0] if ran else None)
+    if setup:
+        print(f"SETUP FAILED: {setup}")
+        results.setdefault("setup", []).append(setup)
     for grade_id, rule in reference_calls(args.notebook, assignment) if assignment else ():
         print(f"NOT ALLOWED: {rule} (in {grade_id}; it scores 0 when graded)")
         results.setdefault("reference", []).append(grade_id)
@@ -117,11 +166,14 @@ def main(argv=None):
     for cell in results.get("changed", []):
         print(f"EDITED TEST: {first_line(cell['source'])} (restore the test cell: it is graded as released)")
     for cell in results.get("failed", []):
-        print(f"FAIL: {first_line(cell['source'])}\n      {explain(last_error_line(cell['raw_error']))}")
+        line = explain(last_error_line(cell["raw_error"]))
+        if setup and line.startswith("NameError"):
+            line += " (the setup cell failed: see SETUP FAILED above)"
+        print(f"FAIL: {first_line(cell['source'])}\n      {line}")
     if results:
         problems = [f"{len(results[key])} {what}" for key, what in (
             ("failed", "failing test cell(s)"), ("changed", "edited test cell(s)"), ("type_changed", "cell(s) of another type"),
-            ("reference", "answer(s) calling a reference that grading switches off"))
+            ("reference", "answer(s) calling a reference that grading switches off"), ("setup", "failed setup cell"))
             if results.get(key)]
         print(f"{args.notebook}: {', '.join(problems)}")
         return 1

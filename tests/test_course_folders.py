@@ -49,6 +49,9 @@ EXAMPLES = {
     "tests/test_grading_round3.py": {"01_shapes", "04_implement_attention"},
     "tests/test_grading_similarity.py": {"01_shapes", "11_serving_2026"},
     "tests/test_learner_edition_code.py": {"11_serving_2026"},
+    # the second reading of 11's Q6 and Q7, where it found them
+    "tests/test_grading_learn36.py": {"11_serving_2026"},
+    "tests/test_grading_learn36_check.py": {"11_serving_2026"},
     "tests/test_grading_timeout.py": {"01_shapes"},
     "tests/test_judge.py": {"01_shapes"},
     "tests/test_lab.py": {"01_shapes"},

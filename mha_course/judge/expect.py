@@ -128,15 +128,51 @@ def expect_float(got, expected, what, hints=None, rtol=1e-9, wrong=None):
         _fail(f"{what}: expected {expected:.6g}, got an int of {int(got).bit_length()} bits, too large for a float")
     if math.isclose(got, expected, rel_tol=rtol):
         return
-    message = f"{what}: expected {expected:.6g}, got {got:.6g}"
+    message = f"{what}: expected {_differing(expected, got)}"
     for value, hint in wrong or ():
         if not math.isclose(value, expected, rel_tol=rtol) and math.isclose(got, value, rel_tol=rtol):
             _fail(f"{message}: {hint}")
+    if _float32_sized(got, expected):
+        _fail(f"{message} (a relative gap of {abs(got - expected) / abs(expected):.1g}, float32's precision: "
+              "compute in float64, numpy's default)")
     for ratio, hint in (hints or {}).items():
         if math.isclose(got, ratio * expected, rel_tol=rtol):
             message += f" ({hint})"
             break
     _fail(message)
+
+
+def _differing(expected, got):
+    """``"X, got Y"`` with 6 significant digits, or as many more as it takes for X and Y to differ."""
+    for digits in range(6, 18):
+        text = f"{expected:.{digits}g}", f"{got:.{digits}g}"
+        if text[0] != text[1]:
+            return f"{text[0]}, got {text[1]}"
+    return f"{expected!r}, got {got!r}"
+
+
+def _float32_sized(got, expected):
+    """Whether ``got`` is off ``expected`` by no more than float32's precision (2**-23, relative), not less than 1e-12."""
+    gap = abs(got - expected)
+    return expected != 0 and 1e-12 * abs(expected) < gap <= 2.0**-23 * abs(expected)
+
+
+def merge_slips(slips, close=None):
+    """``[(value, hint)]`` of classic mistakes, with slips that give the same value on a case merged into one.
+
+    Two slips that give the same value cannot be told apart by it, so neither alone is named: the merged
+    entry names both (``"hint A; or: hint B"``), each hint once. ``close(a, b)`` says when two values are the
+    same (default ``==``); the order of first appearance is kept.
+    """
+    close = close or (lambda a, b: a == b)
+    merged = []
+    for value, hint in slips:
+        same = next((i for i, (other, _) in enumerate(merged) if close(value, other)), None)
+        if same is None:
+            merged.append((value, [hint]))
+        elif hint not in merged[same][1]:
+            merged[same][1].append(hint)
+    return [(value, "; or: ".join(hints)) for value, hints in merged]
 
 
 def expect_shape(got, expected, what):

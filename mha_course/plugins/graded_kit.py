@@ -81,9 +81,14 @@ def _exports(init):
     return out
 
 
+def _asks(questions):
+    """``"Q3 asks"``, ``"Q4 and Q7 ask"``: the questions of the manifest, with the verb they take."""
+    return f"{questions} {'ask' if ' and ' in questions or ' to ' in questions else 'asks'}"
+
+
 def _message(assignment, name, answers, allowed):
     if name in answers:
-        return f"mk.{name} is not available in {assignment}: it is what {answers[name]} asks you to write"
+        return f"mk.{name} is not available in {assignment}: it is what {_asks(answers[name])} you to write"
     return (f"mk.{name} is not available in {assignment}: its questions allow only the configs, presets, "
             f"toy data and {', '.join('mk.' + n for n in sorted(allowed - set(BASE_HELPERS))) or 'no other helpers'}")
 
@@ -135,7 +140,7 @@ class _Kit:
         if name is not None:
             return _message(self.assignment, name, COURSE[self.assignment].answers, self.allowed)
         used, answers = self.taint(key), COURSE[self.assignment].answers
-        why = f"which {answers[used]} asks you to write" if used in answers else "which this assignment does not allow"
+        why = f"which {_asks(answers[used])} you to write" if used in answers else "which this assignment does not allow"
         return f"mha_kit.{key[0]}.{key[1]} is not available in {self.assignment}: it uses mk.{used}, {why}"
 
     def module_source(self, mod, kept):

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 
 import mha_kit as mk
-from mha_course.judge.expect import count_value, expect_float, expect_int, overflow_message
+from mha_course.judge.expect import count_value, expect_float, expect_int, merge_slips, overflow_message
 from mha_course.kernel.cases import config
 from mha_course.judge.questions import question
 from mha_course.judge.questions import spec_name as _name
@@ -195,6 +195,31 @@ def _e4m3_error(keys, axis):
     return _worst(keys, mk.quantize_e4m3(keys, axis)[0])
 
 
+def _scaled(keys, scale, rounding=None):
+    """What a reader gets back of ``keys`` stored as ``keys / scale`` rounded by ``rounding`` (E4M3's by default)."""
+    with np.errstate(all="ignore"):  # a slip's scale may hold a zero (a token whose numbers are all negative)
+        rounded = rounding(keys / scale) if rounding else mk.round_minifloat(keys / scale, "e4m3")
+    return rounded * scale
+
+
+def _slip_errors(keys, scale):
+    """``[(largest error, hint)]`` of the slips that keep the right scale ``scale`` (per tensor or per token)."""
+    back = _scaled(keys, scale)
+    with np.errstate(all="ignore"):
+        relative = float((np.abs(back - keys) / np.abs(keys)).max())
+    return [(_worst(keys, _scaled(keys, scale, np.round)),
+             'rounded to integers: E4M3\'s grid is mk.round_minifloat(v, "e4m3")'),
+            (relative, "the absolute error |read back - x|, in x's units, not relative to x")]
+
+
+def _finite(slips):
+    return [(value, hint) for value, hint in slips if math.isfinite(value)]
+
+
+def _close(rtol):
+    return lambda a, b: math.isclose(a, b, rel_tol=rtol)
+
+
 def _unrounded(got, expected, what):
     """A largest error far below E4M3's is an error of numbers never rounded to it."""
     if isinstance(got, float) and 0 <= got < 1e-6 * expected:
@@ -206,6 +231,10 @@ def _describe_fp8(seed, shape, channel, factor):
     return f"keys {tuple(shape)}, seed {seed}, channel {channel} x{factor:g}"
 
 
+#: The hint of a token scale taken across the heads (pooled, or a max over axis 0): its group is the last axis.
+_OWN_HEAD = "a token's scale: its own d_h numbers in its own head (the last axis)"
+
+
 @question("fp8_scales", _describe_fp8)
 def _fp8_scales(got, seed, shape, channel, factor):
     keys, case = _keys(seed, shape, channel, factor), _describe_fp8(seed, shape, channel, factor)
@@ -213,39 +242,49 @@ def _fp8_scales(got, seed, shape, channel, factor):
         raise AssertionError("expected (tensor_scale, tensor_error, token_error, scale_bytes) as a tuple of 4, "
                              f"got {type(got).__name__}")
     got = [item.item() if isinstance(item, np.ndarray) and item.size == 1 else item for item in got]
+    h_kv, s, d_h = shape
     if isinstance(got[0], np.ndarray):
-        h_kv, s, d_h = shape
-        kind = {d_h: ": taken per channel", h_kv * s: ": taken per token"}.get(got[0].size, "")
+        kinds = dict(merge_slips([(d_h, "taken per channel"), (h_kv * d_h, "taken per channel"),
+                                  (h_kv * s, "taken per token")]))
+        kind = f": {kinds[got[0].size]}" if got[0].size in kinds else ""
         raise AssertionError(f"per-tensor scale ({case}): expected one number for all of x, got {got[0].size}{kind}")
     _, scale = mk.quantize_e4m3(keys, "tensor")
     amax = float(np.abs(keys).max())
-    expect_float(got[0], scale.item(), f"per-tensor scale ({case})", rtol=1e-9, wrong=[
+    # rtol 1e-6: a scale computed in float32, as vLLM's quantiser computes it, is right
+    expect_float(got[0], scale.item(), f"per-tensor scale ({case})", rtol=1e-6, wrong=merge_slips([
         (amax / 240, "240 ends float8_e4m3fnuz (MI300-class GPUs): OCP E4M3's largest number is 448"),
         (amax / 224, "224 is vLLM's bound for e4m3fnuz on ROCm: OCP E4M3's largest number is 448"),
         (amax / 57344, "57,344 is E5M2's largest number: E4M3's is 448"),
         (amax / 127, "127 is int8's range: E4M3's largest number is 448"),
         (448 / amax, "the scale maps amax onto 448: amax / 448, not its inverse"),
-        (amax, "the scale divides amax by E4M3's largest number")])
+        (amax, "the scale divides amax by E4M3's largest number"),
+        (float(keys.max()) / 448, "amax is the largest magnitude: np.abs(x).max(), not x.max()")], _close(1e-6)))
     values, _ = mk.quantize_e4m3(keys, "tensor")
     tensor_error, what = _worst(keys, values), f"largest error per tensor ({case})"
     _unrounded(got[1], tensor_error, what)
-    expect_float(got[1], tensor_error, what, rtol=1e-6, wrong=[
+    expect_float(got[1], tensor_error, what, rtol=1e-6, wrong=merge_slips(_finite([
         (tensor_error / scale.item(), "the error is in x's units: multiply the rounded numbers back by the scale"),
-        (float(np.abs(values - keys).mean()), "the largest error, not the mean")])
+        (float(np.abs(values - keys).mean()), "the largest error, not the mean"),
+        *_slip_errors(keys, scale)]), _close(1e-6)))
     token_error, what = _e4m3_error(keys, "token"), f"largest error per token ({case})"
     _unrounded(got[2], token_error, what)
     heads = np.moveaxis(keys, 1, 0)  # (s, h_kv, d_h): a token's numbers in every head, one group
-    expect_float(got[2], token_error, what, rtol=1e-6, wrong=[
-        (_e4m3_error(keys, "channel"), "a token's scale comes from its own d_h numbers (the last axis), not a channel's"),
-        (_worst(heads, mk.quantize_e4m3(heads, "head")[0]), "one scale per token and head: each head's d_h numbers "
-                                                           "have their own"),
-        (_e4m3_error(keys, "head"), "one scale per token, not per head"),
-        (tensor_error, "that is the per-tensor error: divide each token by its own scale")])
-    count, (h_kv, s, d_h) = mk.kv_scale_count(keys.shape, "token"), keys.shape
-    expect_int(got[3], 4 * count, f"bytes of the per-token scales ({case})", wrong={
-        2 * count: "a scale is an fp32 number: 4 bytes", count: "bytes, not scales: 4 bytes each",
-        4 * s: "one scale per token and head: h_kv * s of them", 4 * h_kv * d_h: "one scale per token, not per channel",
-        4: "the per-token scales' bytes, not the per-tensor scale's"})
+    token_scale = mk.quantize_e4m3(keys, "token")[1]
+    expect_float(got[2], token_error, what, rtol=1e-6, wrong=merge_slips(_finite([
+        (_e4m3_error(keys, "channel"), "per channel, not per token (the last axis)"),
+        (_worst(heads, mk.quantize_e4m3(heads, "head")[0]), _OWN_HEAD),  # pooled over the heads
+        (_worst(keys, _scaled(keys, np.abs(keys).max(axis=0, keepdims=True) / 448)), _OWN_HEAD),  # max over axis 0
+        (_e4m3_error(keys, "head"), "per head, not per token"),
+        (tensor_error, "that is the per-tensor error: divide each token by its own scale"),
+        (_worst(keys, _scaled(keys, keys.max(axis=-1, keepdims=True) / 448)),
+         "amax is the largest magnitude: np.abs(x).max(...), not x.max(...)"),
+        (float(np.abs(_scaled(keys, token_scale) - keys).mean()), "the largest error, not the mean"),
+        *_slip_errors(keys, token_scale)]), _close(1e-6)))
+    count = mk.kv_scale_count(keys.shape, "token")
+    expect_int(got[3], 4 * count, f"bytes of the per-token scales ({case})", wrong=dict(merge_slips([
+        (2 * count, "a scale is an fp32 number: 4 bytes"), (count, "bytes, not scales: 4 bytes each"),
+        (4 * s, "one scale per token and head: h_kv * s of them"), (4 * h_kv * d_h, "one scale per token, not per channel"),
+        (4, "the per-token scales' bytes, not the per-tensor scale's")])))
 
 
 # --- Q7: chunked prefill -------------------------------------------------------------------------
@@ -268,6 +307,13 @@ def _describe_chunked(prompt_tokens, decoding, token_budget, weights_s, token_s)
             f"{weights_s * 1e3:g} ms, {token_s * 1e6:g} us")
 
 
+def _step_times(prompt_tokens, decoding, token_budget, step):
+    """Seconds of each step that computes a chunk of the prompt: the chunks fill the room the decodes leave."""
+    room = token_budget - decoding
+    chunks = [room] * (prompt_tokens // room) + ([prompt_tokens % room] if prompt_tokens % room else [])
+    return [step(chunk, decoding) for chunk in chunks]
+
+
 @question("chunked_prefill", _describe_chunked)
 def _chunked_prefill(got, prompt_tokens, decoding, token_budget, weights_s, token_s):
     def roofline(prefill, decode, cached):  # the question's step: the weights' read or the tokens' compute
@@ -277,6 +323,9 @@ def _chunked_prefill(got, prompt_tokens, decoding, token_budget, weights_s, toke
     if type(got) is not tuple or len(got) != 2:
         raise AssertionError(f"expected (ttft_s, worst_itl_s) as a tuple of 2 floats, got {type(got).__name__}")
     ttft, worst = _chunked(prompt_tokens, decoding, token_budget, roofline)
+    steps = _step_times(prompt_tokens, decoding, token_budget, lambda p, d: roofline(p, d, 0))
+    decode_only = roofline(0, decoding, 0)  # a step that holds the decodes and no chunk
+    full = roofline(token_budget - decoding, decoding, 0)
     slips = [(_chunked(prompt_tokens, decoding, token_budget + decoding, roofline),
               "the decodes take their tokens first: a chunk gets token_budget - decoding"),
              (_chunked(prompt_tokens, decoding, token_budget, lambda p, d, c: max(weights_s, p * token_s)),
@@ -287,7 +336,15 @@ def _chunked_prefill(got, prompt_tokens, decoding, token_budget, weights_s, toke
               "a step below the knee still reads every weight: weights_s at least"),
              (_chunked(prompt_tokens, decoding, prompt_tokens + decoding, roofline, chunked=False),
               "chunked prefill cuts the prompt to the budget left, not one whole step")]
-    expect_float(got[0], ttft, f"TTFT ({case})", rtol=1e-6, wrong=[(value[0], hint) for value, hint in slips])
-    expect_float(got[1], worst, f"worst ITL ({case})", rtol=1e-6, wrong=[
-        (ttft, "a decode waits one step for its next token, not the whole prefill"),
-        *((value[1], hint) for value, hint in slips)])
+    ttft_slips = [(value[0], hint) for value, hint in slips] + [
+        (ttft + decode_only, "one step too many: the first token ends the last chunk's step"),
+        (ttft - steps[-1], "one step short: the last, partial chunk needs a step too"),
+        (len(steps) * full, "the last chunk holds only the rest of the prompt")]
+    close = _close(1e-6)
+    expect_float(got[0], ttft, f"TTFT ({case})", rtol=1e-6, wrong=merge_slips(ttft_slips, close))
+    # the TTFT is right, so the steps are: only the slips whose steps give that TTFT can explain the gap
+    worst_slips = [(ttft, "a decode waits one step for its next token, not the whole prefill"),
+                   (worst + decode_only, "a decode's gap is one step, the chunk's: its token ends that step"),
+                   (decode_only, "the worst gap is a step that also holds a chunk, not a decode-only step"),
+                   *((value[1], hint) for value, hint in slips if close(value[0], ttft))]
+    expect_float(got[1], worst, f"worst ITL ({case})", rtol=1e-6, wrong=merge_slips(worst_slips, close))
