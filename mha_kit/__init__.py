@@ -167,6 +167,9 @@ from .qat import qat_linear
 from .engine_loop import engine_step_seconds, gpu_busy_fraction
 from .best_of_n import BestOfN, best_of_n_time
 from .gated_attention import gated_sdpa, output_gate, sink_logit_for_weight
+from .gpu_kernels import (accumulator_registers, attention_program, attention_tile_smem_bytes, blocks_per_sm,
+                          fused_chain_bytes, fused_experts, moe_align_block_size, sectors_touched,
+                          triton_attention)
 
 __version__ = "0.1.0"
 

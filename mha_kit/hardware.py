@@ -32,6 +32,9 @@ class Accelerator:
         Bytes of HBM on the chip (decimal gigabytes, as the datasheets print them).
     sram_bytes_per_sm, num_sms : int, optional
         On-chip SRAM per streaming multiprocessor, and the number of multiprocessors.
+    registers_per_sm, shared_bytes_per_sm, max_warps_per_sm : int, optional
+        What one SM offers the thread blocks resident on it: 32-bit registers, the largest
+        shared-memory carve-out in bytes, and resident warps (chapter "Attention kernels on the GPU").
 
     Book: chapter "What attention costs".
     """
@@ -45,6 +48,9 @@ class Accelerator:
     hbm_bytes: int  # bytes of HBM
     sram_bytes_per_sm: int | None = None  # bytes of on-chip SRAM per SM
     num_sms: int | None = None  # streaming multiprocessors
+    registers_per_sm: int | None = None  # 32-bit registers per SM
+    shared_bytes_per_sm: int | None = None  # largest shared-memory carve-out per SM, bytes
+    max_warps_per_sm: int | None = None  # resident warps per SM
 
     def __post_init__(self):
         for key in ("hbm_bandwidth", "bf16_flops"):
@@ -52,7 +58,7 @@ class Accelerator:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{key} must be a positive number, got {value!r}")
         object.__setattr__(self, "hbm_bytes", check_positive_int("hbm_bytes", self.hbm_bytes))
-        for key in ("sram_bytes_per_sm", "num_sms"):
+        for key in ("sram_bytes_per_sm", "num_sms", "registers_per_sm", "shared_bytes_per_sm", "max_warps_per_sm"):
             if getattr(self, key) is not None:
                 object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
 
@@ -69,10 +75,14 @@ _RECORDS = (
                        "arXiv:2205.14135 sec. 2.1 (192 KB SRAM per SM, 108 SMs)",
                 hbm_bandwidth=1.555e12, bf16_flops=312e12, hbm_bytes=40 * 10**9, sram_bytes_per_sm=192 * 1024, num_sms=108),
     # The SM count is the architecture whitepaper's (H100 SXM5: 132 SMs); the datasheet does not give it.
-    Accelerator(name="h100-sxm", title="H100 SXM", cite="nvidiah100,nvidiahopperwhitepaper",
+    # The per-SM limits are compute capability 9.0's, from the Hopper Tuning Guide, sec. 1.4.1.1
+    # (Occupancy): 64K 32-bit registers, 64 resident warps, up to 228 KB of shared memory per SM.
+    Accelerator(name="h100-sxm", title="H100 SXM", cite="nvidiah100,nvidiahopperwhitepaper,nvidiahoppertuning",
                 source="NVIDIA H100 datasheet (80 GB and 3.35 TB/s HBM3, 989 TFLOPS bf16 dense); "
-                       "NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 SMs)",
-                hbm_bandwidth=3.35e12, bf16_flops=989e12, hbm_bytes=80 * 10**9, num_sms=132),
+                       "NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 SMs); "
+                       "Hopper Tuning Guide sec. 1.4.1.1 (64K registers, 64 warps, 228 KB shared memory per SM)",
+                hbm_bandwidth=3.35e12, bf16_flops=989e12, hbm_bytes=80 * 10**9, num_sms=132,
+                registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64),
     Accelerator(name="h200-sxm", title="H200 SXM", cite="nvidiah200",
                 source="NVIDIA H200 datasheet (141 GB and 4.8 TB/s HBM3e, 989 TFLOPS bf16 dense)",
                 hbm_bandwidth=4.8e12, bf16_flops=989e12, hbm_bytes=141 * 10**9),

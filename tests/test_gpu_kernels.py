@@ -1,0 +1,118 @@
+"""mha_kit.gpu_kernels, checked against its primary sources: vLLM's moe_align_block_size docstring
+example and fused_experts pipeline, Triton's fused-attention tutorial, FlashAttention-3's hdim-128
+tile sizes and register budget, the Hopper Tuning Guide's per-SM limits."""
+import numpy as np
+import pytest
+
+import mha_kit as mk
+
+H100 = mk.GPUS["h100-sxm"]
+
+
+def test_h100_per_sm_limits_from_the_hopper_tuning_guide():
+    # sec. 1.4.1.1: 64K 32-bit registers, 64 warps, 228 KB shared memory per SM (compute capability 9.0)
+    assert (H100.registers_per_sm, H100.max_warps_per_sm, H100.shared_bytes_per_sm) == (65_536, 64, 233_472)
+    assert "228 KB" in H100.source and "nvidiahoppertuning" in H100.cite
+
+
+def test_fused_add_rmsnorm_bytes_by_hand():
+    # add: read x, r; write h. norm: read h, w; write y. Fused: read x, r, w; write h, y.
+    n = 10
+    unfused, fused = mk.fused_chain_bytes([(("x", "r"), ("h",)), (("h", "w"), ("y",))],
+                                          {"x": n, "r": n, "h": n, "w": 1, "y": n}, ("h", "y"))
+    assert (unfused, fused) == (2 * (3 * n + 2 * n + 1), 2 * (4 * n + 1))
+
+
+def test_fused_chain_errors():
+    with pytest.raises(ValueError, match=r"^every tensor needs a size; 'q' has none$"):
+        mk.fused_chain_bytes([(("q",), ("y",))], {"y": 1}, ("y",))
+    with pytest.raises(ValueError, match=r"^outputs must be written by the chain; \['z'\] are not$"):
+        mk.fused_chain_bytes([(("x",), ("y",))], {"x": 1, "y": 1}, ("z",))
+
+
+def test_sectors_for_coalesced_vector_and_strided_loads():
+    assert mk.sectors_touched([2 * lane for lane in range(32)], 2) == 2  # 64 contiguous bytes
+    assert mk.sectors_touched([16 * lane for lane in range(32)], 16) == 16  # 512 contiguous bytes
+    assert mk.sectors_touched([256 * lane for lane in range(32)], 2) == 32  # one sector per lane
+    assert mk.sectors_touched([30], 4) == 2  # an access straddling a sector boundary
+
+
+def test_sectors_errors():
+    with pytest.raises(ValueError, match=r"^byte_offsets must be a non-empty list of non-negative addresses, got \[\]$"):
+        mk.sectors_touched([], 2)
+    with pytest.raises(ValueError, match=r"^access_bytes must be a positive integer, got 0$"):
+        mk.sectors_touched([0], 0)
+
+
+def test_fa3_hdim128_tile_fits_one_block_per_h100_sm():
+    # hopper/tile_size.h: hdim 128, 16-bit, causal -> 128 x 128; kStages = 2 on sm90;
+    # flash_fwd_kernel_sm90.h: 2 MMA warpgroups at 240 registers, 1 producer warpgroup at 24.
+    smem = mk.attention_tile_smem_bytes(128, 128, 128, 2)
+    assert smem == 2 * (128 * 128 + 2 * 2 * 128 * 128) == 163_840
+    registers = 128 * 24 + 2 * 128 * 240
+    assert registers == 64_512
+    assert mk.blocks_per_sm(H100, 384, registers, smem) == 1
+    assert mk.accumulator_registers(64, 128, 128, 128) == 128  # S and O of one warpgroup's 64 rows
+
+
+def test_blocks_per_sm_picks_the_tightest_limit_and_refuses_what_does_not_fit():
+    assert mk.blocks_per_sm(H100, 128, 16_384, 1024) == 4  # registers bind
+    assert mk.blocks_per_sm(H100, 64, 1024, 1024) == 32  # warps bind: 2048 threads
+    with pytest.raises(ValueError, match=r"^one block must fit on an SM: 70000 registers \(SM has 65536\)"):
+        mk.blocks_per_sm(H100, 128, 70_000, 1024)
+    with pytest.raises(ValueError, match=r"^a100-40gb has no per-SM limits recorded"):
+        mk.blocks_per_sm(mk.GPUS["a100-40gb"], 128, 1, 1)
+
+
+def test_accumulator_registers_must_split_evenly():
+    with pytest.raises(ValueError, match=r"^rows \* \(block_n \+ head_dim\) = 3 must split evenly over threads = 2$"):
+        mk.accumulator_registers(1, 1, 2, 2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_triton_emulation_matches_plain_attention(causal):
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((2, 2, 128, 16)) for _ in range(3))
+    out, lse = mk.triton_attention(q, k, v, block_m=64, block_n=32, causal=causal)
+    mask = mk.causal_mask(128) if causal else None
+    ref, _ = mk.scaled_dot_product_attention(q, k, v, mask)
+    np.testing.assert_allclose(out, ref, atol=1e-8)  # 1.44269504 is 1/ln 2 to 9 digits, as in the tutorial
+    scores = q @ np.swapaxes(k, -1, -2) / 4.0
+    if causal:
+        scores = np.where(mask, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)
+    np.testing.assert_allclose(lse, ((top[..., 0] + np.log(np.exp(scores - top).sum(-1))) / np.log(2)), rtol=1e-7)
+
+
+def test_triton_shape_errors():
+    x = np.zeros((1, 1, 96, 8))
+    with pytest.raises(ValueError, match=r"^n = 96 must be a multiple of block_m = 64"):
+        mk.triton_attention(x, x, x, 64, 32)
+    with pytest.raises(ValueError, match=r"^q, k and v must share one shape"):
+        mk.triton_attention(x[0], x[0], x[0])
+
+
+def test_moe_align_block_size_reproduces_vllms_docstring_example():
+    # vllm/model_executor/layers/fused_moe/moe_align_block_size.py: ids 1..4, block 4 ->
+    # [3, 6, 9, 12, 0, 4, 10, 12, 1, 7, 11, 12, 2, 5, 8, 12] (12 = the padding row)
+    ids = np.array([[2, 3, 4], [1, 2, 4], [1, 3, 4], [1, 2, 3]])
+    sorted_ids, expert_ids, total = mk.moe_align_block_size(ids, 4, 5)
+    assert sorted_ids.tolist() == [3, 6, 9, 12, 0, 4, 10, 12, 1, 7, 11, 12, 2, 5, 8, 12]
+    assert expert_ids.tolist() == [1, 2, 3, 4] and total == 16
+    with pytest.raises(ValueError, match=r"^expert ids must lie in \[0, num_experts = 4\), got 1\.\.4$"):
+        mk.moe_align_block_size(ids, 4, 4)
+
+
+def test_fused_experts_equals_the_per_token_loop():
+    rng = np.random.default_rng(2)
+    tokens, d, experts, inter, top_k = 9, 8, 4, 6, 2
+    x = rng.standard_normal((tokens, d))
+    w1, w2 = rng.standard_normal((experts, 2 * inter, d)), rng.standard_normal((experts, d, inter))
+    ids = np.array([rng.choice(experts, top_k, replace=False) for _ in range(tokens)])
+    weights = rng.random((tokens, top_k))
+    expected = np.zeros_like(x)
+    for t in range(tokens):
+        for slot in range(top_k):
+            gate, up = np.split(w1[ids[t, slot]] @ x[t], 2)
+            expected[t] += weights[t, slot] * (w2[ids[t, slot]] @ (gate / (1 + np.exp(-gate)) * up))
+    np.testing.assert_allclose(mk.fused_experts(x, w1, w2, weights, ids, block_size=4), expected, atol=1e-12)
