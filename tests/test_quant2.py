@@ -66,3 +66,36 @@ def test_choose_mp_kernel_walks_vllms_priority_list():
     assert mk.choose_mp_kernel(80, 8, group_size=-1) == "AllSparkLinearKernel"  # Ampere W8A16, per channel
     with pytest.raises(ValueError, match="no kernel in the list"):
         mk.choose_mp_kernel(70, 4)
+
+
+# --- the chapter's claims, recomputed with the products written out (not read from the notebook) ---
+H100_BW, H100_BF16, H100_FP8 = 3.35e12, 989e12, 1979e12  # H100 SXM datasheet, dense peaks
+
+
+def test_chapter_w4a8_knee_is_twice_w4a16s_and_wins_at_256():
+    int4 = 4 + 16 / 128  # symmetric int4, one 16-bit scale per 128 weights
+    w4a16_knee = int4 / 8 * H100_BF16 / (2 * H100_BW)
+    w4a8_knee = int4 / 8 * H100_FP8 / (2 * H100_BW)
+    assert round(w4a16_knee) == 76 and round(w4a8_knee) == 152
+    params, n = 70 * 10**9, 256
+    w4a8 = max(params * int4 / 8 / H100_BW, 2 * params * n / H100_FP8)
+    w8a8 = max(params * 1 / H100_BW, 2 * params * n / H100_FP8)
+    w4a16 = max(params * int4 / 8 / H100_BW, 2 * params * n / H100_BF16)
+    assert w4a8 < w8a8 < w4a16  # W8A8 still memory-bound at 256 tokens, W4A16 compute-bound at bf16
+
+
+def test_chapter_bf16_wins_from_eta_times_the_ridge():
+    ridge = 2 * H100_BF16 / (2 * H100_BW)  # bf16: 2 bytes and 2 FLOPs per weight per token
+    assert round(ridge) == 295 and round(0.8 * ridge) == 236
+    params, n = 70 * 10**9, 512
+    bf16 = max(params * 2 / H100_BW, 2 * params * n / H100_BF16)
+    int4_eta08 = max(params * 4.125 / 8 / H100_BW, 2 * params * n / (0.8 * H100_BF16))
+    assert bf16 / int4_eta08 == pytest.approx(0.8)
+
+
+def test_chapter_sparse24_roofline_gains():
+    params = 70 * 10**9
+    decode = (params * 2 / H100_BW) / (params * 9 / 8 / H100_BW)
+    prefill = (2 * params * 4096 / H100_BF16) / (2 * params * 4096 / (2 * H100_BF16))
+    assert decode == pytest.approx(16 / 9) and prefill == 2.0
+    assert 0.5 * (16 + 16) == 16  # unstructured 50% with a 16-bit index per kept bf16 value: no saving
