@@ -280,3 +280,100 @@ def weight_step_seconds(params, tokens, weight_bits, bandwidth, flop_rate) -> fl
         raise ValueError(f"weight_bits, bandwidth and flop_rate must be positive, got "
                          f"{weight_bits}, {bandwidth}, {flop_rate}")
     return max(params * weight_bits / 8 / bandwidth, 2 * params * tokens / flop_rate)
+
+
+def compute_bound_tokens(weight_bits, bandwidth, flop_rate) -> float:
+    """Tokens per step from which a weight matmul is compute-bound on the roofline.
+
+    The weights' bytes per token, ``weight_bits / 8``, against the 2 FLOPs each weight costs per token:
+    ``weight_bits / 8 * flop_rate / (2 * bandwidth)``. For bf16 weights this is the GPU's ridge point.
+
+    Book: chapter "Weight quantization for serving".
+    """
+    if not (weight_bits > 0 and bandwidth > 0 and flop_rate > 0):
+        raise ValueError(f"weight_bits, bandwidth and flop_rate must be positive, got "
+                         f"{weight_bits}, {bandwidth}, {flop_rate}")
+    return weight_bits / 8 * flop_rate / (2 * bandwidth)
+
+
+def quantized_loses_tokens(bandwidth, flop_rate, efficiency, base_bits=16) -> float:
+    """Tokens per step from which a weight-only kernel is no faster than the ``base_bits`` dense one.
+
+    The quantized kernel multiplies at ``efficiency * flop_rate`` (dequantization steals issue slots,
+    ``0 < efficiency <= 1``); the dense kernel at ``flop_rate``. Its compute time ``2 P n / (efficiency F)``
+    reaches the dense step ``max(P base_bits / 8 / B, 2 P n / F)`` at
+    ``n = efficiency * base_bits / 8 * F / (2 B)``; with ``efficiency == 1`` the two tie from the
+    dense ridge on.
+
+    Book: chapter "Weight quantization for serving".
+    """
+    if not 0 < efficiency <= 1:
+        raise ValueError(f"efficiency must lie in (0, 1], got {efficiency!r}")
+    return efficiency * compute_bound_tokens(base_bits, bandwidth, flop_rate)
+
+
+#: ggml block structs (ggml/src/ggml-common.h) as ``(weights per block, ((field, bytes), ...))``;
+#: ``QK_K = 256`` weights per K-quant super-block, ``K_SCALE_SIZE = 12``, ``ggml_half`` 2 bytes.
+GGML_BLOCKS = {
+    "q4_0": (32, (("d", 2), ("qs", 32 // 2))),
+    "q8_0": (32, (("d", 2), ("qs", 32))),
+    "q2_K": (256, (("scales", 256 // 16), ("qs", 256 // 4), ("d", 2), ("dmin", 2))),
+    "q3_K": (256, (("hmask", 256 // 8), ("qs", 256 // 4), ("scales", 12), ("d", 2))),
+    "q4_K": (256, (("d", 2), ("dmin", 2), ("scales", 12), ("qs", 256 // 2))),
+    "q5_K": (256, (("d", 2), ("dmin", 2), ("scales", 12), ("qh", 256 // 8), ("qs", 256 // 2))),
+    "q6_K": (256, (("ql", 256 // 2), ("qh", 256 // 4), ("scales", 256 // 16), ("d", 2))),
+}
+
+
+def ggml_bits_per_weight(fmt) -> float:
+    """Stored bits per weight of a ggml quantization type: its block struct's bytes over its weights.
+
+    ``ggml_bits_per_weight("q4_K") == 4.5`` (144 bytes per 256 weights), ``"q6_K"`` gives 6.5625.
+
+    Book: chapter "Weight quantization for serving".
+    """
+    if fmt not in GGML_BLOCKS:
+        raise ValueError(f"fmt must be one of {sorted(GGML_BLOCKS)}, got {fmt!r}")
+    weights, fields = GGML_BLOCKS[fmt]
+    return 8 * sum(nbytes for _, nbytes in fields) / weights
+
+
+def sparse24_bits_per_weight(value_bits, index_bits=2) -> float:
+    """Stored bits per weight of a 2:4-sparse matrix: half the values, each with its position index.
+
+    Two of every four weights are kept, each with a ``index_bits``-bit index of its place in the four:
+    ``(value_bits + index_bits) / 2``. bf16: 9 bits, 0.5625 of dense.
+
+    Book: chapter "Weight quantization for serving".
+    """
+    value_bits = check_positive_int("value_bits", value_bits)
+    if isinstance(index_bits, bool) or not isinstance(index_bits, numbers.Integral) or index_bits < 0:
+        raise ValueError(f"index_bits must be an integer >= 0, got {index_bits!r}")
+    return (value_bits + index_bits) / 2
+
+
+#: vLLM's CUDA list for mixed-precision (weight-only and W4A8) linear layers, in its priority order
+#: (vllm/model_executor/kernels/linear/__init__.py, _POSSIBLE_KERNELS), simplified to
+#: ``(kernel, lowest capability, highest capability or None, weight bits, activations, group sizes or None)``;
+#: group size -1 means one scale per output channel. Conch and Exllama (after Marlin) are left out.
+VLLM_MP_KERNELS = (
+    ("CutlassW4A8LinearKernel", 90, 90, (4,), ("fp8",), (128,)),
+    ("MacheteLinearKernel", 90, 90, (4, 8), ("bf16", "fp16"), None),
+    ("AllSparkLinearKernel", 80, 89, (8,), ("bf16", "fp16"), (-1,)),
+    ("MarlinLinearKernel", 75, None, (4, 8), ("bf16", "fp16", "fp8", "int8"), (-1, 32, 64, 128)),
+)
+
+
+def choose_mp_kernel(capability, weight_bits, act="bf16", group_size=128) -> str:
+    """The first kernel of :data:`VLLM_MP_KERNELS` whose capability range and format fit, as
+    vLLM's ``choose_mp_linear_kernel`` walks its list (capability 90 is Hopper, 100 Blackwell, 80 A100).
+
+    Book: chapter "Weight quantization for serving".
+    """
+    capability = check_positive_int("capability", capability)
+    for name, low, high, bits, acts, groups in VLLM_MP_KERNELS:
+        if low <= capability and (high is None or capability <= high) and weight_bits in bits \
+                and act in acts and (groups is None or group_size in groups):
+            return name
+    raise ValueError(f"no kernel in the list implements capability {capability}, weight_bits {weight_bits}, "
+                     f"act {act!r}, group_size {group_size}")
