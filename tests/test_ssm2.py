@@ -143,3 +143,37 @@ def test_normaliser_jacobian_errors():
         mk.row_normaliser_jacobian(np.array([1.0, 0.0]), "linear")
     with pytest.raises(ValueError, match="kind"):
         mk.row_normaliser_jacobian(np.ones(3), "relu")
+
+
+# Claims the new sections of state_space_models and beyond_kv_cache print, recomputed by hand.
+
+def test_retnet_half_lives_of_the_first_and_eighth_head():
+    # gamma = 1 - 2^(-5-h) (RetNet sec. 2.2); half-life = ln 0.5 / ln gamma
+    assert round(np.log(0.5) / np.log(1 - 2.0 ** -5)) == 22
+    assert round(np.log(0.5) / np.log(1 - 2.0 ** -12)) == 2839
+
+
+def test_lightning_flops_and_cumsum_bytes_at_128k():
+    n, d, block = 131072, 128, 256
+    left = 2 * n * n * (d + d)  # scores n x n x d, then weights times values n x n x d, 2 FLOPs per multiply-add
+    tiled = 2 * n * block * (d + d) + 4 * n * d * d  # inside the blocks, then through the state
+    assert mk.linear_attention_flops(n, d, d, "quadratic") == left
+    assert mk.linear_attention_flops(n, d, d, "chunkwise", chunk=block) == tiled
+    assert round(left / tiled) == 341
+    assert n * d * d * 2 == 4 * 2 ** 30  # every token's 128 x 128 bf16 state: 4 GiB
+    assert n // block == 512
+
+
+def test_state_checkpoint_reuse_matches_vllm_issue_40696():
+    # 528-token blocks (Qwen3.5-4B, vLLM 0.19.1): < 528 tokens 0%, 552 about 95%, 979 about 54%
+    assert 480 // 528 * 528 == 0
+    assert f"{528 / 552:.0%}" == "96%"
+    assert f"{528 / 979:.0%}" == "54%"
+
+
+def test_mamba2_checkpoint_bytes():
+    # Mamba-2 2.7B: 64 layers, d_model 2560, expand 2, head dim 64, d_state 128, one group, d_conv 4, bf16
+    d_inner = 2 * 2560
+    per_layer = (d_inner // 64) * 64 * 128 + (d_inner + 2 * 128) * (4 - 1)
+    assert mk.HYBRID_MODELS["mamba2-2.7b"].cache_bytes(1) == 64 * per_layer * 2
+    assert mk.format_bytes(64 * per_layer * 2) == "82.0 MiB"
