@@ -279,6 +279,8 @@ def decayed_linear_attention(q, k, v, gate, form="recurrent"):
     ``alpha_t`` (Yang et al. 2024, sec. 4.1). ``"recurrent"`` walks the tokens with the ``d_k x d_v``
     state; ``"parallel"`` forms the decay-masked ``n x n`` matrix, ``((Q * b)(K / b)^T . mask) V`` with
     ``b_t`` the cumulative product of the gates (RetNet's ``(Q K^T . D) V`` when the gate is fixed).
+    The parallel form divides by running products of gates, so it underflows on long sequences with
+    small gates; it is for checking short ones (kernels work chunk by chunk, GLA sec. 4.2).
 
     Parameters
     ----------
