@@ -81,6 +81,7 @@ from .counting import (
 )
 from .linear_attention import (LINEAR_FORMS, LINEAR_ORDERS, elu_feature_map, gated_delta_rule, linear_attention,
                                linear_attention_chunked, linear_attention_flops, linear_attention_state)
+from .linear_attention import decayed_linear_attention, lightning_attention, row_normaliser_jacobian
 from .latent import (
     LatentCache,
     LatentWeights,
@@ -144,6 +145,7 @@ from .ssm import (HYBRID_MODELS, NEMOTRON_H_8B_PATTERN, WKV_FORMS, HybridModel, 
                   mamba2_state_bytes, mamba2_state_elements, mamba_state_bytes, mamba_state_elements,
                   orthogonal_gaussian, performer_attention, rwkv_wkv, selective_scan, selective_scan_parallel,
                   selective_scan_step, ssd_mask, ssd_quadratic)
+from .ssm import hippo_legs, hippo_legs_memory, hippo_legs_reconstruct
 from .weights import TOY_SEED, AttentionWeights, init_weights, toy_example
 from .generation import GenerationBytes, generation_bytes, generation_flops
 from .policy import (PreemptionCost, block_cache_hits, max_concurrent_sequences, preemption_costs, queue_finish_times,

@@ -238,3 +238,114 @@ def gated_delta_rule(q, k, v, alpha, beta, state=None):
         S = decayed + beta[t] * np.outer(v[t] - decayed @ k[t], k[t])  # delta-rule write
         out[t] = S @ q[t]
     return out, S
+
+
+def row_normaliser_jacobian(scores, kind):
+    """``d p_j / d s_k`` for one row of attention weights ``p`` made from scores ``s``.
+
+    ``kind="softmax"``: ``p = exp(s) / sum exp(s)``, so ``dp_j/ds_k = p_j (delta_jk - p_k)``, never above 1/4
+    in size. ``kind="linear"``: linear attention's row ``p = s / sum s`` with ``s_j = phi(q) . phi(k_j) > 0``,
+    so ``dp_j/ds_k = (delta_jk - p_j) / sum s``, which grows without bound as the row sum (the normaliser
+    ``phi(q) . z``) shrinks (Qin et al. 2022, "The Devil in Linear Transformer", sec. 3).
+
+    Parameters
+    ----------
+    scores : array, shape (n,)
+        One query's scores; positive for ``"linear"``.
+    kind : {"softmax", "linear"}
+
+    Returns
+    -------
+    jac : array, shape (n, n)
+        ``jac[j, k] = d p_j / d s_k``.
+    """
+    s = np.asarray(scores, dtype=float)
+    if s.ndim != 1 or kind not in ("softmax", "linear"):
+        raise ValueError(f"scores must be one row (n,) and kind 'softmax' or 'linear', got {s.shape} and {kind!r}")
+    if kind == "softmax":
+        p = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+        return np.diag(p) - np.outer(p, p)  # p_j delta_jk - p_j p_k
+    if not (s > 0).all():
+        raise ValueError(f"linear attention's scores phi(q) . phi(k) must be positive, smallest is {s.min()!r}")
+    return (np.eye(s.size) - (s / s.sum())[:, None]) / s.sum()  # (delta_jk - p_j) / sum s
+
+
+def decayed_linear_attention(q, k, v, gate, form="recurrent"):
+    """Linear attention with a decaying state, no normaliser: ``S_t = Diag(g_t) S_{t-1} + k_t v_t^T``, ``o_t = q_t S_t``.
+
+    The gate picks the model. A scalar ``gate`` is RetNet's fixed per-head decay gamma (Sun et al. 2023,
+    sec. 2.1); shape ``(n,)``, one data-dependent decay per token, is Mamba-2's ``exp(dt_t A)``
+    (Dao and Gu 2024, sec. 5); shape ``(n, d_k)``, one per token and key channel, is GLA's
+    ``alpha_t`` (Yang et al. 2024, sec. 4.1). ``"recurrent"`` walks the tokens with the ``d_k x d_v``
+    state; ``"parallel"`` forms the decay-masked ``n x n`` matrix, ``((Q * b)(K / b)^T . mask) V`` with
+    ``b_t`` the cumulative product of the gates (RetNet's ``(Q K^T . D) V`` when the gate is fixed).
+    The parallel form divides by running products of gates, so it underflows on long sequences with
+    small gates; it is for checking short ones (kernels work chunk by chunk, GLA sec. 4.2).
+
+    Parameters
+    ----------
+    q, k : array, shape (n, d_k)
+    v : array, shape (n, d_v)
+    gate : float or array, shape (n,) or (n, d_k)
+        Decays in (0, 1].
+    form : {"recurrent", "parallel"}
+
+    Returns
+    -------
+    out : array, shape (n, d_v)
+    """
+    q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
+    if q.ndim != 2 or q.shape != k.shape or v.ndim != 2 or v.shape[0] != q.shape[0]:
+        raise ValueError(f"q and k must be (n, d_k) and v (n, d_v) with the same n, got {q.shape}, {k.shape}, {v.shape}")
+    n, d_k = q.shape
+    if np.shape(gate) not in ((), (n,), (n, d_k)):
+        raise ValueError(f"gate must be a scalar, (n,) or (n, d_k) with n = {n}, d_k = {d_k}, got {np.shape(gate)}")
+    g = np.broadcast_to(np.asarray(gate, dtype=float).reshape((n, -1) if np.ndim(gate) else (1, 1)), (n, d_k))
+    if not ((g > 0).all() and (g <= 1).all()) or form not in LINEAR_FORMS:
+        raise ValueError(f"gates must lie in (0, 1] and form be one of {LINEAR_FORMS}, got form {form!r}")
+    if form == "parallel":
+        b = np.cumprod(g, axis=0)  # (n, d_k): product of the gates up to t
+        return np.where(causal_mask(n), (q * b) @ (k / b).T, 0.0) @ v  # (n, n) @ (n, d_v)
+    S, out = np.zeros((d_k, v.shape[1])), np.empty((n, v.shape[1]))
+    for t in range(n):
+        S = g[t][:, None] * S + np.outer(k[t], v[t])  # decay each key row, then write
+        out[t] = q[t] @ S
+    return out
+
+
+def lightning_attention(q, k, v, block, decay=1.0):
+    """Lightning Attention-2's forward pass: left product inside a block, right product across blocks.
+
+    Causal linear attention with a fixed decay ``lambda`` (``o_t = sum_{s<=t} lambda^(t-s) (q_t . k_s) v_s``,
+    no normaliser), computed block by block (Qin et al. 2024, sec. 3, Algorithm 1): inside block ``i``,
+    ``O_intra = ((Q_i K_i^T) . M) V_i`` with ``M_ts = lambda^(t-s)`` for ``t >= s``; across blocks,
+    ``O_inter = Lambda Q_i KV`` with ``Lambda = diag(lambda, ..., lambda^B)``, then
+    ``KV <- lambda^B KV + (lambda^B Lambda^-1 K_i)^T V_i``. No cumulative sum over the whole sequence.
+
+    Parameters
+    ----------
+    q, k : array, shape (n, d_k)
+    v : array, shape (n, d_v)
+    block : int
+        Tokens per block, ``B``; must divide ``n``.
+    decay : float
+        ``lambda`` in (0, 1].
+
+    Returns
+    -------
+    out : array, shape (n, d_v)
+    """
+    q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
+    if q.ndim != 2 or q.shape != k.shape or v.ndim != 2 or v.shape[0] != q.shape[0]:
+        raise ValueError(f"q and k must be (n, d_k) and v (n, d_v) with the same n, got {q.shape}, {k.shape}, {v.shape}")
+    n, block = q.shape[0], check_positive_int("block", block)
+    if n % block or not 0 < decay <= 1:
+        raise ValueError(f"block ({block}) must divide n ({n}) and decay ({decay}) lie in (0, 1]")
+    pos = np.arange(1, block + 1)  # 1 .. B
+    mask = np.where(causal_mask(block), float(decay) ** (pos[:, None] - pos[None, :]), 0.0)  # (B, B)
+    lam, kv, outs = float(decay) ** pos, np.zeros((q.shape[1], v.shape[1])), []
+    for i in range(0, n, block):
+        qi, ki, vi = q[i:i + block], k[i:i + block], v[i:i + block]
+        outs.append(((qi @ ki.T) * mask) @ vi + (lam[:, None] * qi) @ kv)  # intra (left) + inter (right)
+        kv = lam[-1] * kv + ((lam[-1] / lam)[:, None] * ki).T @ vi  # (d_k, B) @ (B, d_v)
+    return np.concatenate(outs)

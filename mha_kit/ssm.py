@@ -431,3 +431,77 @@ def associative_recall_error(num_pairs, dim, seed=0) -> float:
     state = keys.T @ values  # (d, n) @ (n, d) -> (d, d): the whole memory
     recalled = keys @ state  # (n, d) @ (d, d) -> (n, d)
     return float(np.linalg.norm(recalled - values) / np.linalg.norm(values))
+
+
+def hippo_legs(state_size):
+    """The HiPPO-LegS matrices (Gu et al. 2020, sec. 3, Theorem 2; S4, Gu et al. 2022, sec. 2, eq. 2).
+
+    ``A[n, k] = -sqrt(2n+1) sqrt(2k+1)`` below the diagonal, ``-(n+1)`` on it, ``0`` above, and
+    ``B[n] = sqrt(2n+1)``, for ``n, k = 0 .. N-1``. With the scaled dynamics
+    ``c'(t) = A c(t) / t + B f(t) / t`` the state ``c(t)`` holds the coefficients of the best
+    approximation of the whole history ``f`` on ``[0, t]`` by Legendre polynomials (uniform weight).
+
+    Parameters
+    ----------
+    state_size : int
+        ``N``, the number of Legendre coefficients kept.
+
+    Returns
+    -------
+    A : array, shape (N, N), lower triangular
+    B : array, shape (N,)
+    """
+    N = check_positive_int("state_size", state_size)
+    r = np.sqrt(2 * np.arange(N) + 1.0)  # sqrt(2n + 1)
+    A = -np.tril(np.outer(r, r), -1) - np.diag(np.arange(1.0, N + 1))  # (N, N)
+    return A, r.copy()
+
+
+def hippo_legs_memory(f, state_size):
+    """Run HiPPO-LegS over a sequence: the Legendre coefficients of ``f[0..t]`` after every step ``t``.
+
+    Step ``t = 1 .. L`` applies the bilinear (Tustin) discretisation of ``c' = (A c + B f) / t`` with
+    step 1 (HiPPO sec. 3 and its code's ``GBT`` with alpha 1/2).
+
+    Parameters
+    ----------
+    f : array, shape (L,)
+    state_size : int
+
+    Returns
+    -------
+    c : array, shape (L, N)
+        ``c[t - 1]`` approximates the history up to step ``t``; read it back with
+        :func:`hippo_legs_reconstruct`.
+    """
+    f = np.asarray(f, dtype=float)
+    if f.ndim != 1:
+        raise ValueError(f"f must be one sequence of shape (L,), got {f.shape}")
+    A, B = hippo_legs(state_size)
+    eye, c, out = np.eye(A.shape[0]), np.zeros(A.shape[0]), np.empty((f.size, A.shape[0]))
+    for t in range(1, f.size + 1):
+        lhs = eye - A / (2 * t)  # (N, N)
+        c = np.linalg.solve(lhs, (eye + A / (2 * t)) @ c + B * f[t - 1] / t)
+        out[t - 1] = c
+    return out
+
+
+def hippo_legs_reconstruct(c, x):
+    """The history a LegS state describes: ``sum_n c_n sqrt(2n+1) P_n(2x - 1)`` at fractions ``x`` of it.
+
+    Parameters
+    ----------
+    c : array, shape (N,)
+        One state from :func:`hippo_legs_memory`.
+    x : array, shape (m,)
+        Positions in ``[0, 1]``: 0 is the first step, 1 the latest.
+
+    Returns
+    -------
+    f_hat : array, shape (m,)
+    """
+    c, x = np.asarray(c, dtype=float), np.asarray(x, dtype=float)
+    if c.ndim != 1 or (x < 0).any() or (x > 1).any():
+        raise ValueError(f"c must be one state (N,) and x lie in [0, 1], got shape {c.shape}, x in "
+                         f"[{x.min()!r}, {x.max()!r}]")
+    return np.polynomial.legendre.legval(2 * x - 1, c * np.sqrt(2 * np.arange(c.size) + 1.0))

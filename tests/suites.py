@@ -134,6 +134,7 @@ UNIT = frozenset({
     "test_speculative.py",
     "test_speculative_spec38.py",
     "test_ssm.py",
+    "test_ssm2.py",
     "test_stored_outputs_portable.py",
     "test_suites.py",
     "test_tree.py",
