@@ -9,6 +9,7 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_misc2.py",
     "test_article_numbers.py",
     "test_attention.py",
     "test_backends.py",
