@@ -181,3 +181,33 @@ def tensor_parallel_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, nu
         heads, _ = grouped_attention(q, k, v, mask)  # (h_r, n, d_h)
         partials.append(merge_heads(heads) @ w_o_rows)  # (n, h_r*d_h) @ (h_r*d_h, d) -> (n, d)
     return np.sum(partials, axis=0), partials
+
+
+def prune_heads(pruned, num_heads, num_kv_heads):
+    """Shape left after removing query heads from a grouped-query layer: ``(h, h_kv)``.
+
+    Query head ``i`` reads key-value head ``i // g`` (``g = h // h_kv``). A key-value head, and its
+    slice of the cache, can go only when *every* query head of its group is removed; otherwise the
+    surviving query heads still read it.
+
+    Parameters
+    ----------
+    pruned : iterable of int
+        Indices of the query heads removed, each in ``[0, num_heads)``.
+    num_heads, num_kv_heads : int
+
+    Returns
+    -------
+    (int, int): query heads and key-value heads left.
+
+    Book: chapter "Why attention looks like this", section on pruning heads.
+    """
+    h, h_kv = check_positive_int("num_heads", num_heads), check_positive_int("num_kv_heads", num_kv_heads)
+    if h % h_kv:
+        raise ValueError(f"num_heads ({h}) must be divisible by num_kv_heads ({h_kv})")
+    pruned = set(int(i) for i in pruned)
+    if any(not 0 <= i < h for i in pruned) or len(pruned) == h:
+        raise ValueError(f"pruned heads must lie in [0, {h}) and leave at least one, got {sorted(pruned)}")
+    g = h // h_kv
+    empty_groups = sum(all(j * g + r in pruned for r in range(g)) for j in range(h_kv))
+    return h - len(pruned), h_kv - empty_groups

@@ -430,3 +430,29 @@ _PARTIAL = (
 
 #: Partial RoPE of released models, by name; MLA's split is read from ``MODEL_FACTS`` instead.
 PARTIAL_ROPE = MappingProxyType({p.name: p for p in _PARTIAL})
+
+
+def round_bf16(x):
+    """Round to bfloat16 (ties to even) in plain NumPy: float32's top 16 bits, the rest rounded away.
+
+    bfloat16 keeps float32's 8 exponent bits and 7 of its 23 fraction bits, so 8 significant
+    bits: integers are exact up to 256, and the spacing at ``2**e`` is ``2**(e - 7)``. The input
+    goes through float32 first (as a cast from fp32 activations does); NaN and infinities are not
+    handled (positions and angles are finite).
+
+    Parameters
+    ----------
+    x : array_like of float
+
+    Returns
+    -------
+    ndarray of float64, shape of ``x``
+
+    Book: chapter "Where positions come from", section on RoPE in fp32.
+    """
+    x32 = np.asarray(x, dtype=np.float32)
+    if not np.isfinite(x32).all():
+        raise ValueError("round_bf16 takes finite numbers only (positions and angles)")
+    bits = x32.view(np.uint32).astype(np.uint64)  # (...): the float32 bit patterns, widened against overflow
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even on bit 16
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64)

@@ -392,3 +392,66 @@ def acceptance_rate(target_probs, draft_probs):
     if (p < 0).any() or (q < 0).any() or (np.abs(p.sum(-1) - 1) > 1e-6).any() or (np.abs(q.sum(-1) - 1) > 1e-6).any():
         raise ValueError("every row of target_probs and draft_probs must be a distribution: >= 0, summing to 1")
     return np.minimum(p, q).sum(axis=-1)
+
+
+def gnmt_length_penalty(length, alpha):
+    """GNMT's length normaliser ``lp(Y) = (5 + |Y|)**alpha / (5 + 1)**alpha`` (Wu et al. 2016, sec. 7).
+
+    A beam's score is ``log P(Y | X) / lp(Y)``: ``alpha = 0`` is the raw sum, larger ``alpha``
+    favours longer outputs; the constant 5 softens the penalty for short outputs.
+
+    Parameters
+    ----------
+    length : int or ndarray of int >= 1
+        Tokens in the hypothesis ``|Y|``.
+    alpha : float >= 0
+
+    Returns
+    -------
+    float or ndarray of float, shape of ``length``
+
+    Book: chapter "Decoding and sampling".
+    """
+    length = np.asarray(length)
+    if np.any(length < 1) or alpha < 0:
+        raise ValueError(f"length must be >= 1 and alpha >= 0, got {length} and {alpha}")
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def beam_search_stopping(log_probs, start, beam_width, max_len, eos, length_penalty=1.0, early_stopping=False):
+    """Beam search that keeps finished hypotheses apart and stops by Hugging Face's three rules.
+
+    Each step grows every open beam by every token and keeps the ``2 * beam_width`` best by summed
+    log-probability; a candidate ending in ``eos`` among the first ``beam_width`` joins the finished
+    list (the best ``beam_width`` kept by ``score / length ** length_penalty``), the others stay open.
+    Once ``beam_width`` hypotheses are finished: ``early_stopping=True`` stops at once; ``False``
+    stops when the best open score divided by the *current* length cannot beat the worst finished
+    one; ``"never"`` divides by ``max_len`` instead (for ``length_penalty > 0``), a true bound.
+
+    Returns
+    -------
+    (list of int, float, int): the best hypothesis's tokens after ``start``, its summed
+    log-probability, and the step at which the search stopped.
+
+    Book: chapter "Decoding and sampling".
+    """
+    table = np.asarray(log_probs, dtype=np.float64)
+    if table.ndim != 2 or table.shape[0] != table.shape[1] or min(beam_width, max_len) < 1:
+        raise ValueError(f"need a square (V, V) table and beam_width, max_len >= 1, got {table.shape}, "
+                         f"{beam_width}, {max_len}")
+    if early_stopping not in (True, False, "never"):
+        raise ValueError(f"early_stopping must be True, False or 'never', got {early_stopping!r}")
+    norm = lambda item: item[1] / (len(item[0]) - 1) ** length_penalty  # noqa: E731
+    beam, done, step = [((start,), 0.0)], [], 0
+    while beam and step < max_len:
+        step += 1
+        grown = sorted(((seq + (c,), s + table[seq[-1], c]) for seq, s in beam for c in range(table.shape[1])
+                        if np.isfinite(table[seq[-1], c])), key=lambda item: -item[1])[: 2 * beam_width]
+        done = sorted(done + [g for g in grown[:beam_width] if g[0][-1] == eos], key=norm)[-beam_width:]
+        beam = [g for g in grown if g[0][-1] != eos][:beam_width]
+        if len(done) == beam_width and beam:
+            bound_len = max_len if early_stopping == "never" and length_penalty > 0 else step
+            if early_stopping is True or beam[0][1] / bound_len ** length_penalty <= norm(done[0]):
+                break
+    best = max(done + (beam if step == max_len else []), key=norm)
+    return list(best[0][1:]), float(best[1]), step
