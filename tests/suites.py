@@ -187,39 +187,46 @@ FULL = frozenset({
 })
 
 
-#: The slowest test modules and notebooks of `make test`, longest first (measured: --durations).
-#: tests/conftest.py puts them first in the collection and the Makefile keeps that order for
-#: pytest-xdist (--no-loadscope-reorder), so the longest work starts first and no long module starts
-#: last while the other worker waits; xdist's own order (most tests first) started the site tests last.
-LONGEST_FIRST = (  # seconds in one make test on 2 cores (3 workers, 5:12 in all), 2026-12-02
-    "tests/test_site.py",  # 187; with the browser edition run top to bottom (issue 36), more
-    "tests/test_grading_benchmark.py",  # 58 (2026-12-05): both graders on a class of 10
-    "tests/test_grading_similarity.py",  # a safegrade class with the similarity pass
-    "tests/test_grading_round3.py",
-    "tests/test_grading_slips.py",
-    "tests/test_grading_scores_d.py",  # 67
-    "tests/test_safegrade.py",  # 59
-    "tests/test_grading_hostile.py",  # 51
-    "tests/test_grading_scores_c.py",  # 46
-    "book/instructor_guide.ipynb",  # 38
-    "tests/test_grading_scores_b.py",  # 34
-    "tests/test_grading_carry.py",  # 31
-    "tests/test_grading_scores_a.py",  # 30
-    "tests/test_safegrade_nbgrader.py",  # 27
-    "tests/test_exercises_release.py",  # 25
-    "tests/test_grading_commands.py",  # 22
-    "tests/test_grading_pipeline.py",  # 21
-    "tests/test_safegrade_resume.py",  # 20
-    "tests/test_safegrade_shards.py",  # 19
-    "book/exercises.ipynb",  # 17
-    "tests/test_safegrade_budget.py",  # 15
-    "tests/test_lab.py",  # 11
-    "tests/test_lite.py",  # 11
-    "book/decode_benchmark.ipynb",  # 11
-    "tests/test_site_tools.py",  # 10
-    "tests/test_grading_timeout.py",  # 10
-    "tests/test_graded_kit.py",  # 9
+#: The slowest test modules and notebooks of `make test`, longest first. tests/conftest.py puts them first in
+#: the collection and the Makefile keeps that order for pytest-xdist (--no-loadscope-reorder), so the longest
+#: work starts first and no long module starts last while the other worker waits; xdist's own order (most
+#: tests first) started the site tests last.
+#: Measured 2026-12-06: CPU-seconds (user + system of every process, graded kernels included: they run in
+#: bwrap and escape /usr/bin/time, so a cpuacct cgroup counted them) of each file run alone in its own pytest
+#: process (about 1-3 of them pytest's start-up), on 2 cores shared with other jobs, PYTHONDONTWRITEBYTECODE=1.
+#: The site module's figure is with the chapters' stored outputs, as in make test (nbval checks them).
+LONGEST_FIRST = (
+    "tests/test_site.py",  # 254: build 35, page reports 95, other pages 20, browser edition 100 (top to bottom: 74)
+    "tests/test_safegrade.py",  # 41
+    "tests/test_grading_scores_d.py",  # 37 (29 submissions graded)
+    "tests/test_grading_benchmark.py",  # 34 (both graders on a class of 10; waits on its sleeper too)
+    "book/instructor_guide.ipynb",  # 32 (nbgrader commands, autograde and safegrade of a class)
+    "tests/test_grading_scores_a.py",  # 31 (26 submissions)
+    "tests/test_grading_hostile.py",  # 28
+    "tests/test_grading_scores_c.py",  # 28 (25 submissions)
+    "tests/test_grading_scores_b.py",  # 21 (17 submissions)
+    "tests/test_grading_similarity.py",  # 18: a safegrade class with the similarity pass
+    "tests/test_grading_round3.py",  # 16
+    "tests/test_exercises_release.py",  # 16
+    "tests/test_grading_carry.py",  # 15
+    "tests/test_safegrade_resume.py",  # 15
+    "tests/test_safegrade_nbgrader.py",  # 15
+    "tests/test_safegrade_shards.py",  # 14
+    "tests/test_lab.py",  # 14
+    "tests/test_grading_commands.py",  # 14
+    "tests/test_benchmark.py",  # 13
+    "tests/test_grading_pipeline.py",  # 12
+    "book/exercises.ipynb",  # 12
+    "tests/test_lite.py",  # 10
+    "tests/test_grading_slips.py",  # 9
+    "tests/test_safegrade_budget.py",  # 9
+    "book/decode_benchmark.ipynb",  # 9
     "tests/test_safegrade_limits_only.py",  # 8
+    "tests/test_grading_timeout.py",  # 7 (waits out two 5 s cell limits)
+    "tests/test_site_tools.py",  # 6
+    "book/scheduler_design.ipynb",  # 6
+    "tests/test_grading_rebuild_once.py",  # 6
+    "tests/test_graded_kit.py",  # 6
 )
 
 
