@@ -90,7 +90,7 @@ def test_a_learners_cell_after_the_imports_stays_after_the_imports():
 def test_check_and_the_page_name_the_replacement_of_a_numpy_1_name(tmp_path):
     from website.lite import mha_lite
 
-    from mha_course import numpy2
+    from mha_course.kernel import numpy2
     from mha_course.check import numpy2_names
 
     source = "import numpy as np\nx = -np.Inf\ny = np.float_(1)\nfrom numpy import asfarray\nz = np.inf"
