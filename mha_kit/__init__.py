@@ -166,6 +166,7 @@ from .qat import qat_linear
 from .engine_loop import engine_step_seconds, gpu_busy_fraction
 from .best_of_n import BestOfN, best_of_n_time
 from .gated_attention import gated_sdpa, output_gate, sink_logit_for_weight
+from .reliability import erlang_c, k_of_n_availability, kingman_wait, mm1_wait, mmc_wait, replicas_for_availability
 
 __version__ = "0.1.0"
 
