@@ -118,6 +118,8 @@ UNIT = frozenset({
     "test_position_family.py",
 
     "test_policy.py",
+    "test_reliability.py",
+    "test_chapter_serving_reliability.py",
     "test_prefix_cache.py",
     "test_chapter_prefix_caching.py",
     "test_presets.py",

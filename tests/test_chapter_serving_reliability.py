@@ -1,0 +1,68 @@
+"""The numbers the chapter "Overload, failures and rollouts" states, recomputed by hand (products written out)."""
+import math
+
+import pytest
+
+import mha_kit as mk
+
+GB = 1e9
+
+
+def test_queueing_table():
+    # M/M/1: rho / (1 - rho) service times; Kingman with c_a^2 = 4, c_s^2 = 1 scales it by 2.5.
+    assert round(0.5 / 0.5) == 1 and round(0.8 / 0.2) == 4 and round(0.95 / 0.05) == 19
+    assert mk.kingman_wait(0.95, 4.0, 1.0) == pytest.approx(19 * 2.5)
+
+
+def test_spike_backlog():
+    # 10 x 1,000 req/s against 2,000 req/s of capacity for 60 s.
+    backlog = (10 * 1000 - 2000) * 60
+    assert backlog == 480_000
+    assert backlog / 2000 == 240 and backlog / (2000 - 1000) == 480
+
+
+def test_llama70_cache_numbers():
+    # Llama 3 70B: 80 layers, 8 KV heads of 128, keys and values, bf16 (2 bytes).
+    per_token = 2 * 80 * 8 * 128 * 2
+    assert per_token == mk.kv_cache_bytes_per_token(mk.MODEL_FACTS["llama-3-70b"].config)
+    assert round(per_token * 64 * 4000 / GB) == 84  # lost with a replica
+    assert round(per_token * 32_000 / GB, 1) == 10.5  # one waiting agent session
+    assert round(per_token * 10**6 / GB) == 328  # one million tokens
+    free = 8 * 80 * GB - 2 * mk.dense_decoder_params(mk.MODEL_FACTS["llama-3-70b"])
+    assert int(free // (per_token * 10**6)) == 1 and int(free // (per_token * 10**6 // 2)) == 3
+
+
+def test_availability_from_llama3_failures():
+    per_gpu_per_hour = 419 / (16_384 * 54 * 24)
+    mtbf_h = 1 / (8 * per_gpu_per_hour)
+    assert round(mtbf_h / 24) == 264
+    a = mtbf_h / (mtbf_h + 2)
+    assert mk.replicas_for_availability(16, a, 0.999) == 17
+    p16 = sum(math.comb(16, i) * a**i * (1 - a) ** (16 - i) for i in range(16, 17))
+    assert p16 < 0.999  # 16 replicas for 16 of load are not enough
+
+
+def test_capacity_against_bandwidth():
+    # Llama 3 8B, 8-bit weights, bf16 cache of 32 layers x 8 KV heads x 128 x 2 x 2 bytes per token.
+    w = mk.dense_decoder_params(mk.MODEL_FACTS["llama-3-8b"])  # bytes at 8 bits
+    per_token = 2 * 32 * 8 * 128 * 2
+    c8k = per_token * 8192
+    b_a, b_b = int((16e9 - w) // c8k), int((32e9 - w) // c8k)
+    assert (b_a, b_b) == (7, 22)
+    tps_a, tps_b = b_a / ((w + b_a * c8k) / 2e12), b_b / ((w + b_b * c8k) / 1e12)
+    assert round(tps_a) == 901 and round(tps_b) == 695
+    assert (16e9 - w) // (per_token * 61_440) == 0 < (16e9 - w) // (per_token * 60_416)
+    assert 16 * 32 * (2 - 1) / (2 * 32 - 1 * 16) == pytest.approx(10.67, abs=0.01)
+
+
+def test_edge_ceilings():
+    q4 = mk.dense_decoder_params(mk.MODEL_FACTS["llama-3-8b"]) * (4 + 16 / 32) / 8  # Q4_0: 18 bytes per 32
+    assert round(2 * 8 * 5.6e9 / q4) == 20 and round(546e9 / q4) == 121 and round(12 * 8 * 6.4e9 / q4) == 136
+    llama2_7b = 32 * (4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096) + 2 * 32000 * 4096 + 4096
+    assert llama2_7b == 6_738_415_616
+    assert round(800e9 / (llama2_7b * 18 / 32)) == 211
+
+
+def test_canary_samples():
+    assert 1000 * 0.05 * 10 * 60 == 30_000
+    assert len(mk.vllm_capture_sizes(512)) == 3 + len(range(8, 256, 8)) + len(range(256, 513, 16))
