@@ -97,7 +97,8 @@ def route_tokens(num_tokens, num_experts, top_k, rng, popularity=None):
         if p.shape != (e,) or not np.all(p > 0):
             raise ValueError(f"popularity must be {e} positive weights, got shape {p.shape}")
         p = p / p.sum()
-    return np.stack([rng.choice(e, size=k, replace=False, p=p) for _ in range(n)])  # (n, k)
+    # (n, k) expert indices as intp, numpy's index type: np.bincount and np.repeat refuse int64 where intp is 32 bits (the browser)
+    return np.stack([rng.choice(e, size=k, replace=False, p=p) for _ in range(n)]).astype(np.intp)
 
 
 def rank_loads(choices, num_experts, ep):
@@ -145,7 +146,7 @@ def eplb_replicate(load, num_physical):
     if n < w.size:
         raise ValueError(f"num_physical ({n}) must be at least the number of experts ({w.size}): every expert "
                          "needs one replica")
-    count = np.ones(w.size, dtype=np.int64)
+    count = np.ones(w.size, dtype=np.intp)
     for _ in range(n - w.size):
         count[np.argmax(w / count)] += 1  # first of equals, as torch's max
     return count
@@ -162,8 +163,8 @@ def eplb_pack(weights, num_packs):
     if w.size % m:
         raise ValueError(f"the number of items ({w.size}) must be divisible by num_packs ({m}): each pack "
                          "(GPU) holds the same number of experts")
-    per_pack, pack = w.size // m, np.full(w.size, -1, dtype=np.int64)
-    totals, items = np.zeros(m), np.zeros(m, dtype=np.int64)
+    per_pack, pack = w.size // m, np.full(w.size, -1, dtype=np.intp)
+    totals, items = np.zeros(m), np.zeros(m, dtype=np.intp)
     for i in np.argsort(-w, kind="stable"):
         open_packs = np.flatnonzero(items < per_pack)
         j = open_packs[np.argmin(totals[open_packs])]
