@@ -270,6 +270,14 @@ def row_normaliser_jacobian(scores, kind):
     return (np.eye(s.size) - (s / s.sum())[:, None]) / s.sum()  # (delta_jk - p_j) / sum s
 
 
+
+def _check_sequence_qkv(q, k, v):
+    """``q, k, v`` as float arrays, after checking ``q`` and ``k`` are ``(n, d_k)`` and ``v`` is ``(n, d_v)``."""
+    q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
+    if q.ndim != 2 or q.shape != k.shape or v.ndim != 2 or v.shape[0] != q.shape[0]:
+        raise ValueError(f"q and k must be (n, d_k) and v (n, d_v) with the same n, got {q.shape}, {k.shape}, {v.shape}")
+    return q, k, v
+
 def decayed_linear_attention(q, k, v, gate, form="recurrent"):
     """Linear attention with a decaying state, no normaliser: ``S_t = Diag(g_t) S_{t-1} + k_t v_t^T``, ``o_t = q_t S_t``.
 
@@ -294,9 +302,7 @@ def decayed_linear_attention(q, k, v, gate, form="recurrent"):
     -------
     out : array, shape (n, d_v)
     """
-    q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
-    if q.ndim != 2 or q.shape != k.shape or v.ndim != 2 or v.shape[0] != q.shape[0]:
-        raise ValueError(f"q and k must be (n, d_k) and v (n, d_v) with the same n, got {q.shape}, {k.shape}, {v.shape}")
+    q, k, v = _check_sequence_qkv(q, k, v)
     n, d_k = q.shape
     if np.shape(gate) not in ((), (n,), (n, d_k)):
         raise ValueError(f"gate must be a scalar, (n,) or (n, d_k) with n = {n}, d_k = {d_k}, got {np.shape(gate)}")
@@ -335,9 +341,7 @@ def lightning_attention(q, k, v, block, decay=1.0):
     -------
     out : array, shape (n, d_v)
     """
-    q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
-    if q.ndim != 2 or q.shape != k.shape or v.ndim != 2 or v.shape[0] != q.shape[0]:
-        raise ValueError(f"q and k must be (n, d_k) and v (n, d_v) with the same n, got {q.shape}, {k.shape}, {v.shape}")
+    q, k, v = _check_sequence_qkv(q, k, v)
     n, block = q.shape[0], check_positive_int("block", block)
     if n % block or not 0 < decay <= 1:
         raise ValueError(f"block ({block}) must divide n ({n}) and decay ({decay}) lie in (0, 1]")

@@ -44,20 +44,28 @@ def modules():
     return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "kernel_path" not in p.parts}
 
 
-def imports(name, path, known, top_level_only=False):
-    """The mha_course modules that module ``name`` imports (relative imports resolved)."""
-    tree, found = ast.parse(path.read_text()), set()
+def _import_statements(name, path, top_level_only=False):
+    """``(module, [imported names])`` of each import statement of module ``name`` (at ``path``), relative ones resolved.
+
+    ``import a.b`` gives ``("a.b", [])``; ``from .x import y`` gives ``("<package>.x", ["y"])``."""
+    tree = ast.parse(path.read_text())
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    nodes = tree.body if top_level_only else ast.walk(tree)
-    for node in nodes:
+    for node in (tree.body if top_level_only else ast.walk(tree)):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+            yield from ((alias.name, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 base = f"{anchor}.{base}".rstrip(".")
-            found |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names}
+            yield base, [alias.name for alias in node.names]
+
+
+def imports(name, path, known, top_level_only=False):
+    """The mha_course modules that module ``name`` imports (relative imports resolved)."""
+    found = set()
+    for base, names in _import_statements(name, path, top_level_only):
+        found |= {f"{base}.{n}" if f"{base}.{n}" in known else base for n in names} if names else {base}
     return {_known(target, known) for target in found if target.split(".")[0] == "mha_course"} - {name, None}
 
 
@@ -167,18 +175,7 @@ def _repo_module(name, root):
 
 def _imported(name, path):
     """Every module name that module ``name`` (at ``path``) imports, anywhere in the file, relative ones resolved."""
-    tree, found = ast.parse(path.read_text()), set()
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                base = f"{anchor}.{base}".rstrip(".")
-            found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
-    return found
+    return {m for base, names in _import_statements(name, path) for m in [base, *(f"{base}.{n}" for n in names)]}
 
 
 def outside_imports(entries, root=PACKAGE.parent):
