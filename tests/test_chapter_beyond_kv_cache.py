@@ -86,3 +86,15 @@ def test_deepseek_v4_flash_compressed_cache_against_v3_and_v32():
     v4_total = n * per_token + 43 * 128 * 512 * 2
     assert round(v4_total / (n * v32), 2) == 0.08
     assert round(v3 / per_token) == 10  # "about ten times more slowly than MLA"
+
+
+def test_chunk_size_balances_at_the_head_width():
+    """Yang et al. 2024 sec. 2.2 counted by hand for n = 4,096, d_k = d_v = 128: inside the chunks
+    2 n C (d_k + d_v), through the state 4 n d_k d_v; equal at C = d, so the total is twice the state's."""
+    n, d = 4096, 128
+    state = 4 * n * d * d
+    inside = {c: 2 * n * c * (d + d) for c in (16, 128, 512)}
+    assert inside[128] == state
+    assert (inside[128] + state) / state == 2
+    assert inside[512] == 4 * state
+    assert (n // 16) * d * d * 2 == 8 * 2**20  # 256 boundary states of 128 x 128 in bf16: 8 MiB

@@ -107,3 +107,14 @@ def test_weights_and_cache_in_tokens_fp8_and_the_served_share():
     for name, kw in (("bf16", {}), ("fp8", dict(weight_fmt="fp8", kv_fmt="fp8"))):
         plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=8, tp=8, context_len=tokens, batch_size=1, **kw)
         assert (plan.weight_bytes_per_gpu, plan.max_sequences) == rows[name][:2]
+
+
+def test_deepseek_r1_fp8_checkpoint_needs_two_h800_nodes():
+    """DeepSeek-V3 README: 671B main model + 14B MTP module = 685B; FP8 is one byte a parameter;
+    an H800 has the H100's 80 GB, so one 8-GPU node holds 640 GB."""
+    ckpt = 671e9 + 14e9
+    node = 8 * 80e9
+    assert ckpt == 685e9 and node == 640e9
+    assert ckpt > node
+    assert round((2 * node - ckpt) / 16 / 1e9, 1) == 37.2
+    assert round((8 * 141e9 - ckpt) / 8 / 1e9, 1) == 55.4

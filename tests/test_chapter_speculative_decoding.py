@@ -31,3 +31,17 @@ def test_quoting_answer_gains_and_new_text_does_not():
     new_text = rng.integers(0, 32000, size=300).tolist()
     assert f"{_tokens_per_step(document, sum(quotes, [])):.2f}" == "2.63"
     assert _tokens_per_step(document, new_text) == 1.0
+
+
+def test_moe_draft_sized_against_active_parameters():
+    """mlx-lm issue #1132: a 9B draft for a 17B-active target, 3 drafts. Leviathan et al. eq. (1) and
+    Theorem 3.8 written out: E[tokens] = (1 - a^(k+1)) / (1 - a), speed-up = E / (k c + v)."""
+    c, k = 9 / 17, 3
+    assert round(k * c, 1) == 1.6
+
+    def speedup(alpha, v):
+        return (1 - alpha ** (k + 1)) / (1 - alpha) / (k * c + v)
+
+    assert f"{speedup(0.8, 1.0):.2f}" == "1.14"
+    assert f"{speedup(0.8, 1.5):.2f}" == "0.96"
+    assert speedup(0.7, 1.0) < 1 < speedup(0.8, 1.0)
