@@ -156,6 +156,7 @@ from .weight_quant import (FP4_BLOCKS, MINIFLOATS, awq_search, bits_per_weight, 
                            weight_step_seconds)
 from .weight_quant import (GGML_BLOCKS, VLLM_MP_KERNELS, choose_mp_kernel, compute_bound_tokens,
                            ggml_bits_per_weight, quantized_loses_tokens, sparse24_bits_per_weight)
+from .weight_quant import flip_rate, kl_divergence, ternary_matvec, ternary_quantize
 from .slo import goodput_rate, latency_percentiles, poisson_requests, slo_attainment
 from .sampling import (acceptance_rate, apply_penalties, apply_temperature, apply_token_bitmask, beam_search,
                        chunked_sum, exponential_race, min_p_mask, pack_token_bitmask, sample_tokens, token_index,

@@ -377,3 +377,92 @@ def choose_mp_kernel(capability, weight_bits, act="bf16", group_size=128) -> str
             return name
     raise ValueError(f"no kernel in the list implements capability {capability}, weight_bits {weight_bits}, "
                      f"act {act!r}, group_size {group_size}")
+
+
+def _log_softmax(z):
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def flip_rate(logits_ref, logits_test) -> float:
+    """Fraction of positions whose top token (argmax) differs between two models.
+
+    Dutta et al. 2024 ("Accuracy is Not All You Need", arXiv:2407.09141 §3) count a flip when a
+    compressed model's answer differs from the baseline's; over next-token predictions that is a
+    changed argmax.
+
+    Parameters
+    ----------
+    logits_ref, logits_test : array_like, shape (n, vocab)
+        Logits of the baseline (e.g. bf16) and of the compressed model at the same n positions.
+    """
+    a, b = np.asarray(logits_ref, dtype=float), np.asarray(logits_test, dtype=float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"logits must both be (n, vocab) and equal; got {a.shape} and {b.shape}")
+    return float(np.mean(a.argmax(axis=1) != b.argmax(axis=1)))
+
+
+def kl_divergence(logits_ref, logits_test) -> float:
+    """Mean KL(p_ref || p_test) in nats over positions, from two models' logits.
+
+    The distance llama.cpp's ``llama-perplexity --kl-divergence`` reports and that Dutta et al.
+    2024 (§4) find correlated with flips.
+
+    Parameters
+    ----------
+    logits_ref, logits_test : array_like, shape (n, vocab)
+    """
+    a, b = np.asarray(logits_ref, dtype=float), np.asarray(logits_test, dtype=float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"logits must both be (n, vocab) and equal; got {a.shape} and {b.shape}")
+    lp, lq = _log_softmax(a), _log_softmax(b)
+    return float(np.mean(np.sum(np.exp(lp) * (lp - lq), axis=1)))
+
+
+def ternary_quantize(w, eps=1e-6):
+    """BitNet b1.58's absmean quantization: codes in {-1, 0, +1} and one scale per matrix.
+
+    ``gamma = mean|W|``; ``codes = RoundClip(W / (gamma + eps), -1, 1)`` (Ma et al. 2024,
+    arXiv:2402.17764 §2, eq. 1-3). The weights are ``gamma * codes``.
+
+    Parameters
+    ----------
+    w : array_like, shape (d_out, d_in)
+
+    Returns
+    -------
+    codes : ndarray of int8, shape (d_out, d_in)
+    gamma : float
+    """
+    w = np.asarray(w, dtype=float)
+    if w.ndim != 2 or w.size == 0:
+        raise ValueError(f"w must be a non-empty (d_out, d_in) matrix; got shape {w.shape}")
+    gamma = float(np.mean(np.abs(w)))
+    codes = np.clip(np.round(w / (gamma + eps)), -1, 1).astype(np.int8)
+    return codes, gamma
+
+
+def ternary_matvec(codes, gamma, x):
+    """``gamma * codes @ x`` with additions and subtractions only, then one multiply per output.
+
+    Each output sums the inputs whose code is +1 and subtracts those whose code is -1; zeros are
+    skipped (BitNet b1.58, arXiv:2402.17764 §1, Fig. 1).
+
+    Parameters
+    ----------
+    codes : array_like of {-1, 0, 1}, shape (d_out, d_in)
+    gamma : float
+    x : array_like, shape (d_in,)
+
+    Returns
+    -------
+    ndarray, shape (d_out,)
+    """
+    codes, x = np.asarray(codes), np.asarray(x, dtype=float)
+    if not np.isin(codes, (-1, 0, 1)).all():
+        raise ValueError("codes must be ternary: every entry in {-1, 0, 1}")
+    if codes.ndim != 2 or x.shape != (codes.shape[1],):
+        raise ValueError(f"x must be (d_in,) = ({codes.shape[-1]},) for codes {codes.shape}; got {x.shape}")
+    plus = np.where(codes == 1, x, 0.0).sum(axis=1)  # (d_out,)
+    minus = np.where(codes == -1, x, 0.0).sum(axis=1)  # (d_out,)
+    return gamma * (plus - minus)

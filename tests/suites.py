@@ -40,6 +40,7 @@ UNIT = frozenset({
     "test_chapter_map.py",
     "test_weight_quant.py",
     "test_quant2.py",
+    "test_quant3.py",
     "test_normalfloat_qat_rest38.py",
     "test_chapter_weight_quantization_rest38.py",
     "test_engine_loop_rest38.py",
