@@ -175,6 +175,7 @@ from .gated_attention import gated_sdpa, output_gate, sink_logit_for_weight
 from .gpu_kernels import (accumulator_registers, attention_program, attention_tile_smem_bytes, blocks_per_sm,
                           fused_chain_bytes, fused_experts, moe_align_block_size, sectors_touched,
                           triton_attention)
+from .gpu_kernels import pipelined_time
 from .reliability import erlang_c, k_of_n_availability, kingman_wait, mm1_wait, mmc_wait, replicas_for_availability
 
 __version__ = "0.1.0"
@@ -183,5 +184,6 @@ __version__ = "0.1.0"
 from .heads import prune_heads
 from .positions import round_bf16
 from .sampling import beam_search_stopping, gnmt_length_penalty
+from .sampling import cfg_logits, mirostat_v2_step, token_healing_mask, typical_mask
 
 __all__ = [name for name in dir() if not name.startswith("_")]

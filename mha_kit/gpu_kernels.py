@@ -250,3 +250,26 @@ def fused_experts(x, w1, w2, topk_weights, topk_ids, block_size=16):
         act = gate / (1.0 + np.exp(-gate)) * up  # silu_and_mul
         cache3[rows] = (act @ w2[expert].T) * topk_weights.reshape(-1)[rows, None]  # routed weight in the epilogue
     return cache3.reshape(tokens, top_k, -1).sum(axis=1)  # moe_sum: each token's k expert outputs
+
+
+def pipelined_time(copy_s, compute_s, stages):
+    """Time of ``stages`` copy-then-compute steps, serial on one stream and overlapped on two.
+
+    With two streams (and an event per stage) stage ``i + 1``'s copy runs while stage ``i``
+    computes, so after the first copy each stage costs ``max(copy_s, compute_s)``:
+    ``copy_s + (stages - 1) * max(copy_s, compute_s) + compute_s``.
+
+    Parameters
+    ----------
+    copy_s, compute_s : float >= 0, seconds per stage
+    stages : int >= 1
+
+    Returns
+    -------
+    (serial_s, overlapped_s) : tuple of float
+    """
+    if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1 or min(copy_s, compute_s) < 0:
+        raise ValueError(f"need stages >= 1 (int) and times >= 0, got stages={stages!r}, "
+                         f"copy_s={copy_s}, compute_s={compute_s}")
+    serial = stages * (copy_s + compute_s)
+    return serial, copy_s + (stages - 1) * max(copy_s, compute_s) + compute_s

@@ -455,3 +455,102 @@ def beam_search_stopping(log_probs, start, beam_width, max_len, eos, length_pena
                 break
     best = max(done + (beam if step == max_len else []), key=norm)
     return list(best[0][1:]), float(best[1]), step
+
+
+def typical_mask(logits, mass):
+    """Locally typical sampling: keep the tokens whose surprise is closest to the entropy.
+
+    Meister et al. (2023, §4): sort tokens by ``|-log p_i - H(p)|`` and keep the smallest such set
+    whose probability adds up to at least ``mass`` (Hugging Face's ``TypicalLogitsWarper``).
+
+    Parameters
+    ----------
+    logits : array_like, shape (b, V)
+    mass : float in (0, 1], one per row or one for all
+
+    Returns
+    -------
+    ndarray, shape (b, V): the logits, ``-inf`` outside the typical set.
+    """
+    logits = _rows(logits)
+    mass = _per_row("mass", mass, logits.shape[0], 0.0, 1.0, low_open=True)
+    logp = np.log(softmax(logits, axis=-1))  # (b, V)
+    p = np.exp(logp)
+    entropy = -(p * np.where(p > 0, logp, 0.0)).sum(axis=-1, keepdims=True)  # (b, 1)
+    order = np.argsort(np.abs(-logp - entropy), axis=-1, kind="stable")  # most typical first
+    cum = np.cumsum(np.take_along_axis(p, order, axis=-1), axis=-1)  # (b, V)
+    keep_sorted = (cum - np.take_along_axis(p, order, axis=-1)) < mass[:, None]  # mass before token < mass
+    keep = np.zeros_like(keep_sorted)
+    np.put_along_axis(keep, order, keep_sorted, axis=-1)
+    return np.where(keep, logits, -np.inf)
+
+
+def mirostat_v2_step(logits, mu, tau, eta, u):
+    """One step of Mirostat 2.0 as llama.cpp runs it, for one row of logits.
+
+    Drop the tokens whose surprise ``-log2 p`` exceeds ``mu`` (keeping at least the top one),
+    renormalise, draw with the uniform number ``u``, then move ``mu`` against the error:
+    ``mu <- mu - eta * (surprise(token) - tau)`` (Basu et al. 2021, §4 for the feedback loop).
+
+    Parameters
+    ----------
+    logits : array_like, shape (V,)
+    mu, tau : float, bits; llama.cpp starts at ``mu = 2 * tau``
+    eta : float > 0, the learning rate
+    u : float in [0, 1), the uniform draw
+
+    Returns
+    -------
+    (token, surprise, new_mu, kept) : int, float, float, int
+    """
+    if not (eta > 0 and tau > 0 and 0 <= u < 1):
+        raise ValueError(f"need eta > 0, tau > 0 and 0 <= u < 1, got eta={eta}, tau={tau}, u={u}")
+    p = softmax(_rows(np.atleast_2d(logits)), axis=-1)[0]  # (V,)
+    keep = -np.log2(p) <= mu
+    keep[np.argmax(p)] = True
+    q = np.where(keep, p, 0.0) / p[keep].sum()
+    token = int(np.searchsorted(np.cumsum(q), u, side="right"))
+    surprise = float(-np.log2(q[token]))
+    return token, surprise, float(mu - eta * (surprise - tau)), int(keep.sum())
+
+
+def cfg_logits(cond, uncond, scale):
+    """Classifier-free guidance for a language model: ``uncond + scale * (cond - uncond)``.
+
+    Sanchez et al. (2023, §2): the guided next-token log-probabilities from two forward passes,
+    one with the prompt's condition and one without. ``scale = 1`` gives ``cond`` back.
+
+    Parameters
+    ----------
+    cond, uncond : array_like, shape (b, V), log-probabilities (or logits) of the two passes
+    scale : float >= 0, the guidance strength gamma
+
+    Returns
+    -------
+    ndarray, shape (b, V)
+    """
+    cond, uncond = _rows(cond), _rows(uncond)
+    if cond.shape != uncond.shape or not scale >= 0:
+        raise ValueError(f"cond and uncond must have one shape and scale >= 0, got {cond.shape}, "
+                         f"{uncond.shape}, scale={scale}")
+    return uncond + scale * (cond - uncond)
+
+
+def token_healing_mask(vocab, prefix):
+    """Token healing's constraint: the tokens whose text starts with ``prefix``.
+
+    The prompt's last token is removed and its text ``prefix`` becomes a constraint on the
+    first generated token (guidance's README, "Token healing").
+
+    Parameters
+    ----------
+    vocab : sequence of str, the token texts, index = token id
+    prefix : str, non-empty
+
+    Returns
+    -------
+    ndarray of bool, shape (V,)
+    """
+    if not prefix:
+        raise ValueError("prefix must be a non-empty string, got ''")
+    return np.array([text.startswith(prefix) for text in vocab], dtype=bool)

@@ -12,6 +12,7 @@ UNIT = frozenset({
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
     "test_misc2.py",
+    "test_misc3.py",
     "test_article_numbers.py",
     "test_attention.py",
     "test_backends.py",
