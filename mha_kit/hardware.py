@@ -74,6 +74,10 @@ _RECORDS = (
                 source="NVIDIA A100 datasheet (40 GB and 1,555 GB/s HBM2, 312 TFLOPS bf16 dense); "
                        "arXiv:2205.14135 sec. 2.1 (192 KB SRAM per SM, 108 SMs)",
                 hbm_bandwidth=1.555e12, bf16_flops=312e12, hbm_bytes=40 * 10**9, sram_bytes_per_sm=192 * 1024, num_sms=108),
+    # The 80 GB part has the same chip and peak; only its HBM2e is larger and faster.
+    Accelerator(name="a100-80gb", title="A100 80GB SXM", cite="nvidiaa100",
+                source="NVIDIA A100 datasheet (80 GB and 2,039 GB/s HBM2e, 312 TFLOPS bf16 dense)",
+                hbm_bandwidth=2.039e12, bf16_flops=312e12, hbm_bytes=80 * 10**9, sram_bytes_per_sm=192 * 1024, num_sms=108),
     # The SM count is the architecture whitepaper's (H100 SXM5: 132 SMs); the datasheet does not give it.
     # The per-SM limits are compute capability 9.0's, from the Hopper Tuning Guide, sec. 1.4.1.1
     # (Occupancy): 64K 32-bit registers, 64 resident warps, up to 228 KB of shared memory per SM.

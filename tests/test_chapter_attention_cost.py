@@ -55,3 +55,18 @@ def test_prefill_decode_whole_layer_with_the_feed_forward_block():
     # the verdict stands: prefill right of the ridge (295), decode far left of it
     assert prefill_flops / (2 * (attn_w + ffn_w + 2 * n * d + n * 2 * h_kv * d_h)) > peak / bw
     assert 2 * (attn_w + ffn_w) / decode_bytes < 2
+
+
+def test_toy_stack_with_and_without_a_cache():
+    """attention_cost-no-cache: 2 layers, d = 512 (8 heads of 64), 100-token prompt, 100 new tokens."""
+    layers, d, prompt, new = 2, 512, 100, 100
+    assert 100 * 512 * 512 == 26_214_400 and 2 * 100 * 512 * 512 == 52_428_800  # (m, k) @ (k, n): m n k FMAs
+
+    def one_pass(n):  # 4 d^2 projection weights per token, 2 d multiply-adds per visible key (scores + mix)
+        return 2 * layers * (4 * d * d * n + 2 * d * n * (n + 1) // 2)
+
+    no_cache = sum(one_pass(prompt + t) for t in range(new))
+    cached = one_pass(prompt) + sum(2 * layers * (4 * d * d + 2 * d * (prompt + t)) for t in range(1, new))
+    assert cached == one_pass(prompt + new - 1)
+    assert f"{no_cache / 1e9:,.2f}" == "67.48" and f"{cached / 1e9:,.3f}" == "0.916"
+    assert round(no_cache / cached) == 74

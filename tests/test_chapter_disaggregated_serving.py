@@ -10,6 +10,8 @@ import json
 import pytest
 from booktoc import REPO_ROOT
 
+import mha_kit as mk
+
 L, D, H, H_KV, D_H, D_FF, V = 80, 8192, 64, 8, 128, 28672, 128256  # Llama 3 70B
 PREFIX, NEW = 8192, 512
 NODE_FLOPS = 8 * 989e12
@@ -47,3 +49,13 @@ def test_the_section_cites_each_tier_and_deepseeks_rules():
                 "`sglanghicache{Prefetch from L3", "`vllmoffloadguide`", "`lmcachekey`",
                 "{ref}`multi_tenant_serving-deepseek-fleet`"):
         assert key in text
+
+
+def test_batch_1_decode_a100_against_h100_is_the_bandwidth_ratio():
+    """disaggregated_serving-why: Llama 3 8B, bf16, one sequence; datasheet bandwidths and dense bf16 peaks."""
+    h100_bw, a100_80_bw, a100_40_bw = 3.35e12, 2.039e12, 1.555e12
+    assert f"{h100_bw / a100_80_bw:.2f}" == "1.64" and f"{h100_bw / a100_40_bw:.2f}" == "2.15"
+    assert f"{989 / 312:.2f}" == "3.17"
+    llama8 = mk.MODEL_FACTS["llama-3-8b"]
+    steps = {g: mk.roofline_step(llama8, mk.GPUS[g])(0, 1, 1_024) for g in ("a100-80gb", "h100-sxm")}
+    assert steps["a100-80gb"] / steps["h100-sxm"] == pytest.approx(h100_bw / a100_80_bw, rel=1e-12)

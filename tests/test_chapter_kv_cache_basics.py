@@ -91,3 +91,33 @@ def test_static_batch_useful_share():
     lens = np.random.default_rng(4).integers(20, 500, size=8)
     assert lens.tolist() == [368, 472, 443, 265, 471, 488, 485, 58]
     assert f"{(368 + 472 + 443 + 265 + 471 + 488 + 485 + 58) / (8 * 488):.0%}" == "78%"
+
+
+def test_vllm_max_concurrency_7_34_for_16k_requests():
+    # vLLM: max_concurrency = num_blocks / cdiv(max_model_len, block_size), printed with two decimals
+    block, max_len = 16, 16_384
+    per_request = (max_len + block - 1) // block
+    assert per_request == 1024
+    assert per_request * block * KV_PER_TOKEN == 2 * 2**30  # 2 GiB a full-length request
+    fits = [n for n in range(7000, 8000) if f"{n / per_request:.2f}" == "7.34"]
+    assert (fits[0], fits[-1]) == (7512, 7521)
+    pool = 7516 * block * KV_PER_TOKEN
+    assert 7516 * block == 120_256
+    assert f"{pool / 2**30:.2f}" == "14.68" and f"{pool / 1e9:.2f}" == "15.76"
+
+
+def test_llama3_8b_weights_in_gb_and_gib():
+    params = 8_030_261_248  # embeddings + 32 layers + norm + untied head (Meta's config)
+    weights = 2 * params
+    assert f"{weights / 1e9:.2f}" == "16.06" and f"{weights / 2**30:.2f}" == "14.96"
+    assert f"{(weights + 7516 * 16 * KV_PER_TOKEN) / 2**30:.1f}" == "29.6"
+
+
+def test_an_edit_keeps_the_full_blocks_before_the_change():
+    block = 16
+    assert (500 // block) * block == 496  # edit at token 500
+    assert (1000 // block) * block == 992  # regenerate: every full block of a 1,000-token prompt
+    rng_tokens = list(range(1000))
+    apc = mk.PrefixBlockCache(block_size=block, capacity_blocks=1000)
+    apc.insert(rng_tokens)
+    assert apc.match(rng_tokens[:500] + [5000] + rng_tokens[501:]) == 496

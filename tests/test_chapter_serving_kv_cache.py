@@ -58,3 +58,15 @@ def test_what_else_a_128k_context_needs():
     assert 2 * 131_072 * 14_336 * 2 == 7 * 2**30  # gate and up outputs, bf16: 7 GiB
     assert 131_072 * 128_256 * 4 / 2**30 == 62.625  # fp32 logits at every position
     assert 2 * 8_192 * 14_336 * 2 == 448 * 2**20  # a chunk of 8K: 448 MiB
+
+
+def test_long_tail_of_conversations_50_tokens_and_1_percent_at_10k():
+    """serving_kv_cache-long-tail: 990 requests of 50 tokens and 10 of 10,000, blocks of 16."""
+    used = 990 * 50 + 10 * 10_000
+    reserved = 1000 * 10_000
+    paged = 990 * 4 * 16 + 10 * 625 * 16  # 50 tokens take 4 blocks; 10,000 take exactly 625
+    assert (used, reserved, paged) == (149_500, 10_000_000, 163_360)
+    assert f"{100 * used / reserved:.1f}%" == "1.5%" and f"{100 * used / paged:.1f}%" == "91.5%"
+    assert f"{100 * 100_000 / paged:.1f}%" == "61.2%" and round(reserved / paged) == 61
+    slots = mk.cache_slots([50] * 990 + [10_000] * 10, 10_000, 16)
+    assert (slots.used, slots.reserved, slots.paged) == (used, reserved, paged)

@@ -11,6 +11,7 @@ BIB = (Path(__file__).resolve().parents[1] / "references.bib").read_text(encodin
 
 @pytest.mark.parametrize("name, bandwidth, flops, ridge", [
     ("a100-40gb", 1.555e12, 312e12, 312 / 1.555),  # A100 datasheet
+    ("a100-80gb", 2.039e12, 312e12, 312 / 2.039),  # same chip, HBM2e
     ("h100-sxm", 3.35e12, 989e12, 989 / 3.35),  # H100 datasheet, dense bf16
     ("h200-sxm", 4.8e12, 989e12, 989 / 4.8),  # same chip, faster HBM3e
 ])
@@ -20,7 +21,7 @@ def test_rates_and_ridge_point(name, bandwidth, flops, ridge):
     assert gpu.ridge_point == pytest.approx(ridge, rel=1e-12)
 
 
-@pytest.mark.parametrize("name, gigabytes", [("a100-40gb", 40), ("h100-sxm", 80), ("h200-sxm", 141)])
+@pytest.mark.parametrize("name, gigabytes", [("a100-40gb", 40), ("a100-80gb", 80), ("h100-sxm", 80), ("h200-sxm", 141)])
 def test_memory_sizes_from_the_datasheets(name, gigabytes):
     assert mk.GPUS[name].hbm_bytes == gigabytes * 1_000_000_000  # decimal GB, as the sheets print them
     assert f"{gigabytes} GB" in mk.GPUS[name].source
