@@ -454,5 +454,7 @@ def round_bf16(x):
     if not np.isfinite(x32).all():
         raise ValueError("round_bf16 takes finite numbers only (positions and angles)")
     bits = x32.view(np.uint32).astype(np.uint64)  # (...): the float32 bit patterns, widened against overflow
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even on bit 16
+    # numpy constants, not Python ints: numpy 1.x (the browser edition's) has no uint64-by-int64 shift
+    half, one, sixteen, top = np.uint64(0x7FFF), np.uint64(1), np.uint64(16), np.uint64(0xFFFF0000)
+    rounded = (bits + half + ((bits >> sixteen) & one)) & top  # round to nearest even on bit 16
     return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
