@@ -174,6 +174,8 @@ from .gated_attention import gated_sdpa, output_gate, sink_logit_for_weight
 from .gpu_kernels import (accumulator_registers, attention_program, attention_tile_smem_bytes, blocks_per_sm,
                           fused_chain_bytes, fused_experts, moe_align_block_size, sectors_touched,
                           triton_attention)
+from .reliability import drain_seconds, offload_token_seconds
+from .tenancy import max_load_d_choices, request_cost
 from .reliability import erlang_c, k_of_n_availability, kingman_wait, mm1_wait, mmc_wait, replicas_for_availability
 
 __version__ = "0.1.0"
