@@ -176,6 +176,8 @@ from .gpu_kernels import (accumulator_registers, attention_program, attention_ti
                           fused_chain_bytes, fused_experts, moe_align_block_size, sectors_touched,
                           triton_attention)
 from .gpu_kernels import pipelined_time
+from .reliability import drain_seconds, offload_token_seconds
+from .tenancy import max_load_d_choices, request_cost
 from .reliability import erlang_c, k_of_n_availability, kingman_wait, mm1_wait, mmc_wait, replicas_for_availability
 
 __version__ = "0.1.0"

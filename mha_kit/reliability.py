@@ -123,3 +123,43 @@ def replicas_for_availability(needed, availability, target) -> int:
     while k_of_n_availability(n, k, a) < goal:
         n += 1
     return n
+
+
+def _check_nonneg(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def drain_seconds(max_new_tokens, tpot_s, ttft_s=0.0) -> float:
+    """Longest time a request admitted just before shutdown needs to finish: ``ttft + max_new_tokens * tpot``.
+
+    A replica that stops admitting at SIGTERM must keep serving for this long to finish every request it
+    already holds (the longest generation bounds the drain), so the engine's shutdown timeout and the
+    pod's grace period must cover it.
+
+    Book: chapter "Overload, failures and rollouts".
+    """
+    n = check_positive_int("max_new_tokens", max_new_tokens)
+    return _check_nonneg("ttft_s", ttft_s) + n * _check_nonneg("tpot_s", tpot_s)
+
+
+def offload_token_seconds(gpu_bytes, gpu_bandwidth, offloaded_bytes, offload_bandwidth, overlap=False) -> float:
+    """Decode-step floor when part of the weights lives off the GPU (batch 1, memory-bound).
+
+    The GPU reads its ``gpu_bytes`` at ``gpu_bandwidth``; the rest, ``offloaded_bytes``, is either read by
+    the CPU from its DRAM (layers run on the CPU, llama.cpp ``-ngl``) or copied over PCIe into the GPU
+    each step (vLLM ``--cpu-offload-gb``), at ``offload_bandwidth`` bytes/s. In sequence the times add;
+    with the copy prefetched under the GPU's compute (``overlap=True``) the step takes the longer of the two.
+
+    Book: chapter "Overload, failures and rollouts".
+    """
+    gpu_t = _check_nonneg("gpu_bytes", gpu_bytes) / _check_rate("gpu_bandwidth", gpu_bandwidth)
+    off_t = _check_nonneg("offloaded_bytes", offloaded_bytes) / _check_rate("offload_bandwidth", offload_bandwidth)
+    return max(gpu_t, off_t) if overlap else gpu_t + off_t
+
+
+def _check_rate(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
+        raise ValueError(f"{name} (bytes/s) must be a finite number > 0, got {value!r}")
+    return float(value)

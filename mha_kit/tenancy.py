@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import numpy as np
+
 from .config import check_positive_int
 from .counting import projection_params_by_matrix
 from .deployment import plan_deployment
@@ -332,3 +334,47 @@ SILENT_READING_WPM = 238
 
 #: Words per token of English text for OpenAI's tokenizers, their rule of thumb (100 tokens ~ 75 words).
 WORDS_PER_TOKEN = 0.75
+
+
+def request_cost(prompt_tokens, cached_tokens, completion_tokens, *, input_per_million, output_per_million,
+                 cached_input_per_million) -> float:
+    """Cost of one request from its usage fields, in the currency of the prices (per million tokens).
+
+    ``cached_tokens`` (vLLM and OpenAI: ``usage.prompt_tokens_details.cached_tokens``) is the part of
+    ``prompt_tokens`` whose KV was found in the prefix cache; it is billed at ``cached_input_per_million``
+    and the rest of the prompt at ``input_per_million``; generated tokens at ``output_per_million``.
+
+    Book: chapter "Many models, adapters and tenants".
+    """
+    for name, v in (("prompt_tokens", prompt_tokens), ("cached_tokens", cached_tokens),
+                    ("completion_tokens", completion_tokens)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {v!r}")
+    if cached_tokens > prompt_tokens:
+        raise ValueError(f"cached_tokens ({cached_tokens}) cannot exceed prompt_tokens ({prompt_tokens})")
+    p_in = _positive_number("input_per_million", input_per_million)
+    p_out = _positive_number("output_per_million", output_per_million)
+    p_cache = _positive_number("cached_input_per_million", cached_input_per_million)
+    fresh = prompt_tokens - cached_tokens
+    return (fresh * p_in + cached_tokens * p_cache + completion_tokens * p_out) / 1e6
+
+
+def max_load_d_choices(n_requests, n_servers, d, seed=0) -> int:
+    """Largest count on one server after placing ``n_requests`` one by one, each on the least loaded of ``d``
+    servers drawn at random (``d = 1``: random placement; ``d = 2``: the power of two choices).
+
+    With ``n`` requests on ``n`` servers the maximum grows like ``log n / log log n`` for one choice and
+    ``log log n / log d`` for ``d >= 2`` (Mitzenmacher 2001). Seeded, so the result is reproducible.
+
+    Book: chapter "Many models, adapters and tenants".
+    """
+    n, m, d = (check_positive_int(k, v) for k, v in (("n_requests", n_requests), ("n_servers", n_servers), ("d", d)))
+    if d > m:
+        raise ValueError(f"d ({d}) choices cannot exceed n_servers ({m})")
+    rng = np.random.default_rng(seed)
+    load = np.zeros(m, dtype=np.int64)  # (n_servers,)
+    picks = rng.integers(0, m, size=(n, d))  # (n_requests, d), with replacement
+    for row in picks:
+        j = row[np.argmin(load[row])]
+        load[j] += 1
+    return int(load.max())

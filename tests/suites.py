@@ -121,6 +121,7 @@ UNIT = frozenset({
 
     "test_policy.py",
     "test_reliability.py",
+    "test_ops3.py",
     "test_chapter_serving_reliability.py",
     "test_prefix_cache.py",
     "test_chapter_prefix_caching.py",
