@@ -61,3 +61,34 @@ def test_routing_errors():
         mk.bias_update(np.zeros(4), np.ones(4), 0)
     with pytest.raises(ValueError, match="same shape"):
         mk.bias_update(np.zeros(3), np.ones(4), 0.1)
+
+
+# --- claims of book/moe_serving.ipynb's new sections, recomputed independently ---
+
+def test_dispatch_floor_at_ep32_is_near_deepeps_measurement():
+    # 128 tokens a GPU, top 8 of 256, FP8 copy of 7168 + 56 * 4 bytes; copies to the 31 other GPUs
+    out = 128 * 8 * 31 / 32 * (7168 + 56 * 4)
+    assert round(out / 50e9 * 1e6) == 147  # microseconds at 50 GB/s; DeepEP measured 155 us
+    assert mk.ep_peer_bytes(128, 256, 8, 32, 7392, per_expert=True) * 31 == pytest.approx(out)
+
+
+def test_combine_copy_is_about_twice_a_dispatch_copy():
+    assert round(2 * 7168 / (7168 + 7168 // 128 * 4), 2) == 1.94
+    measured = {8: (77, 114), 128: (192, 369)}  # DeepEP docs/legacy.md, low-latency table
+    assert round(min(c / d for d, c in measured.values()), 1) == 1.5
+    assert round(max(c / d for d, c in measured.values()), 1) == 1.9
+
+
+def test_prefill_node_dedup_saves_about_half_the_network_bytes():
+    nodes = 4 * (1 - comb(192, 8) / comb(256, 8))  # nodes of 64 experts a token reaches
+    assert round(nodes, 1) == 3.6
+    normal = 4096 * nodes * 3 / 4 * 7392  # one copy per other node reached
+    per_expert = 4096 * 8 * 24 / 32 * 7392  # one copy per expert on another node
+    assert 0.4 < normal / per_expert < 0.5
+    assert round(1e3 * normal / 50e9, 1) == 1.6  # ms a layer at 50 GB/s
+
+
+def test_fixed_batch_peer_message_shrinks_as_ep_squared():
+    small, large = (mk.ep_peer_bytes(4096 // ep, 256, 8, ep, 7392, per_expert=True) for ep in (16, 128))
+    assert small == 256 * 8 / 16 * 7392 and large == 32 * 8 / 128 * 7392
+    assert small / large == 64  # (128 / 16) ** 2
