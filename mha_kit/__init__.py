@@ -44,6 +44,7 @@ from .mla_cost import FLASHMLA_FP8_BYTES_PER_TOKEN, FLASHMLA_H800, mla_attention
 from .moe import (expert_all_to_all_bytes, expert_params, experts_touched, params_read_per_step, rank_loads,
                   route_tokens, routed_expert_params)
 from .moe import capacity_dropped_fraction, eplb_gpu_loads, eplb_pack, eplb_replicate
+from .moe import bias_update, biased_topk, ep_peer_bytes, ep_ranks_reached
 from .parallel import (all_reduce_bytes_per_gpu, causal_pairs_per_rank, kv_cache_bytes_per_gpu,
                        kv_elements_per_token_per_gpu, kv_heads_per_gpu, ring_attention_bytes, ring_overlap_min_tokens)
 from .parallel import pipeline_bubble_fraction, ulysses_all_to_all_bytes

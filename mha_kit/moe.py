@@ -12,6 +12,7 @@ chose. Under uniform, independent routing the expected number of distinct expert
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -212,3 +213,77 @@ def capacity_dropped_fraction(choices, num_experts, capacity_factor) -> float:
     capacity = int(capacity_factor * c.size / e)
     per_expert = np.bincount(c.ravel(), minlength=e)  # (E,)
     return float(np.maximum(per_expert - capacity, 0).sum() / c.size)
+
+
+def ep_ranks_reached(num_experts, top_k, ep) -> float:
+    """Expected distinct GPUs one token's ``top_k`` experts live on, ``E / ep`` experts a GPU.
+
+    A GPU is missed when all ``k`` experts, drawn without replacement, avoid its ``E / ep``:
+    ``ep * (1 - C(E - E/ep, k) / C(E, k))`` under uniform routing. DeepSeek-V3 (256 experts,
+    top 8) on 32 GPUs reaches about 7.2 of them; a kernel that sends a token once per GPU (DeepEP's
+    normal kernels) moves that many copies, one that sends once per expert (its low-latency
+    kernels) moves ``k``.
+    """
+    e, k, ranks = (_check_count(name, value, 1) for name, value in
+                   (("num_experts", num_experts), ("top_k", top_k), ("ep", ep)))
+    if e % ranks or k > e:
+        raise ValueError(f"num_experts ({e}) must be divisible by ep ({ranks}) and at least top_k ({k})")
+    return ranks * (1.0 - math.comb(e - e // ranks, k) / math.comb(e, k))
+
+
+def ep_peer_bytes(tokens_per_rank, num_experts, top_k, ep, token_bytes, per_expert=False) -> float:
+    """Expected bytes one GPU sends to each other GPU in one dispatch (or receives in one combine).
+
+    Each of the ``tokens_per_rank`` tokens goes to a given other GPU once if any of its experts
+    lives there (``per_expert=False``, probability :func:`ep_ranks_reached` / ``ep``), or once per
+    expert there (``per_expert=True``, ``k / ep`` copies on average), ``token_bytes`` a copy
+    (e.g. ``d`` FP8 bytes plus one 4-byte scale per 128 channels for dispatch, ``2 d`` for bf16).
+    """
+    n, b = _check_count("tokens_per_rank", tokens_per_rank, 0), _check_count("token_bytes", token_bytes, 1)
+    reached = ep_ranks_reached(num_experts, top_k, ep)  # validates E, k, ep
+    copies = top_k / ep if per_expert else reached / ep
+    return n * copies * b
+
+
+def biased_topk(scores, bias, top_k):
+    """DeepSeek-V3's auxiliary-loss-free routing: experts chosen by ``scores + bias``, weighted by ``scores``.
+
+    The bias only selects: the ``top_k`` experts of ``s + b`` are each token's experts, and their
+    gating weights are the raw affinities ``s`` normalised over the chosen ones (arXiv:2412.19437
+    sec. 2.1.2).
+
+    Parameters
+    ----------
+    scores : array, shape (n, E)
+        Non-negative affinities (sigmoid outputs in DeepSeek-V3).
+    bias : array, shape (E,)
+    top_k : int
+
+    Returns
+    -------
+    choices : intp array, shape (n, k)
+    weights : float array, shape (n, k), each row summing to 1
+    """
+    s, b = np.asarray(scores, dtype=float), np.asarray(bias, dtype=float)
+    if s.ndim != 2 or b.shape != (s.shape[1],) or not np.all(s >= 0):
+        raise ValueError(f"scores must be (n, E) non-negative and bias (E,), got {s.shape} and {b.shape}")
+    k = _check_count("top_k", top_k, 1)
+    if k > s.shape[1]:
+        raise ValueError(f"top_k ({k}) must not exceed num_experts ({s.shape[1]})")
+    choices = np.argsort(-(s + b), axis=1, kind="stable")[:, :k].astype(np.intp)  # (n, k)
+    g = np.take_along_axis(s, choices, axis=1)  # (n, k): raw affinities, no bias
+    return choices, g / g.sum(axis=1, keepdims=True)
+
+
+def bias_update(bias, load, gamma):
+    """One step of DeepSeek-V3's bias update: ``b_i - gamma`` if expert ``i`` is overloaded, ``+ gamma`` if under.
+
+    Over- and under-loaded against the mean load of the step (arXiv:2412.19437 sec. 2.1.2; the
+    paper used ``gamma = 0.001``, sec. 4.2): ``b - gamma * sign(load - mean(load))``.
+    """
+    b, w = np.asarray(bias, dtype=float), _check_loads(load)
+    if b.shape != w.shape:
+        raise ValueError(f"bias and load must have the same shape (E,), got {b.shape} and {w.shape}")
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not gamma > 0:
+        raise ValueError(f"gamma must be a positive number, got {gamma!r}")
+    return b - gamma * np.sign(w - w.mean())

@@ -97,6 +97,7 @@ UNIT = frozenset({
     "test_chapter_corrections35.py",
     "test_moe.py",
     "test_moe_routing.py",
+    "test_moe3.py",
     "test_numerics.py",
     "test_parallel.py",
     "test_serving_scale38.py",
