@@ -17,6 +17,7 @@ import pytest
 
 import mha_course
 from mha_course.course import BROWSER_SIDE, package_files
+from website.lite.kernel import module_path
 
 PACKAGE = Path(mha_course.__file__).resolve().parent
 
@@ -164,15 +165,6 @@ def test_imports_are_read_with_relative_imports_resolved():
 # --- the browser invariant -----------------------------------------------------------------------------
 
 
-def _repo_module(name, root):
-    """The file of module ``name`` in the repository at ``root``, or None (outside the repository)."""
-    base = Path(root).joinpath(*name.split("."))
-    for path in (base / "__init__.py", base.with_suffix(".py")):
-        if path.is_file():
-            return path
-    return None
-
-
 def _imported(name, path):
     """Every module name that module ``name`` (at ``path``) imports, anywhere in the file, relative ones resolved."""
     return {m for base, names in _import_statements(name, path) for m in [base, *(f"{base}.{n}" for n in names)]}
@@ -188,9 +180,9 @@ def outside_imports(entries, root=PACKAGE.parent):
         if name in seen:
             continue
         seen.add(name)
-        for target in sorted(_imported(name, _repo_module(name, root))):
+        for target in sorted(_imported(name, module_path(root, name))):
             parts = target.split(".")
-            inside = [m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if _repo_module(m, root)]
+            inside = [m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if module_path(root, m)]
             if inside and parts[0] != "mha_kit":
                 todo += inside
             else:
