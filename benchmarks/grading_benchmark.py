@@ -41,11 +41,12 @@ HOSTILE = ("patch_isclose", "fake_int", "sleep", "corrupt", "edit_tests", "exit_
 
 
 def make_class(n, folder):
-    """``n`` students: honest kinds in turn, one hostile in every ten; returns the honest names."""
+    """``n`` students: honest kinds in turn, one hostile in every ten (the last one in a class under ten);
+    returns the honest names."""
     kinds, attacks = honest(), hostile()
     students, honest_names = {}, []
     for i in range(n):
-        if i % 10 == 9:
+        if i % 10 == 9 or (n < 10 and i == n - 1):
             name = HOSTILE[(i // 10) % len(HOSTILE)]
             students[f"{i:03d}_{name}"] = attacks[name]
         else:

@@ -1,4 +1,4 @@
-"""Helpers for the browser edition's test in tests/test_site.py: JupyterLab driven from the page, and
+"""Helpers for the browser edition's tests in tests/test_site_lite*.py: JupyterLab driven from the page, and
 what the desktop says for the same notebook.
 
 The page exposes JupyterLab's application object only when the test asks for it: the test serves

@@ -4,7 +4,7 @@ The built question index: every link on book/question_index.html reaches a page 
 
 The source tests (tests/test_question_index.py) check that each question names a label or a chapter
 that exists; this module checks what a reader clicks. It takes the learner edition from
-tests/test_site.py's ``site`` fixture (built once per module, or read from MHA_BUILT_SITE after
+tests/site_browser.py's ``site`` fixture (built once per test run, or read from MHA_BUILT_SITE after
 ``make learner-book``), and for every internal link of the index page checks that the file exists
 and, when the link has a fragment, that the file holds an element with that ``id``. It also checks
 that each question's "Answer:" is a link, so a question whose target failed to resolve (Sphinx then

@@ -144,6 +144,7 @@ UNIT = frozenset({
     "test_ssm2.py",
     "test_stored_outputs_portable.py",
     "test_suites.py",
+    "test_site_browser.py",  # the site's one build per run, shared by its modules (no build: a stand-in)
     "test_tree.py",
     "test_units.py",
     "test_grading_learn36.py",  # the second reading of 11's Q6 and Q7: the judge's messages, the intros, the rules
@@ -188,7 +189,9 @@ FULL = frozenset({
     "test_safegrade_resume.py",
     "test_safegrade_rebuild.py",
     "test_safegrade_shards.py",
-    "test_site.py",  # the site build and the browser
+    "test_site.py",  # the site build (tests/site_browser.py, shared by the three) and its pages in the browser
+    "test_site_lite.py",  # the browser edition: the exercises judged and run in the page
+    "test_site_lite_chapters.py",  # the browser edition: every chapter top to bottom in the page
     "test_site_tools.py",  # Sphinx builds of small sites
 })
 
@@ -202,7 +205,13 @@ FULL = frozenset({
 #: process (about 1-3 of them pytest's start-up), on 2 cores shared with other jobs, PYTHONDONTWRITEBYTECODE=1.
 #: The site module's figure is with the chapters' stored outputs, as in make test (nbval checks them).
 LONGEST_FIRST = (
-    "tests/test_site.py",  # 254: build 35, page reports 95, other pages 20, browser edition 100 (top to bottom: 74)
+    # The site's three modules first, on three workers: the first to ask builds the site (tests/site_browser.py), the
+    # other two wait for it without using the CPU. Before 2026-12-06 (second session) they were one module, whose
+    # 254 CPU-seconds in a row (build 35, page reports 95, other pages 20, browser edition 100) were the run's
+    # long pole: 8:30 of its 10:13 in CI.
+    "tests/test_site_lite_chapters.py",  # the build, then every chapter in the browser edition
+    "tests/test_site.py",  # page reports 95, other pages 20
+    "tests/test_site_lite.py",  # the exercises in the browser edition
     "tests/test_safegrade.py",  # 41
     "tests/test_grading_scores_d.py",  # 37 (29 submissions graded)
     "tests/test_grading_benchmark.py",  # 34 (both graders on a class of 10; waits on its sleeper too)

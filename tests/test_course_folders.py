@@ -36,7 +36,7 @@ EXAMPLES = {
     "mha_course/plugins/README.md": {"01_shapes"},  # commands
     "tests/safegrade_support.py": {"01_shapes", "02_params_compute"},  # the graded one, another one
     "tests/test_claims_c.py": {"05_decoding"},  # the exercise whose stated claims it checks
-    "tests/test_site.py": {"11_serving_2026", "12_long_context"},  # judged in the browser edition's page too
+    "tests/test_site_lite.py": {"11_serving_2026", "12_long_context"},  # judged in the browser edition's page too
     "pyproject.toml": {"07_flash_attention"},  # ruff's per-file rules
     "tests/test_feedback_catalogue.py": {"03_kv_cache", "04_implement_attention", "06_spot_the_bug", "07_flash_attention",
                                          "08_rope", "10_serving", "11_serving_2026"},  # one slip, same words in each

@@ -2,7 +2,7 @@
 copies, the page's check of switched-off references, the buttons.
 
 The browser itself (JupyterLite in Chromium, the judge's messages, mha_kit's numbers there) is
-tested in tests/test_site.py, on the built site.
+tested in tests/test_site_lite.py and tests/test_site_lite_chapters.py, on the built site.
 """
 
 import io
@@ -485,7 +485,7 @@ def test_the_exercises_box_links_every_release_and_says_where_work_is_kept():
 def test_numpy_floor_runs_the_kit_tests_only():
     listed = set(numpy_floor.kit_tests())
     assert {"tests/test_attention.py", "tests/test_counting.py", "tests/test_units.py"} <= listed
-    assert not {"tests/test_plots.py", "tests/test_site.py", "tests/test_judge.py", "tests/test_lite.py"} & listed
+    assert not {"tests/test_plots.py", "tests/test_site.py", "tests/test_site_lite.py", "tests/test_judge.py", "tests/test_lite.py"} & listed
 
 
 def test_the_leak_test_reads_inside_the_kernels_packages(tmp_path):

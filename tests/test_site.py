@@ -1,14 +1,14 @@
 """The built site: a warning-free build, read in a real browser with no network.
 
-The module builds the whole book once, as `make learner-book` does (website/build.py, the
-learner edition that is published), into a temporary folder; with MHA_BUILT_SITE=<folder> set
-(after `make learner-book`), it reads that build instead of making another. A chapter that
-nbval re-executes and compares in the same run (`make test`, CI) is built from its stored outputs
-rather than executed a second time (website/ext/stored_outputs.py); every other chapter executes.
-Every browser test in the project lives in this one module, so that pytest-xdist's --dist
-loadfile gives them the one build. Each page is loaded once for what the page tests check
-(page_reports, with PROBES for what more a test reads from it); the calculator's and the
-drills' tests share one visit each.
+The site's modules share one build of the whole book, made as `make learner-book` makes it
+(website/build.py, the learner edition that is published) into the run's temporary folder by the
+first module that asks (tests/site_browser.py); with MHA_BUILT_SITE=<folder> set (after `make
+learner-book`), they read that build instead of making another. A chapter that nbval re-executes and
+compares in the same run (`make test`, CI) is built from its stored outputs rather than executed a
+second time (website/ext/stored_outputs.py); every other chapter executes. This module reads the
+pages; tests/test_site_lite.py and tests/test_site_lite_chapters.py run the browser edition in them.
+Each page is loaded once for what the page tests check (page_reports, with PROBES for what more a
+test reads from it); the calculator's and the drills' tests share one visit each.
 
 The browser tests serve that folder on 127.0.0.1, open each chapter in headless Debian
 Chromium with every request to another host aborted, and fail on console errors, script
@@ -18,93 +18,37 @@ number they show with mha_kit, run the axe-core accessibility checker on every p
 check that the learner edition holds no answer, no hidden test and no placeholder link.
 """
 
+# ruff: noqa: F811 (a test names the fixtures it uses, imported from site_browser)
 import dataclasses
-import functools
-import http.server
 import json
-import os
 import random
 import re
-import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import urlparse
 
-import lite_support as lite
 import question_index_links as qil
-import nbformat
 import pytest
 import site_support as support
-from booktoc import REPO_ROOT, source_of, toc_docnames, toc_entries
+from booktoc import source_of, toc_entries
+from site_browser import (  # noqa: F401 (the fixtures: pytest finds them among the module's names)
+    SITE_DOCNAMES,
+    FIND_UNRENDERED_MATH,
+    PAGE_TIMEOUT_MS,
+    PageTimeout,
+    PageVisit,
+    browser,
+    lite_summary,
+    load,
+    server,
+    settle,
+    site,
+    visit,
+)
 
 import mha_kit as mk
-from website import build as build_site
-from website.ext import learner_edition, practice_pages, stored_outputs
+from website.ext import practice_pages
 from website.lite import site as lite_site
 
-# The pages of the learner edition: every page of _toc.yml but the instructor's guide.
-SITE_DOCNAMES = [docname for docname in toc_docnames() if docname not in learner_edition.LEARNER_EXCLUDED]
-
-# Debian's chromium-headless-shell: Chromium's headless mode without the full browser's layers, the
-# browser Playwright itself runs for headless tests (same Blink, same V8). With it the page reports
-# cost a quarter less CPU than with /usr/bin/chromium, and this module a third less (measured on 2
-# cores, 2026-12-02); the full browser stands in where only it is installed.
-HEADLESS_SHELL = Path("/usr/bin/chromium-headless-shell")
-CHROMIUM = HEADLESS_SHELL if HEADLESS_SHELL.exists() or not Path("/usr/bin/chromium").exists() else Path("/usr/bin/chromium")
-NO_BROWSER = (f"no headless Chromium ({HEADLESS_SHELL} or /usr/bin/chromium): install Debian's "
-              "chromium-headless-shell (apt-get install chromium-headless-shell)")
-# Flags for a headless browser with no network of its own: root in CI needs
-# --no-sandbox; the rest stop Chromium phoning home.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-BUILD_TIMEOUT_S = 900
-PAGE_TIMEOUT_MS = 30_000
 ANIMATED_CHAPTER = "book/step_through"
-
-
-@dataclass
-class Site:
-    returncode: int
-    log: str
-    html: Path
-
-    def page(self, docname):
-        return self.html / f"{docname}.html"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory, request):
-    """The learner edition, built as `make learner-book` does (or the build MHA_BUILT_SITE names)."""
-    built = os.environ.get("MHA_BUILT_SITE")
-    if built:
-        out = Path(built).resolve()
-        status = json.loads((out / "build.json").read_text())
-        if not status.get("learner"):
-            pytest.fail(f"MHA_BUILT_SITE={built} is not a learner edition (make learner-book builds one)")
-        return Site(status["returncode"], (out / "build.log").read_text(encoding="utf-8"), out / "html")
-    out = tmp_path_factory.mktemp("site")
-    returncode, log = build_site.build(out, learner=True, timeout=BUILD_TIMEOUT_S,
-                                       stored_outputs=outputs_checked_by_nbval(request.session))
-    return Site(returncode, log, out / "html")
-
-
-def outputs_checked_by_nbval(session):
-    """The site's notebooks whose stored outputs this run's nbval compares with a fresh execution
-    (``--nbval``, not deselected), less those that run differently in the learner edition."""
-    if not session.config.getoption("nbval", default=False):
-        return []
-    checked = {Path(item.path).resolve() for item in session.items if Path(item.path).suffix == ".ipynb"}
-    notebooks = [source_of(docname) for docname in SITE_DOCNAMES]
-    return [nb.relative_to(REPO_ROOT).as_posix() for nb in notebooks
-            if nb is not None and nb.resolve() in checked and not stored_outputs.runs_per_edition(nb)]
 
 
 def test_build_succeeds_without_warnings(site):
@@ -134,198 +78,6 @@ def test_chapter_heading_is_numbered(site, docname):
     assert any('class="section-number"' in h1 for h1 in headings), (
         f"{docname}.html: the title carries no chapter number"
     )
-
-
-# --- the browser -------------------------------------------------------------
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    # keep-alive: the browser reuses a few connections per page instead of opening one per file
-    # (about 700 connections fewer in this module, fewer local ports taken while kernels start)
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format, *args):
-        pass  # keep pytest's output to failures
-
-
-@pytest.fixture(scope="module")
-def server(site):
-    """Serve the built site on 127.0.0.1 at a free port; yields its base URL."""
-    if not site.html.exists():
-        pytest.fail("the build produced no HTML to serve (see the build log test)")
-    handler = functools.partial(_QuietHandler, directory=str(site.html))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
-
-
-def require_browser():
-    """Skip the calling test where no headless Chromium is installed; fail it in CI, where one must be."""
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail(NO_BROWSER + " -- the browser test may not be skipped in CI")
-        pytest.skip(NO_BROWSER)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Debian Chromium driven by Playwright; never a downloaded browser."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        yield chromium
-        chromium.close()
-
-
-def is_local(url):
-    parsed = urlparse(url)
-    return parsed.scheme in ("data", "blob", "about", "file") or parsed.hostname in ("127.0.0.1", "localhost")
-
-
-class PageVisit:
-    """A browser tab that records everything that went wrong while it loaded."""
-
-    def __init__(self, browser, **options):
-        self.page = browser.new_page(**options)
-        self.page.set_default_timeout(PAGE_TIMEOUT_MS)
-        self.problems = []
-        self.in_flight, self.last_request = set(), time.monotonic()  # the page's open requests (settle)
-        self.page.route("**/*", self._route)
-        self.page.on("console", self._console)
-        self.page.on("pageerror", lambda error: self.problems.append(f"script error: {error}"))
-        self.page.on("request", self._request)
-        self.page.on("requestfinished", self._request_done)
-        self.page.on("requestfailed", self._request_failed)
-        self.page.on("response", self._response)
-
-    def _request(self, request):
-        self.in_flight.add(request)
-        self.last_request = time.monotonic()
-
-    def _request_done(self, request):
-        self.in_flight.discard(request)
-        self.last_request = time.monotonic()
-
-    def _route(self, route):
-        url = route.request.url
-        if is_local(url):
-            route.continue_()
-        else:
-            self.problems.append(f"request to another host (blocked): {url}")
-            route.abort()
-
-    def _console(self, message):
-        if message.type == "error":
-            self.problems.append(f"console error: {message.text} (at {message.location.get('url')})")
-
-    def _request_failed(self, request):
-        self._request_done(request)
-        if is_local(request.url):
-            self.problems.append(f"local request failed: {request.url} ({request.failure})")
-
-    def _response(self, response):
-        if response.status >= 400 and is_local(response.url):
-            self.problems.append(f"HTTP {response.status} for {response.url}")
-
-    def reload(self):
-        """Reload the page as a reader does, once it has loaded, and wait for it as :func:`load` does.
-
-        What the page was still fetching when it reloaded (MathJax's fonts, asked for as it typesets)
-        would be cut off and recorded as failed requests: in a full test run on 2 cores, 2026-12-02,
-        a font request the test's own reload aborted failed the flashcards test."""
-        settle(self)
-        self.page.reload(wait_until="load")
-        settle(self)
-        self.page.evaluate(WAIT_FOR_MATHJAX)
-        settle(self, quiet_s=0.2)  # the fonts the typesetting asked for
-
-    def reset(self):
-        """Start a new record for the next page this tab goes to (one tab, many pages: page_reports)."""
-        self.problems, self.in_flight, self.last_request = [], set(), time.monotonic()
-
-    def close(self):
-        self.page.close()
-
-
-@pytest.fixture
-def visit(browser):
-    visits = []
-
-    def open_tab(**options):
-        tab = PageVisit(browser, **options)
-        visits.append(tab)
-        return tab
-
-    yield open_tab
-    for tab in visits:
-        tab.close()
-
-
-WAIT_FOR_MATHJAX = """
-async () => {
-  const script = document.querySelector('script[src*="mathjax"]');
-  if (!script) return "no MathJax on this page";
-  for (let i = 0; i < 200 && !(window.MathJax && window.MathJax.startup && window.MathJax.startup.promise); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  if (!(window.MathJax && window.MathJax.startup)) return "MathJax never started (" + script.src + ")";
-  await window.MathJax.startup.promise;
-  return "typeset";
-}
-"""
-
-# Math elements MathJax left alone, and raw TeX delimiters in visible prose.
-FIND_UNRENDERED_MATH = r"""
-() => {
-  const bad = [];
-  for (const el of document.querySelectorAll('.math')) {
-    if (!el.querySelector('mjx-container')) bad.push('untypeset .math: ' + el.textContent.trim().slice(0, 80));
-  }
-  const skip = 'pre, code, script, style, textarea, mjx-container, .highlight';
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const text = node.textContent;
-    if (!/\\\(|\\\[|\$\$/.test(text)) continue;
-    if (node.parentElement && node.parentElement.closest(skip)) continue;
-    bad.push('raw TeX in text: ' + text.trim().slice(0, 80));
-  }
-  return bad;
-}
-"""
-
-
-def load(tab, url):
-    """Open ``url`` and wait for MathJax; a page the server does not have fails at once, not after
-    every later wait on it has timed out (a failed build would otherwise cost minutes)."""
-    response = tab.page.goto(url, wait_until="load")
-    if response is not None and not response.ok:
-        raise AssertionError(f"HTTP {response.status} for {url}: the build did not make this page")
-    settle(tab)
-    return tab.page.evaluate(WAIT_FOR_MATHJAX)
-
-
-class PageTimeout(TimeoutError):
-    """A page whose requests had not settled within PAGE_TIMEOUT_MS."""
-
-
-def settle(tab, quiet_s=0.5, timeout_s=PAGE_TIMEOUT_MS / 1000):
-    """Wait until the page has had no request open for ``quiet_s`` (at least ``quiet_s`` from now):
-    Playwright's "networkidle", but one that names the requests still open when it gives up."""
-    start = time.monotonic()
-    deadline = start + timeout_s
-    while tab.in_flight or time.monotonic() - max(tab.last_request, start) < quiet_s:
-        if time.monotonic() > deadline:
-            still = sorted(request.url for request in tab.in_flight) or ["none open: requests kept starting"]
-            raise PageTimeout(f"requests still open after {timeout_s:g} s: {', '.join(still[:5])}")
-        tab.page.wait_for_timeout(50)  # Playwright delivers the page's events meanwhile
 
 
 AXE_IMPACTS = ("serious", "critical")
@@ -1086,206 +838,6 @@ def test_default_build_has_no_repository_buttons_or_placeholder(site):
     assert not found, "\n".join(found[:20])
 
 
-# --- the browser edition (lite/): JupyterLite in the page ------------------------------------------
-
-
-def _lite_summary(site):
-    summary = site.html / "lite" / "mha-lite.json"
-    if not summary.exists():
-        pytest.fail("the learner edition has no browser edition (lite/mha-lite.json): see the build log test")
-    return json.loads(summary.read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def lite_lab(server, browser, site):
-    """JupyterLite opened once, on the release of the worked assignment, its kernel started: the one
-    kernel the browser edition's tests run (a kernel's first start costs tens of CPU seconds)."""
-    _lite_summary(site)
-    tab = PageVisit(browser)
-    tab.page.route("**/lite/jupyter-lite.json", lite.expose_app)
-    assignment = lite.worked_assignment()
-    path = f"exercises/{assignment}/{assignment}.ipynb"
-    tab.page.goto(f"{server}/lite/lab/index.html?path={path}", wait_until="load")
-    tab.page.wait_for_function(f"() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
-                               f"window.jupyterapp.shell.currentWidget.context.path === {json.dumps(path)}",
-                               timeout=lite.KERNEL_TIMEOUT_MS)
-    tab.page.evaluate(lite.START_KERNEL)
-    tab.page.wait_for_function("() => window.mhaKernelName", timeout=lite.KERNEL_TIMEOUT_MS)
-    yield tab, assignment, path
-    tab.close()
-
-
-def _page_line(result):
-    """The one line a test cell shows in the page (None: it passed)."""
-    if not result["errors"]:
-        return None
-    return result["shown"] or "\n".join(result["errors"][0]["traceback"])
-
-
-def _run_scenario(tab, assignment, path, sources, owners):
-    """Run the answers ``owners`` (with ``sources`` at their cells) and their tests, in the page and on
-    the desktop; ``{test cell index: (page line, desktop line)}``."""
-    _, answers, tests = lite.layout(assignment)
-    order = [(kind, i) for owner in owners for kind, i in [("answer", answers[owner])] + [("test", t) for t in tests[owner]]]
-    page = {}
-    for kind, index in order:
-        result = tab.page.evaluate(lite.RUN_CELL, [path, index, sources[index] if kind == "answer" else None])
-        if kind == "test":
-            page[index] = _page_line(result)
-    desktop = lite.desktop_lines(assignment, sources, order)
-    return {index: (page[index], desktop[index]) for index in page}
-
-
-def test_lite_exercise_gives_the_desktops_messages(lite_lab, tmp_path):
-    """In the browser, a wrong answer and a blank one get the desktop's message (for a question built on
-    a blank earlier answer, the pointer to it), right answers pass, and an answer that calls a reference
-    the graded kernel switches off is named as mha_course.check names it."""
-    from grading_support import REFERENCE_CALLS, WRONG_ANSWERS
-
-    tab, assignment, path = lite_lab
-    setup, answers, _ = lite.layout(assignment)
-    assert tab.page.evaluate(lite.RUN_CELL, [path, setup, None])["errors"] == []
-    solution = lite.solution_answers(assignment)
-    right = {answers[owner]: solution[owner] for owner in answers}
-    name, owner, old, new, _ = WRONG_ANSWERS[assignment][0]
-    wrong = {**right, answers[owner]: solution[owner].replace(old, new)}
-    owners = list(answers)  # every answer and test, in order: later questions run the wrong one too
-
-    outcome = _run_scenario(tab, assignment, path, wrong, owners)
-    assert [i for i, (page, desktop) in outcome.items() if page != desktop] == [], outcome
-    assert any(page for page, _ in outcome.values()), f"{name}: no test failed in the page"
-
-    blank = {**right, answers[owner]: lite.release_cells(assignment)[answers[owner]].source}  # as released
-    outcome = _run_scenario(tab, assignment, path, blank, owners)
-    assert [i for i, (page, desktop) in outcome.items() if page != desktop] == [], outcome
-    assert any(page and "an earlier answer" in page for page, _ in outcome.values()), outcome
-
-    outcome = _run_scenario(tab, assignment, path, right, owners)
-    assert outcome and all(page is None and desktop is None for page, desktop in outcome.values()), outcome
-
-    source = REFERENCE_CALLS[assignment][owner]
-    rule = lite.reference_rule(assignment, owner, source, tmp_path)
-    outcome = _run_scenario(tab, assignment, path, {**right, answers[owner]: source}, [owner])
-    expected = f"AssertionError: NOT ALLOWED: {rule} (in {lite.function_name(source)}; it scores 0 when graded)"
-    assert {page for page, _ in outcome.values()} == {expected}
-    assert {desktop for _, desktop in outcome.values()} == {None}  # the desktop's Validate passes it: check names it
-    assert not tab.problems, "\n".join(tab.problems)
-
-
-#: The exercises whose references use mha_kit's newest code (FP8 byte counts, prefix caches, sinks, merged
-#: softmax states), which came with its ml_dtypes formats: judged in the page too, beside the worked one.
-LITE_NEWEST_EXERCISES = ("11_serving_2026", "12_long_context")
-
-
-def test_lite_newest_exercises_judge_as_on_the_desktop(lite_lab):
-    """In the page's kernel, exercises 11 and 12 with one wrong answer give the desktop's line for each
-    test cell (a wrong answer fails, right ones pass): their references run on numpy 1.25 without ml_dtypes."""
-    from grading_support import WRONG_ANSWERS
-
-    tab, _, _ = lite_lab
-    differences = []
-    for assignment in LITE_NEWEST_EXERCISES:
-        cells, (setup, answers, tests) = lite.release_cells(assignment), lite.layout(assignment)
-        solution = lite.solution_answers(assignment)
-        name, owner, old, new, _ = WRONG_ANSWERS[assignment][0]
-        sources = {answers[o]: solution[o] for o in answers}
-        sources[answers[owner]] = solution[owner].replace(old, new)
-        order = [(kind, i) for o in answers for kind, i in [("answer", answers[o])] + [("test", t) for t in tests[o]]]
-        tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
-        assert tab.page.evaluate(lite.EXECUTE, [cells[setup].source])["errors"] == [], assignment
-        page = {}
-        for kind, index in order:
-            got = tab.page.evaluate(lite.EXECUTE, [sources[index] if kind == "answer" else cells[index].source])
-            if kind == "test":  # xeus-python names the class "<class 'module.Name'>": the desktop's "Name"
-                page[index] = re.sub(r"^<class '(?:[\w.]+\.)?(\w+)'>", r"\1", got["errors"][0]) if got["errors"] else None
-        desktop = lite.desktop_lines(assignment, sources, order)
-        assert any(page.values()), f"{assignment}, {name}: no test failed in the page"
-        differences += [f"{assignment} cell {i}: page {page[i]!r}, desktop {desktop[i]!r}" for i in page
-                        if page[i] != desktop[i]]
-    assert not differences, "\n".join(differences)
-
-
-def test_lite_opens_every_exercise_and_runs_chapters_as_on_the_desktop(lite_lab, site):
-    """Every released exercise opens and its imports run; two chapters open with their figures, and
-    every cell of theirs prints in the browser what it printed on the desktop (numpy 1.25 there)."""
-    tab, _, _ = lite_lab
-    summary = _lite_summary(site)
-    for path in summary["exercises"]:
-        cells = nbformat.read(site.html / "lite" / "files" / path, as_version=4).cells
-        opened = tab.page.evaluate(lite.OPEN, [path, False])
-        assert opened["cells"] == opened["rendered"] == len(cells), (path, opened)
-        setup = next(c.source for c in cells if c.cell_type == "code")
-        assert tab.page.evaluate(lite.EXECUTE, [setup])["errors"] == [], path
-    copies = [summary["chapters"][d] for d in SITE_DOCNAMES if d in summary["chapters"]]
-    with_figures = [p for p in copies if '"attachments": {\n    "figure1.png"' in (site.html / "lite" / "files" / p).read_text()]
-    assert len(with_figures) >= 2
-    differences = []
-    for path in with_figures[:2]:
-        nb = json.loads((site.html / "lite" / "files" / path).read_text(encoding="utf-8"))
-        opened = tab.page.evaluate(lite.OPEN, [path, False])
-        assert opened["cells"] == opened["rendered"] == len(nb["cells"]), (path, opened)
-        alts = [re.search(r"!\[(.*?)\]\(attachment:", c["source"]).group(1) for c in nb["cells"] if c.get("attachments")]
-        figures = tab.page.evaluate(lite.FIGURES, [path])
-        assert [f and f["alt"] for f in figures] == alts and all(f["width"] > 0 for f in figures), (path, figures)
-        tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
-        for index, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
-            got = tab.page.evaluate(lite.EXECUTE, ["".join(cell["source"])])
-            expected = lite.stored_text(cell)
-            hidden = "remove-cell" in cell.get("metadata", {}).get("tags", [])  # kept to define names, no outputs stored
-            if got["errors"] or (got["text"] != expected and not hidden):
-                differences.append(f"{path} code cell {index}: {got['errors'] or got['text'][:300]!r}, desktop {expected[:300]!r}")
-    assert not differences, "\n".join(differences)
-    # JupyterLab 4.0 puts a figure's <img src="attachment:..."> in the page before it swaps in the picture,
-    # so the browser logs that it cannot load "attachment:" (the pictures themselves decoded, above)
-    problems = [p for p in tab.problems if not re.fullmatch(r"console error: Failed to load resource: "
-                                                            r"net::ERR_UNKNOWN_URL_SCHEME \(at attachment:figure\d+\.png\)", p)]
-    assert not problems, "\n".join(problems)
-
-
-#: Issue 36: run only these browser-edition notebooks top to bottom (comma-separated paths under lite/files,
-#: e.g. "book/continuous_batching.ipynb"), for a quick run on a loaded machine; unset: every one.
-LITE_ONLY = os.environ.get("MHA_LITE_ONLY")
-
-
-def _error_lines(got):
-    return [re.sub(r"^<class '(?:[\w.]+\.)?(\w+)'>", r"\1", error) for error in got["errors"]]
-
-
-def test_lite_runs_every_chapter_and_exercise_top_to_bottom(lite_lab, site):
-    """Issue 36: every chapter copy and every released exercise (the solution's answers filled in) runs top
-    to bottom in the page's kernel with no error output (Continuous batching raised NameError in five
-    cells when its copy left out a remove-cell cell that defines names)."""
-    tab, _, _ = lite_lab
-    summary = _lite_summary(site)
-    chosen = set(LITE_ONLY.split(",")) if LITE_ONLY else None
-    failures = []
-    for path in summary["chapters"].values():
-        if chosen is not None and path not in chosen:
-            continue
-        nb = json.loads((site.html / "lite" / "files" / path).read_text(encoding="utf-8"))
-        tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
-        for index, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
-            errors = _error_lines(tab.page.evaluate(lite.EXECUTE, ["".join(cell["source"])]))
-            if errors:
-                failures.append(f"{path} code cell {index}: {errors[0][:300]}")
-                break  # the first error of a chapter: later cells fail after it
-    for path in summary["exercises"]:
-        assignment = Path(path).stem
-        if (chosen is not None and path not in chosen) or assignment not in lite.ASSIGNMENTS:
-            continue
-        solution = lite.solution_answers(assignment)
-        tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
-        for index, cell in enumerate(nbformat.read(site.html / "lite" / "files" / path, as_version=4).cells):
-            if cell.cell_type != "code":
-                continue
-            owner = cell.metadata.get("nbgrader", {}).get("grade_id")
-            source = solution[owner] if owner in solution else cell.source
-            errors = _error_lines(tab.page.evaluate(lite.EXECUTE, [source]))
-            if errors:
-                failures.append(f"{path} cell {index} ({owner or 'setup'}): {errors[0][:300]}")
-    assert not failures, "\n".join(failures)
-
-
 def test_lite_pages_load_nothing_from_another_host(site):
     """The browser edition's pages name no other host to load from (the browser tests above also
     block every other host while JupyterLab and its kernel load)."""
@@ -1302,7 +854,7 @@ def test_lite_pages_load_nothing_from_another_host(site):
 
 
 def test_lite_buttons_open_each_page_in_the_browser_edition(site):
-    summary = _lite_summary(site)
+    summary = lite_summary(site)
     for docname, copy in summary["chapters"].items():
         html = site.page(docname).read_text(encoding="utf-8")
         assert f'href="{lite_site_url(docname, copy)}"' in html, docname
