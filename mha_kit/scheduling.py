@@ -184,22 +184,30 @@ class _Engine:
         if not self.running and self._arrived() is None:
             self.time = self.reqs[self.queue[0]].arrival
         prefill, decode = self.plan()
+        reqs, times = self.reqs, self.times
         cached = sum(self.computed[i] for i, _ in prefill) + sum(
-            self.reqs[i].prompt + len(self.times[i]) - 1 for i in decode)  # the last token is the new one
+            reqs[i].prompt + len(times[i]) - 1 for i in decode)  # the last token is the new one
         seconds = _check_seconds(step_seconds, sum(t for _, t in prefill), len(decode), cached)
         record = BatchStep(self.time, seconds, prefill, decode, cached)
         self.time += seconds
         for i, tokens in prefill:
             self.computed[i] += tokens
-            if self.computed[i] == self.reqs[i].prompt:
+            if self.computed[i] == reqs[i].prompt:
                 self._emit(i)  # the prompt's last position gives the first output token
-        for i in decode:
-            self._emit(i)
+        done = set()
+        for i in decode:  # _emit inlined: this loop runs once per output token
+            times[i].append(self.time)
+            if len(times[i]) == reqs[i].output:
+                done.add(i)
+        if done:
+            self.running = [i for i in self.running if i not in done]
         return record
 
 
 def _check_seconds(step_seconds, prefill_tokens, decode_seqs, cached_tokens):
     seconds = step_seconds(prefill_tokens, decode_seqs, cached_tokens)
+    if type(seconds) is float and 0 < seconds < math.inf:  # the common case, without the slower ABC checks
+        return seconds
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not 0 < seconds < math.inf:
         raise ValueError(f"step_seconds({prefill_tokens}, {decode_seqs}, {cached_tokens}) returned {seconds!r}: "
                          "it must be a positive, finite number of seconds")
@@ -326,7 +334,7 @@ class RooflineStep:
 
     def __call__(self, prefill_tokens, decode_seqs, cached_tokens) -> float:
         counts = (prefill_tokens, decode_seqs, cached_tokens)
-        if any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0 for n in counts):
+        if not all(type(n) is int and n >= 0 for n in counts) and any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0 for n in counts):
             raise ValueError(f"prefill_tokens, decode_seqs and cached_tokens must be integers >= 0, got {counts}")
         new = prefill_tokens + decode_seqs
         nbytes = self.weight_bytes + self.kv_bytes_per_token * (cached_tokens + new)
