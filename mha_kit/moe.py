@@ -95,22 +95,27 @@ def route_tokens(num_tokens, num_experts, top_k, rng, popularity=None):
                (("num_tokens", num_tokens), ("num_experts", num_experts), ("top_k", top_k)))
     if k > e:
         raise ValueError(f"top_k ({k}) must not exceed num_experts ({e})")
-    cdf = None
-    if popularity is not None:
-        p = np.asarray(popularity, dtype=float)
-        if p.shape != (e,) or not np.all(p > 0):
-            raise ValueError(f"popularity must be {e} positive weights, got shape {p.shape}")
-        cdf = np.cumsum(p / p.sum())  # (E,)
+    p = np.ones(e) if popularity is None else np.asarray(popularity, dtype=float)
+    if p.shape != (e,) or not np.all(p > 0):
+        raise ValueError(f"popularity must be {e} positive weights, got shape {p.shape}")
+    cdf = np.cumsum(p / p.sum())  # (E,)
     # (n, k) expert indices as intp, numpy's index type: np.bincount and np.repeat refuse int64 where intp is 32 bits (the browser)
     choices = np.empty((n, k), dtype=np.intp)
     for slot in range(k):  # slot by slot for all tokens at once, as rng.choice(e, k, replace=False, p) draws
-        todo = np.arange(n)  # tokens whose expert for this slot is still to draw
+        todo, rounds = np.arange(n), 0  # tokens whose expert for this slot is still to draw
         while todo.size:  # a draw of an expert the token already has is rejected and drawn again
-            draw = (rng.integers(0, e, todo.size) if cdf is None else
-                    np.minimum(np.searchsorted(cdf, rng.random(todo.size) * cdf[-1], side="right"), e - 1))
+            if rounds == 8:  # the few tokens left (their experts hold most of the weight): zero those weights
+                cdfs = np.tile(p, (todo.size, 1))  # (m, E)
+                cdfs[np.arange(todo.size)[:, None], choices[todo, :slot]] = 0.0
+                cdfs = np.cumsum(cdfs, axis=1)
+                draw = np.minimum((cdfs <= rng.random(todo.size)[:, None] * cdfs[:, -1:]).sum(axis=1), e - 1)
+            elif popularity is None:
+                draw = rng.integers(0, e, todo.size)
+            else:
+                draw = np.minimum(np.searchsorted(cdf, rng.random(todo.size) * cdf[-1], side="right"), e - 1)
             repeat = (choices[todo, :slot] == draw[:, None]).any(axis=1)  # (len(todo),)
             choices[todo[~repeat], slot] = draw[~repeat]
-            todo = todo[repeat]
+            todo, rounds = todo[repeat], rounds + 1
     return choices
 
 
