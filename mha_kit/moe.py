@@ -87,19 +87,36 @@ def route_tokens(num_tokens, num_experts, top_k, rng, popularity=None):
     ``popularity`` (length ``E``, positive) weights the draw: ``None`` is uniform routing, the
     assumption behind :func:`experts_touched`; a skewed one stands for a router with hot experts.
     A stand-in for a learned router, to count experts and loads, not to model a trained one.
+    Each slot's expert is drawn with probability proportional to its popularity among the experts
+    the token does not have yet (by rejection), the distribution of numpy's
+    ``rng.choice(E, k, replace=False, p=popularity / popularity.sum())``, vectorised over tokens.
     """
     n, e, k = (check_positive_int(name, value) for name, value in
                (("num_tokens", num_tokens), ("num_experts", num_experts), ("top_k", top_k)))
     if k > e:
         raise ValueError(f"top_k ({k}) must not exceed num_experts ({e})")
-    p = None
-    if popularity is not None:
-        p = np.asarray(popularity, dtype=float)
-        if p.shape != (e,) or not np.all(p > 0):
-            raise ValueError(f"popularity must be {e} positive weights, got shape {p.shape}")
-        p = p / p.sum()
+    p = np.ones(e) if popularity is None else np.asarray(popularity, dtype=float)
+    if p.shape != (e,) or not np.all(p > 0):
+        raise ValueError(f"popularity must be {e} positive weights, got shape {p.shape}")
+    cdf = np.cumsum(p / p.sum())  # (E,)
     # (n, k) expert indices as intp, numpy's index type: np.bincount and np.repeat refuse int64 where intp is 32 bits (the browser)
-    return np.stack([rng.choice(e, size=k, replace=False, p=p) for _ in range(n)]).astype(np.intp)
+    choices = np.empty((n, k), dtype=np.intp)
+    for slot in range(k):  # slot by slot for all tokens at once, as rng.choice(e, k, replace=False, p) draws
+        todo, rounds = np.arange(n), 0  # tokens whose expert for this slot is still to draw
+        while todo.size:  # a draw of an expert the token already has is rejected and drawn again
+            if rounds == 8:  # the few tokens left (their experts hold most of the weight): zero those weights
+                cdfs = np.tile(p, (todo.size, 1))  # (m, E)
+                cdfs[np.arange(todo.size)[:, None], choices[todo, :slot]] = 0.0
+                cdfs = np.cumsum(cdfs, axis=1)
+                draw = np.minimum((cdfs <= rng.random(todo.size)[:, None] * cdfs[:, -1:]).sum(axis=1), e - 1)
+            elif popularity is None:
+                draw = rng.integers(0, e, todo.size)
+            else:
+                draw = np.minimum(np.searchsorted(cdf, rng.random(todo.size) * cdf[-1], side="right"), e - 1)
+            repeat = (choices[todo, :slot] == draw[:, None]).any(axis=1)  # (len(todo),)
+            choices[todo[~repeat], slot] = draw[~repeat]
+            todo, rounds = todo[repeat], rounds + 1
+    return choices
 
 
 def rank_loads(choices, num_experts, ep):
@@ -245,6 +262,22 @@ def ep_peer_bytes(tokens_per_rank, num_experts, top_k, ep, token_bytes, per_expe
     return n * copies * b
 
 
+def _smallest_k(key, k):
+    """``np.argsort(key, axis=1, kind="stable")[:, :k]`` as intp: k passes of argmin, not a full sort.
+
+    ``argmin`` returns the first of equal keys, as a stable sort orders them; a taken key is set
+    to ``inf`` (in place: ``key`` is overwritten), so keys that are not all finite take the sort.
+    """
+    if not np.all(np.isfinite(key)):
+        return np.argsort(key, axis=1, kind="stable")[:, :k].astype(np.intp)
+    rows = np.arange(key.shape[0])  # (n,)
+    choices = np.empty((key.shape[0], k), dtype=np.intp)  # (n, k)
+    for j in range(k):
+        choices[:, j] = np.argmin(key, axis=1)
+        key[rows, choices[:, j]] = np.inf
+    return choices
+
+
 def biased_topk(scores, bias, top_k):
     """DeepSeek-V3's auxiliary-loss-free routing: experts chosen by ``scores + bias``, weighted by ``scores``.
 
@@ -270,7 +303,7 @@ def biased_topk(scores, bias, top_k):
     k = _check_count("top_k", top_k, 1)
     if k > s.shape[1]:
         raise ValueError(f"top_k ({k}) must not exceed num_experts ({s.shape[1]})")
-    choices = np.argsort(-(s + b), axis=1, kind="stable")[:, :k].astype(np.intp)  # (n, k)
+    choices = _smallest_k(-(s + b), k)  # (n, k)
     g = np.take_along_axis(s, choices, axis=1)  # (n, k): raw affinities, no bias
     return choices, g / g.sum(axis=1, keepdims=True)
 

@@ -14,6 +14,7 @@ Book: chapter "Scheduling and cache policy".
 """
 from __future__ import annotations
 
+import heapq
 import math
 import numbers
 from dataclasses import dataclass
@@ -299,7 +300,8 @@ def block_cache_hits(requests, capacity_blocks, block_size, policy="lru"):
     capacity, size = check_positive_int("capacity_blocks", capacity_blocks), check_positive_int("block_size", block_size)
     if policy not in EVICTION_POLICIES:
         raise ValueError(f"policy must be one of {EVICTION_POLICIES}, got {policy!r}")
-    cache, reused = {}, []  # prefix tuple -> [last use, use count, depth]
+    rank = (lambda e: (e[0], -e[2])) if policy == "lru" else (lambda e: (e[1], e[0], -e[2]))
+    cache, reused, heap = {}, [], []  # prefix tuple -> [last use, use count, depth]; heap of (rank, prefix)
     for now, tokens in enumerate(requests):
         keys = [tuple(tokens[: (i + 1) * size]) for i in range(len(tokens) // size)]  # one per full block
         hits = next((i for i, k in enumerate(keys) if k not in cache), len(keys))
@@ -307,10 +309,16 @@ def block_cache_hits(requests, capacity_blocks, block_size, policy="lru"):
         for depth, k in enumerate(keys):
             entry = cache.setdefault(k, [now, 0, depth])
             entry[0], entry[1] = now, entry[1] + 1
-        mine = set(keys)
-        while len(cache) > capacity and len(cache) > len(mine):
-            rank = (lambda e: (e[0], -e[2])) if policy == "lru" else (lambda e: (e[1], e[0], -e[2]))
-            del cache[min((k for k in cache if k not in mine), key=lambda k: rank(cache[k]))]
+            heapq.heappush(heap, (rank(entry), k))  # ranks are unique: one block per (request, depth)
+        mine, kept = set(keys), []
+        while len(cache) > capacity and len(cache) > len(mine):  # pop the smallest rank still current
+            r, k = heapq.heappop(heap)
+            if k in mine and rank(cache[k]) == r:
+                kept.append((r, k))
+            elif k in cache and rank(cache[k]) == r:
+                del cache[k]
+        for item in kept:
+            heapq.heappush(heap, item)
     return reused
 
 

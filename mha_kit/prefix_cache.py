@@ -133,9 +133,10 @@ class PrefixBlockCache:
         tokens, size = _check_tokens(tokens), self.block_size
         if salt is not None and (not isinstance(salt, str) or not salt):
             raise ValueError(f"salt must be a non-empty string or None, got {salt!r}")
+        ids = np.asarray(tokens[:len(tokens) // size * size], dtype="<i8")  # (full blocks * size,), converted once
         hashes, parent = [], b""
         for start in range(0, len(tokens) - size + 1, size):
-            block = np.asarray(tokens[start:start + size], dtype="<i8").tobytes()
+            block = ids[start:start + size].tobytes()
             extra = salt.encode() if (salt and start == 0) else b""  # the salt: first block only
             parent = hashlib.sha256((parent if self.chained else b"") + block + extra).digest()
             hashes.append(parent)

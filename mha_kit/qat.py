@@ -63,8 +63,9 @@ def qat_linear(w_teacher, x, bits, group_size=None, steps=500, lr=0.002):
     w, best, best_loss = teacher.copy(), rounded(teacher), np.inf
     for _ in range(steps):
         err = rounded(w) - teacher  # (d_out, d_in)
-        loss = float(np.sum((err @ h) * err))
+        err_h = err @ h  # (d_out, d_in): one product serves the loss and the gradient 2 err H
+        loss = float(np.sum(err_h * err))
         if loss < best_loss:
             best, best_loss = err + teacher, loss
-        w -= step * 2 * err @ h  # straight-through: dQ(w)/dw taken as 1
+        w -= step * 2 * err_h  # straight-through: dQ(w)/dw taken as 1
     return best

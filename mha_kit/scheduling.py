@@ -27,6 +27,7 @@ Book: chapter "Continuous batching and chunked prefill".
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import numbers
@@ -125,8 +126,14 @@ class _Engine:
         self.reqs, self.budget, self.chunked, self.policy, self.max_seqs = reqs, budget, chunked, policy, max_seqs
         self.queue = sorted(range(len(reqs)), key=lambda i: (reqs[i].arrival, i))  # not yet admitted, FCFS
         self.running = []  # admitted and unfinished, in admission order
+        self.prefilling, self.decoding = [], []  # the running requests before and after their prompt's end
+        self.rank = [0] * len(reqs)  # order of admission
         self.computed = [0] * len(reqs)  # prompt tokens computed so far
-        self.times = [[] for _ in reqs]  # times each output token came out
+        self.first = [0.0] * len(reqs)  # time of each request's first output token
+        self.start = [0] * len(reqs)  # index in decode_times of each request's first decode step
+        self.decode_times = []  # end time of every step that decoded: each decoding request's next token
+        self.finishing = {}  # len(decode_times) -> requests whose last token that decode step gives
+        self.context = 0  # keys the decoding requests read: prompt + tokens out - 1 each
         self.time = 0.0
 
     def _arrived(self):
@@ -150,6 +157,8 @@ class _Engine:
             if take == 0 and not (static and self.chunked):  # a static batch may wait for its chunks
                 break
             self.running.append(self.queue.pop(0))
+            self.prefilling.append(i)
+            self.rank[i] = len(self.rank) - len(self.queue)  # admissions so far
             if take:
                 prefill.append((i, take))
                 budget -= take
@@ -158,8 +167,8 @@ class _Engine:
     def _prefill(self, budget):
         """Prompt chunks within ``budget``: prompts already started, then new requests."""
         prefill = []
-        for i in self.running:
-            if self.computed[i] < self.reqs[i].prompt and (take := self._take(i, budget)):
+        for i in self.prefilling:
+            if take := self._take(i, budget):
                 prefill.append((i, take))
                 budget -= take
         self._admit(prefill, budget)
@@ -167,39 +176,57 @@ class _Engine:
 
     def plan(self):
         """``(prefill, decode)`` of the next step under the policy."""
-        decode = [i for i in self.running if self.computed[i] == self.reqs[i].prompt]
+        decode = self.decoding
         prefill_first = self.policy == "prefill_first"
         prefill = self._prefill(self.budget if prefill_first else self.budget - len(decode))
         if prefill_first and prefill:
             decode = []  # running requests wait while any prompt is computed
         return tuple(prefill), tuple(decode)
 
-    def _emit(self, i):
-        self.times[i].append(self.time)
-        if len(self.times[i]) == self.reqs[i].output:
-            self.running.remove(i)
-
     def step(self, step_seconds):
         """Run one step (after idling until the next arrival if nothing is running) and record it."""
         if not self.running and self._arrived() is None:
             self.time = self.reqs[self.queue[0]].arrival
         prefill, decode = self.plan()
-        cached = sum(self.computed[i] for i, _ in prefill) + sum(
-            self.reqs[i].prompt + len(self.times[i]) - 1 for i in decode)  # the last token is the new one
+        cached = sum(self.computed[i] for i, _ in prefill) + (self.context if decode else 0)  # the last token is the new one
         seconds = _check_seconds(step_seconds, sum(t for _, t in prefill), len(decode), cached)
         record = BatchStep(self.time, seconds, prefill, decode, cached)
         self.time += seconds
+        done = []
+        if decode:  # every decoding request gives a token
+            self.decode_times.append(self.time)
+            self.context += len(decode)
+            done += self.finishing.pop(len(self.decode_times), [])
         for i, tokens in prefill:
             self.computed[i] += tokens
-            if self.computed[i] == self.reqs[i].prompt:
-                self._emit(i)  # the prompt's last position gives the first output token
-        for i in decode:
-            self._emit(i)
+            if self.computed[i] == self.reqs[i].prompt:  # the prompt's last position gives the first output token
+                self.prefilling.remove(i)
+                self.first[i], self.start[i] = self.time, len(self.decode_times)
+                if self.reqs[i].output == 1:
+                    done.append(i)
+                    continue
+                self.finishing.setdefault(self.start[i] + self.reqs[i].output - 1, []).append(i)
+                bisect.insort(self.decoding, i, key=self.rank.__getitem__)
+                self.context += self.reqs[i].prompt
+        if done:
+            finished = set(done)
+            self.running = [i for i in self.running if i not in finished]
+            for i in done:
+                if self.reqs[i].output > 1:
+                    self.decoding.remove(i)
+                    self.context -= self.reqs[i].prompt + self.reqs[i].output - 1
         return record
+
+    def output_times(self):
+        """Times each output token of each request came out."""
+        return [[self.first[i]] + self.decode_times[self.start[i]:self.start[i] + r.output - 1]
+                for i, r in enumerate(self.reqs)]
 
 
 def _check_seconds(step_seconds, prefill_tokens, decode_seqs, cached_tokens):
     seconds = step_seconds(prefill_tokens, decode_seqs, cached_tokens)
+    if type(seconds) is float and 0 < seconds < math.inf:  # the common case, without the slower ABC checks
+        return seconds
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not 0 < seconds < math.inf:
         raise ValueError(f"step_seconds({prefill_tokens}, {decode_seqs}, {cached_tokens}) returned {seconds!r}: "
                          "it must be a positive, finite number of seconds")
@@ -212,7 +239,7 @@ def _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs
     steps = []
     while engine.queue or engine.running:
         steps.append(engine.step(step_seconds))
-    return reqs, steps, engine.times
+    return reqs, steps, engine.output_times()
 
 
 def batching_steps(requests, step_seconds, token_budget, chunked_prefill=True, policy="continuous", max_seqs=None):
@@ -326,7 +353,7 @@ class RooflineStep:
 
     def __call__(self, prefill_tokens, decode_seqs, cached_tokens) -> float:
         counts = (prefill_tokens, decode_seqs, cached_tokens)
-        if any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0 for n in counts):
+        if not all(type(n) is int and n >= 0 for n in counts) and any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0 for n in counts):
             raise ValueError(f"prefill_tokens, decode_seqs and cached_tokens must be integers >= 0, got {counts}")
         new = prefill_tokens + decode_seqs
         nbytes = self.weight_bytes + self.kv_bytes_per_token * (cached_tokens + new)

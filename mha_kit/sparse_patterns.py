@@ -72,7 +72,9 @@ def longformer_mask(n, window, global_tokens=(), dilation=1):
     i, j = _positions(n)
     half = check_positive_int("window", window) // 2
     d = check_positive_int("dilation", dilation)
-    mask = (np.abs(i - j) <= half * d) & ((i - j) % d == 0)
+    mask = (j >= i - half * d) & (j <= i + half * d)  # |i - j| <= half * d, without (n, n) integers
+    if d > 1:
+        mask &= i % d == j % d  # (i - j) % d == 0, without an (n, n) modulo
     g = np.asarray(global_tokens, dtype=int).reshape(-1)
     if g.size and (g.min() < 0 or g.max() >= n):
         raise ValueError(f"global_tokens must be positions in 0 .. {n - 1}, got {g.tolist()}")
@@ -121,7 +123,7 @@ def strided_masks(n, stride):
     """
     i, j = _positions(n)
     step = check_positive_int("stride", stride)
-    return sliding_window_mask(n, step), (j <= i) & ((i - j) % step == 0)
+    return sliding_window_mask(n, step), (j <= i) & (i % step == j % step)  # (i - j) % step == 0, without an (n, n) modulo
 
 
 def lsh_buckets(x, num_buckets, seed=0):

@@ -98,6 +98,7 @@ UNIT = frozenset({
     "test_moe.py",
     "test_moe_routing.py",
     "test_moe3.py",
+    "test_moe_topk.py",
     "test_numerics.py",
     "test_parallel.py",
     "test_serving_scale38.py",
