@@ -181,6 +181,10 @@ from .reliability import drain_seconds, offload_token_seconds
 from .tenancy import max_load_d_choices, request_cost
 from .reliability import erlang_c, k_of_n_availability, kingman_wait, mm1_wait, mmc_wait, replicas_for_availability
 
+from .cuda_model import (LadderStep, TreeCosts, bank_conflict_degree, divergent_warps, fatbin_code_for,
+                         last_block_combine, reduction_ladder, reduction_tree_costs, thread_global_index,
+                         tree_reduction_steps)
+
 __version__ = "0.1.0"
 
 # misc2 (holdout questions U2-3, U2-9, U2-10, U2-24, U2-27, U2-42)
