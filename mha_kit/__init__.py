@@ -192,7 +192,7 @@ from .sampling import cfg_logits, mirostat_v2_step, token_healing_mask, typical_
 __all__ = [name for name in dir() if not name.startswith("_")]
 
 # fix4blk: the block around attention (chapter "The block around attention")
-from .block import (BLOCK_LAYOUTS, PLACEMENTS, deepnorm_constants, distance_from_rank_one, layer_norm, rms_norm,
+from .block import (BLOCK_LAYOUTS, PLACEMENTS, deepnorm_constants, distance_from_rank_one, layer_norm,
                     row_stats_blocked, swiglu_hidden_dim, toy_attention_stack, untied_head_share, welford_merge)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

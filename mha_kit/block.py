@@ -1,10 +1,11 @@
-"""The block around attention: norms, residual placements, DeepNorm, the SwiGLU width, tying, the norm kernel.
+"""The block around attention: LayerNorm, residual placements, DeepNorm, the SwiGLU width, tying, the norm kernel.
 
 Small numpy versions of what sits around attention in a Transformer layer, for the chapter
-"The block around attention": LayerNorm and RMSNorm, a toy attention stack in four residual
-placements (none, plain residual, pre-norm, post-norm), DeepNorm's constants, the Llama reference
-rule for the SwiGLU width, the parameters an untied output head adds, the Welford statistics a
-LayerNorm kernel reduces, and one record per model of how its block is built.
+"The block around attention": LayerNorm (RMSNorm is :func:`mha_kit.rms_norm`), a toy
+attention stack in four residual placements (none, plain residual, pre-norm, post-norm),
+DeepNorm's constants, the Llama reference rule for the SwiGLU width, the parameters an untied
+output head adds, the Welford statistics a LayerNorm kernel reduces, and one record per model of
+how its block is built.
 
 >>> import mha_kit as mk
 >>> mk.swiglu_hidden_dim(4096, multiplier=1.3, multiple_of=1024)
@@ -28,9 +29,21 @@ PLACEMENTS = ("none", "residual", "pre", "post")
 def layer_norm(x, gamma=None, beta=None, eps=1e-5):
     """LayerNorm over the last axis: ``(x - mean) / sqrt(var + eps) * gamma + beta``.
 
-    ``x`` has shape ``(..., d)``; ``gamma`` and ``beta`` shape ``(d,)`` (``None``: 1 and 0). The
-    mean and the (biased) variance are taken over the ``d`` features of each row, never over
-    the batch (Ba et al. 2016, sec. 3). Returns an array of the shape of ``x``.
+    The mean and the (biased) variance are taken over the ``d`` features of each row, never over
+    the batch (Ba et al. 2016, sec. 3).
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., d)
+    gamma, beta : ndarray, shape (d,), optional
+        Learned gain and bias; 1 and 0 if omitted.
+    eps : float
+
+    Returns
+    -------
+    ndarray, shape (..., d)
+
+    Book: chapter "The block around attention".
     """
     x = np.asarray(x, dtype=float)
     if x.ndim < 1 or x.shape[-1] < 1:
@@ -41,25 +54,19 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
     return y * (1.0 if gamma is None else gamma) + (0.0 if beta is None else beta)
 
 
-def rms_norm(x, gain=None, eps=1e-6):
-    """RMSNorm over the last axis: ``x / sqrt(mean(x**2) + eps) * gain`` (Zhang and Sennrich 2019, sec. 3).
-
-    ``x`` has shape ``(..., d)``; ``gain`` shape ``(d,)`` (``None``: 1). No mean is subtracted and
-    there is no bias. Returns an array of the shape of ``x``.
-    """
-    x = np.asarray(x, dtype=float)
-    if x.ndim < 1 or x.shape[-1] < 1:
-        raise ValueError(f"rms_norm needs an array with a last axis of at least 1 feature, got shape {x.shape}")
-    y = x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)  # (..., d)
-    return y * (1.0 if gain is None else gain)
-
-
 def distance_from_rank_one(x):
-    """How far ``x`` (shape ``(n, d)``) is from having every row equal: ``||x - 1 mean(x)|| / ||x||``.
+    """How far the rows of ``x`` are from all being equal: ``||x - 1 mean(x)||_F / ||x||_F``.
 
-    The Frobenius norm of the residual after removing the mean row, relative to the norm of
-    ``x``: 0 when every token carries the same vector (the rank-1 collapse of Dong et al. 2021),
-    about 1 for independent random rows.
+    0 when every token carries the same vector (the rank-1 collapse of Dong et al. 2021), about 1
+    for independent random rows.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d), n >= 2, not all zeros
+
+    Returns
+    -------
+    float
     """
     x = np.asarray(x, dtype=float)
     if x.ndim != 2 or x.shape[0] < 2:
@@ -73,15 +80,24 @@ def distance_from_rank_one(x):
 def toy_attention_stack(x, weights, placement):
     """Run ``x`` (shape ``(n, d)``) through single-head attention layers with one residual placement.
 
-    ``weights`` is a sequence of ``(W_q, W_k, W_v)`` triples, each ``(d, d)``, one per layer. With
-    ``A(h) = softmax(h W_q (h W_k)^T / sqrt(d)) h W_v`` (no mask, no MLP):
+    With ``A(h) = softmax(h W_q (h W_k)^T / sqrt(d)) h W_v`` (no mask, no MLP):
 
     * ``"none"``:     ``h <- A(h)``, pure attention (Dong et al. 2021);
     * ``"residual"``: ``h <- h + A(h)``;
     * ``"pre"``:      ``h <- h + A(LN(h))`` (pre-norm; the final LN is left to the caller);
     * ``"post"``:     ``h <- LN(h + A(h))`` (post-norm, the 2017 layout).
 
-    Returns the hidden states after each layer, input included: shape ``(L + 1, n, d)``.
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+    weights : sequence of L triples (W_q, W_k, W_v), each ndarray of shape (d, d)
+    placement : str
+        One of :data:`PLACEMENTS`.
+
+    Returns
+    -------
+    ndarray, shape (L + 1, n, d)
+        The hidden states after each layer, the input first.
     """
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")

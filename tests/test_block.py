@@ -27,7 +27,7 @@ def test_norm_errors():
     with pytest.raises(ValueError, match="last axis"):
         mk.layer_norm(np.float64(1.0))
     with pytest.raises(ValueError, match="last axis"):
-        mk.rms_norm(np.zeros((2, 0)))
+        mk.layer_norm(np.zeros((2, 0)))
 
 
 def test_distance_from_rank_one():
