@@ -219,8 +219,9 @@ def row_stats_blocked(row, threads, dtype=np.float32):
 BLOCK_LAYOUTS: Mapping = MappingProxyType({
     "transformer-base": MappingProxyType(dict(
         norm="LayerNorm", placement="post", ffn="ReLU, 2 matrices", positions="sinusoidal, added",
-        biases="all", qk_norm=False, tied=True, dropout=0.1,
-        source="arXiv:1706.03762 sec. 3.1 (LayerNorm(x + Sublayer(x))), 3.3 (ReLU FFN), 3.4 (shared "
+        biases="FFN", qk_norm=False, tied=True, dropout=0.1,
+        source="arXiv:1706.03762 sec. 3.1 (LayerNorm(x + Sublayer(x))), 3.3 (ReLU FFN with b_1, b_2, eq. 2; "
+               "the attention projections are written without biases), 3.4 (shared "
                "embedding and pre-softmax matrix), 3.5, 5.4 (P_drop = 0.1)")),
     "gpt2": MappingProxyType(dict(
         norm="LayerNorm", placement="pre", ffn="GELU, 2 matrices", positions="learned, added",
