@@ -194,3 +194,9 @@ from .sampling import beam_search_stopping, gnmt_length_penalty
 from .sampling import cfg_logits, mirostat_v2_step, token_healing_mask, typical_mask
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+# fix4blk: the block around attention (chapter "The block around attention")
+from .block import (BLOCK_LAYOUTS, PLACEMENTS, deepnorm_constants, distance_from_rank_one, layer_norm,
+                    row_stats_blocked, swiglu_hidden_dim, toy_attention_stack, untied_head_share, welford_merge)
+
+__all__ = [name for name in dir() if not name.startswith("_")]
