@@ -171,6 +171,9 @@ from .tenancy import (DEEPSEEK_FLEET_DAY, DEEPSEEK_UNITS, LATENCY_TARGETS, LORA_
 from .normalfloat import NF4_OFFSET, dequantize_nf4, double_quant_bits_per_weight, nf4_levels, quantize_nf4
 from .qat import qat_linear
 from .engine_loop import engine_step_seconds, gpu_busy_fraction
+from .collectives import (COLLECTIVE_ALGORITHMS, NCCL_PROTOCOLS, afd_bytes_per_step, collective_steps_and_factor,
+                          collective_time, nccl_allreduce_latency_s,
+                          tp_layer_comm_bytes)
 from .best_of_n import BestOfN, best_of_n_time
 from .gated_attention import gated_sdpa, output_gate, sink_logit_for_weight
 from .gpu_kernels import (accumulator_registers, attention_program, attention_tile_smem_bytes, blocks_per_sm,

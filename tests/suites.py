@@ -105,6 +105,7 @@ UNIT = frozenset({
     "test_moe_topk.py",
     "test_numerics.py",
     "test_parallel.py",
+    "test_collectives.py",
     "test_serving_scale38.py",
     "test_chapters_scale38.py",
     "test_deployment.py",
