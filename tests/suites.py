@@ -78,6 +78,7 @@ UNIT = frozenset({
     "test_flash.py",
     "test_generation.py",
     "test_grading_expect.py",
+    "test_gpu_math.py",
     "test_hardware.py",
     "test_heads.py",
     "test_hybrid.py",
