@@ -11,6 +11,7 @@ module is placed on purpose, never silently left out of `make check`.
 UNIT = frozenset({
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
+    "test_chapter_softmax_numerics.py",
     "test_misc2.py",
     "test_misc3.py",
     "test_article_numbers.py",
