@@ -128,7 +128,7 @@ _RECORDS = (
     # One B200 of an HGX B200 board. NVIDIA prints the tensor rates with 2:4 sparsity (4.5 PFLOPS bf16), so the
     # dense rate is half. The SM count and clock are not on the page, so only per-SM facts from the CUDA guide
     # (compute capability 10.0) and the PTX ISA (tensor memory: 128 lanes x 512 columns x 4 bytes) are here.
-    Accelerator(name="b200", title="B200 (HGX)", cite="nvidiahgxb200,cudaguide,ptxisa,flashattention4blog",
+    Accelerator(name="b200-hgx", title="B200 (HGX)", cite="nvidiahgxb200,cudaguide,ptxisa,flashattention4blog",
                 source="NVIDIA HGX B200 specifications, per GPU (180 GB HBM3e at 7.7 TB/s, FP16/BF16 tensor "
                        "4.5 PFLOPS with sparsity = 2.25 dense, FP32 75 TFLOPS); CUDA C++ Programming Guide, cc 10.0 "
                        "(64K registers, 64 warps, 228 KB shared memory, 128 FP32 lanes and 16 MUFU results per clock "
