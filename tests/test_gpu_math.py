@@ -64,3 +64,26 @@ def test_warp_softmax_sums_in_butterfly_order():
 def test_errors_name_the_rule(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_new_record_fields_match_their_sources():
+    h100, b200, a100 = mk.GPUS["h100-sxm"], mk.GPUS["b200-hgx"], mk.GPUS["a100-40gb"]
+    # H100 whitepaper and CUDA guide: 128 FP32 lanes, 2 x A100's 2,048 tensor FLOPs a clock, 16 MUFU, 50 MB L2
+    assert (h100.fp32_lanes_per_sm, h100.tensor_flops_per_clock_per_sm, h100.sfu_per_sm) == (128, 2 * 2048, 16)
+    assert (h100.l1_shared_bytes_per_sm, h100.l2_bytes, h100.smem_bytes_per_clock_per_sm) == (256 * 1024, 50 * 2**20, 128)
+    assert h100.fp32_flops == 67e12 and "67 TFLOPS FP32" in h100.source
+    assert (a100.fp32_flops, a100.fp32_lanes_per_sm, a100.tensor_flops_per_clock_per_sm) == (19.5e12, 64, 2048)
+    # HGX B200 page prints 4.5 PFLOPS bf16 with sparsity: dense is half
+    assert b200.bf16_flops == 4.5e15 / 2 and b200.hbm_bytes == 180 * 10**9 and b200.fp32_flops == 75e12
+    assert b200.tensor_memory_bytes_per_sm == 128 * 512 * 4  # PTX ISA: 128 lanes x 512 columns x 32 bits
+    assert b200.num_sms is None  # not published on the page the record cites
+
+
+@pytest.mark.parametrize("field", ["fp32_lanes_per_sm", "sfu_per_sm", "l2_bytes", "tensor_memory_bytes_per_sm"])
+def test_new_integer_fields_are_validated(field):
+    base = dict(name="toy", title="Toy", cite="nvidiah100", source="made up", hbm_bandwidth=1e12, bf16_flops=1e14,
+                hbm_bytes=10**9)
+    with pytest.raises(ValueError, match=rf"^{field} must be a positive integer, got 0$"):
+        mk.Accelerator(**base, **{field: 0})
+    with pytest.raises(ValueError, match=r"^fp32_flops must be a positive number, got -1\.0$"):
+        mk.Accelerator(**base, fp32_flops=-1.0)
