@@ -35,6 +35,14 @@ class Accelerator:
     registers_per_sm, shared_bytes_per_sm, max_warps_per_sm : int, optional
         What one SM offers the thread blocks resident on it: 32-bit registers, the largest
         shared-memory carve-out in bytes, and resident warps (chapter "Attention kernels on the GPU").
+    fp32_flops : float, optional
+        Datasheet FP32 FLOP/s on the ordinary (non-tensor) cores.
+    fp32_lanes_per_sm, tensor_flops_per_clock_per_sm, sfu_per_sm : int, optional
+        Per SM and per clock: FP32 fused multiply-add lanes, dense bf16 tensor-core FLOPs, and results
+        of the special-function (MUFU) unit (exp2, sin, rsqrt, ...).
+    l1_shared_bytes_per_sm, l2_bytes, tensor_memory_bytes_per_sm, smem_bytes_per_clock_per_sm : int, optional
+        The combined L1/shared-memory array of one SM, the chip's L2 cache, Blackwell's tensor memory
+        per SM, and the bytes per clock one SM's shared memory delivers (32 banks of 4 bytes).
 
     Book: chapter "What attention costs".
     """
@@ -51,14 +59,29 @@ class Accelerator:
     registers_per_sm: int | None = None  # 32-bit registers per SM
     shared_bytes_per_sm: int | None = None  # largest shared-memory carve-out per SM, bytes
     max_warps_per_sm: int | None = None  # resident warps per SM
+    fp32_flops: float | None = None  # FP32 FLOP/s on the non-tensor cores
+    fp32_lanes_per_sm: int | None = None  # FP32 FMA lanes per SM
+    tensor_flops_per_clock_per_sm: int | None = None  # dense bf16 tensor-core FLOPs per clock per SM
+    sfu_per_sm: int | None = None  # special-function (MUFU) results per clock per SM
+    l1_shared_bytes_per_sm: int | None = None  # combined L1 / shared-memory array per SM, bytes
+    l2_bytes: int | None = None  # L2 cache of the chip, bytes
+    tensor_memory_bytes_per_sm: int | None = None  # Blackwell tensor memory per SM, bytes
+    smem_bytes_per_clock_per_sm: int | None = None  # shared-memory bandwidth per SM per clock
+
+    _OPTIONAL_INTS = ("sram_bytes_per_sm", "num_sms", "registers_per_sm", "shared_bytes_per_sm",
+                      "max_warps_per_sm", "fp32_lanes_per_sm", "tensor_flops_per_clock_per_sm", "sfu_per_sm",
+                      "l1_shared_bytes_per_sm", "l2_bytes", "tensor_memory_bytes_per_sm",
+                      "smem_bytes_per_clock_per_sm")
 
     def __post_init__(self):
-        for key in ("hbm_bandwidth", "bf16_flops"):
+        for key in ("hbm_bandwidth", "bf16_flops", "fp32_flops"):
             value = getattr(self, key)
+            if value is None and key == "fp32_flops":
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{key} must be a positive number, got {value!r}")
         object.__setattr__(self, "hbm_bytes", check_positive_int("hbm_bytes", self.hbm_bytes))
-        for key in ("sram_bytes_per_sm", "num_sms", "registers_per_sm", "shared_bytes_per_sm", "max_warps_per_sm"):
+        for key in self._OPTIONAL_INTS:
             if getattr(self, key) is not None:
                 object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
 
@@ -70,10 +93,14 @@ class Accelerator:
 
 _RECORDS = (
     # The FlashAttention paper (sec. 2.1) describes the A100's SRAM: 192 KB per SM, 108 SMs.
-    Accelerator(name="a100-40gb", title="A100 40GB SXM", cite="nvidiaa100,dao2022flashattention",
-                source="NVIDIA A100 datasheet (40 GB and 1,555 GB/s HBM2, 312 TFLOPS bf16 dense); "
-                       "arXiv:2205.14135 sec. 2.1 (192 KB SRAM per SM, 108 SMs)",
-                hbm_bandwidth=1.555e12, bf16_flops=312e12, hbm_bytes=40 * 10**9, sram_bytes_per_sm=192 * 1024, num_sms=108),
+    # Per-SM rates from the Ampere whitepaper: 64 FP32 cores and four tensor cores of 256 dense FP16 FMA per
+    # clock each (1,024 FMA = 2,048 FLOPs per clock per SM); the datasheet's FP32 peak is 19.5 TFLOPS.
+    Accelerator(name="a100-40gb", title="A100 40GB SXM", cite="nvidiaa100,dao2022flashattention,nvidiaamperewhitepaper",
+                source="NVIDIA A100 datasheet (40 GB and 1,555 GB/s HBM2, 312 TFLOPS bf16 dense, 19.5 TFLOPS FP32); "
+                       "arXiv:2205.14135 sec. 2.1 (192 KB SRAM per SM, 108 SMs); NVIDIA A100 Tensor Core GPU "
+                       "Architecture whitepaper (64 FP32 cores and 1,024 dense FP16 FMA per clock per SM)",
+                hbm_bandwidth=1.555e12, bf16_flops=312e12, hbm_bytes=40 * 10**9, sram_bytes_per_sm=192 * 1024, num_sms=108,
+                fp32_flops=19.5e12, fp32_lanes_per_sm=64, tensor_flops_per_clock_per_sm=2 * 1024),
     # The 80 GB part has the same chip and peak; only its HBM2e is larger and faster.
     Accelerator(name="a100-80gb", title="A100 80GB SXM", cite="nvidiaa100",
                 source="NVIDIA A100 datasheet (80 GB and 2,039 GB/s HBM2e, 312 TFLOPS bf16 dense)",
@@ -81,15 +108,36 @@ _RECORDS = (
     # The SM count is the architecture whitepaper's (H100 SXM5: 132 SMs); the datasheet does not give it.
     # The per-SM limits are compute capability 9.0's, from the Hopper Tuning Guide, sec. 1.4.1.1
     # (Occupancy): 64K 32-bit registers, 64 resident warps, up to 228 KB of shared memory per SM.
-    Accelerator(name="h100-sxm", title="H100 SXM", cite="nvidiah100,nvidiahopperwhitepaper,nvidiahoppertuning",
-                source="NVIDIA H100 datasheet (80 GB and 3.35 TB/s HBM3, 989 TFLOPS bf16 dense); "
-                       "NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 SMs); "
-                       "Hopper Tuning Guide sec. 1.4.1.1 (64K registers, 64 warps, 228 KB shared memory per SM)",
+    # The rest: 128 FP32 lanes, four tensor cores with twice an A100 SM's MMA rate clock for clock
+    # (2 x 2,048 = 4,096 dense bf16 FLOPs per clock per SM), 256 KB of combined L1 and shared memory per SM
+    # and 50 MB of L2 (whitepaper); 16 special-function results per clock per SM and 32 four-byte shared-memory
+    # banks, each serving one access per clock (CUDA C++ Programming Guide, cc 9.0).
+    Accelerator(name="h100-sxm", title="H100 SXM", cite="nvidiah100,nvidiahopperwhitepaper,nvidiahoppertuning,cudaguide",
+                source="NVIDIA H100 datasheet (80 GB and 3.35 TB/s HBM3, 989 TFLOPS bf16 dense, 67 TFLOPS FP32); "
+                       "NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 SMs; per SM 128 FP32 "
+                       "cores, 4 tensor cores at 2x the A100 SM's MMA rate, 256 KB L1/shared; 50 MB L2); "
+                       "Hopper Tuning Guide sec. 1.4.1.1 (64K registers, 64 warps, 228 KB shared memory per SM); "
+                       "CUDA C++ Programming Guide (16 MUFU results/clock/SM; 32 banks x 4 B per clock)",
                 hbm_bandwidth=3.35e12, bf16_flops=989e12, hbm_bytes=80 * 10**9, num_sms=132,
-                registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64),
+                registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64,
+                fp32_flops=67e12, fp32_lanes_per_sm=128, tensor_flops_per_clock_per_sm=4 * 1024, sfu_per_sm=16,
+                l1_shared_bytes_per_sm=256 * 1024, l2_bytes=50 * 1024**2, smem_bytes_per_clock_per_sm=32 * 4),
     Accelerator(name="h200-sxm", title="H200 SXM", cite="nvidiah200",
                 source="NVIDIA H200 datasheet (141 GB and 4.8 TB/s HBM3e, 989 TFLOPS bf16 dense)",
                 hbm_bandwidth=4.8e12, bf16_flops=989e12, hbm_bytes=141 * 10**9),
+    # One B200 of an HGX B200 board. NVIDIA prints the tensor rates with 2:4 sparsity (4.5 PFLOPS bf16), so the
+    # dense rate is half. The SM count and clock are not on the page, so only per-SM facts from the CUDA guide
+    # (compute capability 10.0) and the PTX ISA (tensor memory: 128 lanes x 512 columns x 4 bytes) are here.
+    Accelerator(name="b200-hgx", title="B200 (HGX)", cite="nvidiahgxb200,cudaguide,ptxisa,flashattention4blog",
+                source="NVIDIA HGX B200 specifications, per GPU (180 GB HBM3e at 7.7 TB/s, FP16/BF16 tensor "
+                       "4.5 PFLOPS with sparsity = 2.25 dense, FP32 75 TFLOPS); CUDA C++ Programming Guide, cc 10.0 "
+                       "(64K registers, 64 warps, 228 KB shared memory, 128 FP32 lanes and 16 MUFU results per clock "
+                       "per SM); PTX ISA, tensor memory (256 KB per SM); FlashAttention-4 blog (SFU count and "
+                       "shared-memory bandwidth unchanged from H100)",
+                hbm_bandwidth=7.7e12, bf16_flops=2.25e15, hbm_bytes=180 * 10**9,
+                registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64,
+                fp32_flops=75e12, fp32_lanes_per_sm=128, sfu_per_sm=16, tensor_memory_bytes_per_sm=256 * 1024,
+                smem_bytes_per_clock_per_sm=32 * 4),
 )
 
 #: Read-only mapping from a short name to its :class:`Accelerator` record.

@@ -60,3 +60,41 @@ def test_triton_grid_and_moe_tokens_per_expert():
     assert (8192 // 128) * 32 == 2048
     assert 64 * 8 / 256 == 2.0 and 4096 * 8 / 256 == 128.0
     assert round(989e12 / 3.35e12 * 256 / 8) == 9447  # global batch whose tokens per expert reach the ridge
+
+
+# --- The hardware sections (memory hierarchy, peak FLOPs, tensor vs CUDA cores, SFU, GEMM ladder) ---
+
+def test_memory_hierarchy_sizes_and_computed_bandwidths():
+    assert 65_536 * 4 == 256 * 1024  # the H100 register file per SM, bytes
+    clock = 67e12 / (132 * 128 * 2)  # the clock the FP32 peak assumes
+    assert round(132 * 32 * 4 * clock / 1e12, 1) == 33.5  # shared memory: 32 banks x 4 B per clock per SM
+    assert round(132 * 128 * 3 * 4 * clock / 1e12, 1) == 402.0  # FP32 FMA operands from registers
+    assert round(132 * 32 * 4 * clock / 3.35e12) == 10
+
+
+def test_fa3_l2_section_for_llama_8b_at_8k():
+    one_kv_head = 8192 * (128 + 128) * 2
+    assert one_kv_head == 4 * 2**20 and (32 * 2**20) // one_kv_head == 8
+    assert 8 * (32 // 8) == 32  # query heads scheduled together (not PackGQA)
+
+
+def test_peak_flops_and_implied_clocks():
+    assert round(312e12 / (108 * 2048) / 1e9, 2) == 1.41 and round(19.5e12 / (108 * 128) / 1e9, 2) == 1.41
+    assert round(989e12 / (132 * 4096) / 1e9, 2) == 1.83 and round(67e12 / (132 * 256) / 1e9, 2) == 1.98
+
+
+def test_tensor_to_cuda_core_ratios():
+    assert round(312 / 19.5, 1) == 16.0 and round(989 / 67, 1) == 14.8 and round(2250 / 75, 1) == 30.0
+
+
+def test_exp_share_of_matmul_time():
+    mma, exp = 4 * 128 / 4096, 1 / 16  # SM-clocks per score, head dim 128
+    assert exp / mma == 0.5
+    assert round(2.25e15 / 989e12 * exp / mma, 2) == 1.14
+
+
+def test_gemm_tile_intensity_and_traffic():
+    assert 2 * 1 * 1 / (2 * 4) == 0.25 and 2 * 128 * 128 / (256 * 2) == 64.0
+    n = 4096
+    assert (n * n * 2 * n + n * n) * 4 / 2**30 == pytest.approx(512.06, abs=0.01)  # naive fp32
+    assert ((n // 128) ** 2 * 256 * n + n * n) * 2 / 2**30 == pytest.approx(2.03, abs=0.01)
