@@ -190,3 +190,10 @@ from .sampling import beam_search_stopping, gnmt_length_penalty
 from .sampling import cfg_logits, mirostat_v2_step, token_healing_mask, typical_mask
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+# fix4fund (unseen4a U4a-1..32, unseen4c U4c-2, U4c-26)
+from .packing import dense_mask_bytes, pack_documents, padding_fraction
+from .chunk_positions import dca_distances, glm_position_ids, logn_scale
+from .attention_extras import attention_rollout, efficient_attention_entries, swin_attention_flops
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -9,6 +9,9 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_packing.py",
+    "test_chunk_positions.py",
+    "test_attention_extras.py",
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
     "test_misc2.py",
