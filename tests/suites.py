@@ -9,6 +9,7 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_claims_fund.py",
     "test_packing.py",
     "test_chunk_positions.py",
     "test_attention_extras.py",
