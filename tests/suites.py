@@ -9,6 +9,8 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_engine_rules.py",
+    "test_chapter_fix4eng.py",
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
     "test_misc2.py",
