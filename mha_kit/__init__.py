@@ -135,6 +135,7 @@ from .tree import (accepted_path_slots, attention_with_lse, cascade_attention, s
 from .backends import (EMPTY, FULL, PARTIAL, POLY_EX2_DEG3, VLLM_BACKEND_FEATURES, VLLM_PRIORITIES, backend_rejections, block_mask_from_mask_mod, exp2_poly, flex_attention, int8_scores,
                        lazy_rescale_attention, padded_batch_size, quantize_int8_blocks, vllm_capture_sizes)
 from .eviction import cross_layer_cache_bytes, h2o_keep, snapkv_keep, yoco_cache_bytes
+from .engine_rules import cuda_graph_count, lm_head_step_share, v0_preemption_mode
 
 from .long_context_eval import (RULER_LENGTHS, RULER_RESULTS, RULER_THRESHOLD, RulerResult, derived_max_model_len,
                                 effective_length)

@@ -17,6 +17,8 @@ UNIT = frozenset({
     "test_packing.py",
     "test_chunk_positions.py",
     "test_attention_extras.py",
+    "test_engine_rules.py",
+    "test_chapter_fix4eng.py",
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
     "test_chapter_softmax_numerics.py",
