@@ -9,6 +9,8 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_fleet_ops.py",
+    "test_chapter_fleet_fix4.py",
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
     "test_misc2.py",
