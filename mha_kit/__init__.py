@@ -198,6 +198,10 @@ from .positions import round_bf16
 from .sampling import beam_search_stopping, gnmt_length_penalty
 from .sampling import cfg_logits, mirostat_v2_step, token_healing_mask, typical_mask
 
+# fix4fleet (unseen4b U4b-4..37, unseen4c U4c-28, U4c-32): fleet operations in numbers
+from .fleet_ops import (aimd_batch_trace, bandwidth_utilisation, batched_early_exit_layers, edge_decode_ceiling,
+                        flops_utilisation, isolation_replays, weight_pull_seconds)
+
 __all__ = [name for name in dir() if not name.startswith("_")]
 
 # fix4blk: the block around attention (chapter "The block around attention")

@@ -19,6 +19,8 @@ UNIT = frozenset({
     "test_attention_extras.py",
     "test_engine_rules.py",
     "test_chapter_fix4eng.py",
+    "test_fleet_ops.py",
+    "test_chapter_fleet_fix4.py",
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
     "test_chapter_softmax_numerics.py",
