@@ -16,7 +16,7 @@ import pytest
 
 import grading_support as gs
 from mha_course.lab import LEARNER_CONFIG, lab_environment, working_copy
-from test_site import CHROMIUM, CHROMIUM_ARGS, require_browser
+from site_browser import CHROMIUM, CHROMIUM_ARGS, require_browser
 
 TOKEN = "learner-lab-test"
 NOTEBOOK = "01_shapes/01_shapes.ipynb"
