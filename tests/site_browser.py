@@ -1,9 +1,10 @@
 """What the site's test modules share: the one build of the learner edition, its server, the browser and
 a tab that records what went wrong while a page loaded.
 
-`tests/test_site.py` reads the built pages, `tests/test_site_lite.py` and `tests/test_site_lite_chapters.py` the
-browser edition (JupyterLite) in them. They are three modules so that pytest-xdist (`--dist loadfile`) runs them
-on three workers at once, after the one build they share (:func:`shared_build`); the fixtures are imported into
+`tests/test_site.py` reads the built pages, `tests/test_site_pages_a.py` and `_b.py` load each page for its
+report, `tests/test_site_lite.py` and `tests/test_site_lite_chapters.py` run the browser edition (JupyterLite) in
+them. They are five modules so that pytest-xdist (`--dist loadfile`) runs them on several workers at once, after
+the one build they share (:func:`shared_build`); the fixtures are imported into
 each module, so each has its own browser and server.
 """
 import fcntl

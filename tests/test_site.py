@@ -6,9 +6,9 @@ first module that asks (tests/site_browser.py); with MHA_BUILT_SITE=<folder> set
 learner-book`), they read that build instead of making another. A chapter that nbval re-executes and
 compares in the same run (`make test`, CI) is built from its stored outputs rather than executed a
 second time (website/ext/stored_outputs.py); every other chapter executes. This module reads the
-pages; tests/test_site_lite.py and tests/test_site_lite_chapters.py run the browser edition in them.
-Each page is loaded once for what the page tests check (page_reports, with PROBES for what more a
-test reads from it); the calculator's and the drills' tests share one visit each.
+practice pages, search and the files; tests/test_site_pages_a.py and _b.py load every page for its
+report (tests/site_pages.py), and tests/test_site_lite.py and tests/test_site_lite_chapters.py run the
+browser edition in them. The calculator's and the drills' tests share one visit each.
 
 The browser tests serve that folder on 127.0.0.1, open each chapter in headless Debian
 Chromium with every request to another host aborted, and fail on console errors, script
@@ -23,12 +23,12 @@ import dataclasses
 import json
 import random
 import re
-from dataclasses import dataclass
 
 import question_index_links as qil
 import pytest
 import site_support as support
 from booktoc import source_of, toc_entries
+from site_pages import SEARCH_QUERY, TEX, _search_results
 from site_browser import (  # noqa: F401 (the fixtures: pytest finds them among the module's names)
     SITE_DOCNAMES,
     FIND_UNRENDERED_MATH,
@@ -48,7 +48,6 @@ import mha_kit as mk
 from website.ext import practice_pages
 from website.lite import site as lite_site
 
-ANIMATED_CHAPTER = "book/step_through"
 
 
 def test_build_succeeds_without_warnings(site):
@@ -78,269 +77,6 @@ def test_chapter_heading_is_numbered(site, docname):
     assert any('class="section-number"' in h1 for h1 in headings), (
         f"{docname}.html: the title carries no chapter number"
     )
-
-
-AXE_IMPACTS = ("serious", "critical")
-# axe-core's rules whose every outcome is minor or moderate (the rule's own impact, or else every one of its
-# checks'): their violations are never reported (AXE_IMPACTS), so the page reports leave them out. Four in ten of
-# its rules ('region' and the landmark rules among them) and 40 % of its time on a chapter (measured 2026-12-06).
-# test_rules_left_out_report_nothing_serious shows on a page of violations that the result is the same.
-LOW_IMPACT_RULES = """
-() => {
-  const low = new Set(['minor', 'moderate']);
-  const checks = axe._audit.checks;
-  return axe._audit.rules.filter((rule) => {
-    const impacts = rule.impact ? [rule.impact] : [...rule.any, ...rule.all, ...rule.none].map((c) => {
-      const check = checks[typeof c === 'string' ? c : c.id];
-      return check && check.metadata ? check.metadata.impact : undefined;
-    });
-    return impacts.length > 0 && impacts.every((impact) => low.has(impact));
-  }).map((rule) => rule.id);
-}
-"""
-# search.html is checked with a query's results on it, which the search tests then read.
-SEARCH = "search"
-SEARCH_QUERY = "scores"
-
-
-def _axe_pages():
-    return [*SITE_DOCNAMES, SEARCH, "lite/index"]  # lite/index: the browser edition's landing page
-
-
-def _page_url(server, docname):
-    return f"{server}/{docname}.html" + (f"?q={SEARCH_QUERY}" if docname == SEARCH else "")
-
-
-@pytest.fixture(scope="module")
-def axe():
-    from axe_playwright_python.sync_playwright import Axe  # bundles axe-core: nothing is downloaded
-
-    return Axe()
-
-
-@dataclass
-class PageReport:
-    """One page opened once: what its load went wrong (or the error that stopped it), and axe-core's
-    serious and critical violations on the loaded page."""
-
-    mathjax: str = ""
-    problems: list = dataclasses.field(default_factory=list)
-    violations: list = dataclasses.field(default_factory=list)
-    error: str = ""
-    timed_out: bool = False  # the error is a wait that ran past PAGE_TIMEOUT_MS
-    seen: dict = dataclasses.field(default_factory=dict)  # what the page's probe saw (PROBES)
-    kinds: set = dataclasses.field(default_factory=set)  # its elements' tags, classes, inline styles
-    checked: set = dataclasses.field(default_factory=set)  # the kinds of the elements the colour rules checked
-
-
-def _search_results(page):
-    """Wait for the query's results and their summaries; what the search tests read."""
-    results = page.locator("#search-results li")
-    results.first.wait_for(state="attached")
-    page.wait_for_function("() => document.querySelectorAll('#search-results li p.context').length > 0")
-    page.wait_for_timeout(500)  # the summaries arrive one fetch at a time
-    return {"results": results.count(), "text": page.locator("#search-results").inner_text()}
-
-
-def _animation_steps(page):
-    """Step the first animation forward and back to its first frame; the frames it showed."""
-    animations = page.locator("div.animation")
-    if animations.count() == 0:
-        return {"animations": 0}
-    animation = animations.first
-    image = animation.locator("img").first
-    next_button = animation.locator("button[title='Next frame']")
-    frames = [image.get_attribute("src")]
-    next_button.click()
-    frames.append(image.get_attribute("src"))
-    animation.locator("button[title='First frame']").click()
-    frames.append(image.get_attribute("src"))
-    return {"animations": animations.count(), "next_icons": next_button.locator("svg").count(), "frames": frames}
-
-
-# A test that needs more of a page than its load reads it from the same visit, not a second one:
-# page -> (what to do before axe-core runs, what to do after). The page's problems include both.
-PROBES = {
-    SEARCH: (_search_results, None),
-    ANIMATED_CHAPTER: (None, _animation_steps),
-}
-
-
-def _probe(report, step, page):
-    try:
-        report.seen.update(step(page))
-    except Exception as error:  # the probe's test fails, not the page's other tests
-        report.seen["probe_error"] = f"{type(error).__name__}: {error}"
-
-
-# The kinds of element a page shows once rendered: tags, classes and inline styles, MathJax's own
-# elements left out (math takes the colour of the text around it). Those that show a kind not in
-# ``seen`` (every element, when it is null) get the attribute data-mha-colours, the context axe-core's
-# colour rules are then given. Returns [the kinds shown, the kinds of the elements those rules check:
-# the marked ones and every element inside them].
-ELEMENT_KINDS = """
-(seen) => {
-  const old = seen === null ? null : new Set(seen);
-  const kinds = (el) => {
-    const found = [el.tagName.toLowerCase(), ...[...el.classList].map((name) => '.' + name)];
-    if (el.getAttribute('style')) found.push('@' + el.getAttribute('style'));
-    return found;
-  };
-  const shown = [...document.body.querySelectorAll('*')].filter(
-    (el) => !el.tagName.toLowerCase().startsWith('mjx-') && !el.closest('mjx-container'));
-  for (const el of shown) {
-    if (old === null || kinds(el).some((kind) => !old.has(kind))) el.setAttribute('data-mha-colours', '');
-  }
-  const all = new Set(), checked = new Set();
-  for (const el of shown) {
-    kinds(el).forEach((kind) => all.add(kind));
-    if (el.closest('[data-mha-colours]')) kinds(el).forEach((kind) => checked.add(kind));
-  }
-  return [[...all], [...checked]];
-}
-"""
-# axe-core's rules that compare colours: they run on the marked elements only (ELEMENT_KINDS).
-COLOUR_RULES = ("color-contrast", "link-in-text-block")
-
-
-class Reader:
-    """One reader's tab, going from page to page (page_reports).
-
-    Going from page to page in one tab, as a reader follows the links, rather than a new tab for
-    each page: Chromium keeps the one renderer process and what it has compiled, and the 34 page
-    reports cost 64-70 CPU-seconds instead of 85-100 (measured on 2 cores, 2026-12-02). A page
-    whose load runs out of time is tried once more in a new tab (the stalled one is closed): in a
-    full test run on 2 cores, one chapter's load once waited past PAGE_TIMEOUT_MS for Playwright's
-    "networkidle", a page that loads in a second on its own. A page that times out twice fails.
-    """
-
-    def __init__(self, context):
-        self.context, self.tab = context, PageVisit(context)
-
-    def report(self, axe, url, probes=(None, None), contrast_seen=None):
-        """:func:`_visit` of ``url`` in this tab."""
-        report = _visit(self.tab, axe, url, probes, contrast_seen)
-        if report.timed_out:
-            self._new_tab()
-            report = _visit(self.tab, axe, url, probes, contrast_seen)
-        self._leave()
-        return report
-
-    def _leave(self):
-        """Let the requests the page's checks started (axe-core fetches its stylesheets, a probe its
-        images) finish here, so that their events never land in the next page's record; a tab whose
-        requests do not finish is replaced."""
-        try:
-            settle(self.tab, quiet_s=0.2)
-        except PageTimeout:
-            self._new_tab()
-
-    def _new_tab(self):
-        self.tab.close()
-        self.tab = PageVisit(self.context)
-
-    def close(self):
-        self.tab.close()
-
-
-def _visit(tab, axe, url, probes=(None, None), contrast_seen=None):
-    """Load ``url`` in ``tab`` (a :class:`PageVisit`): its problems, its probes and axe-core's violations.
-
-    axe-core's colour rules (:data:`COLOUR_RULES`: two thirds of its time on a page) check the
-    elements that show a kind of element (tag, class or inline style) no page checked before
-    showed, and everything inside them: an element's colours come from the stylesheets its kind
-    and those of the elements around it select, which every page shares. ``contrast_seen`` holds
-    the kinds checked so far (``None``: check every element of every page).
-    """
-    tab.reset()
-    report = PageReport()
-    before, after = probes
-    try:
-        report.mathjax = load(tab, url)
-        if before:
-            _probe(report, before, tab.page)
-        # The page's problems are those before axe-core runs (its stylesheet fetches are its own),
-        # and those of the probe after it.
-        problems = tab.problems + tab.page.evaluate(FIND_UNRENDERED_MATH)
-        seen = None if contrast_seen is None else sorted(contrast_seen)
-        report.kinds, report.checked = map(set, tab.page.evaluate(ELEMENT_KINDS, seen))
-        tab.page.evaluate(axe.axe_script)
-        off = ["image-alt", *COLOUR_RULES, *tab.page.evaluate(LOW_IMPACT_RULES)]
-        violations = tab.page.evaluate("([options]) => axe.run(document, options)", [
-            {"resultTypes": ["violations"], "rules": {rule: {"enabled": False} for rule in off}}])["violations"]
-        if report.checked:  # axe-core is in the page already
-            options = {"resultTypes": ["violations"], "runOnly": {"type": "rule", "values": list(COLOUR_RULES)}}
-            violations += tab.page.evaluate("([context, options]) => axe.run(context, options)",
-                                            [{"include": [["[data-mha-colours]"]]}, options])["violations"]
-        if contrast_seen is not None:
-            contrast_seen |= report.checked
-        report.violations = [v for v in violations if v["impact"] in AXE_IMPACTS]
-        if after:
-            seen_by_axe = len(tab.problems)
-            _probe(report, after, tab.page)
-            problems += tab.problems[seen_by_axe:]
-        report.problems = problems
-    except Exception as error:  # a page that fails to load fails its own tests, not the others
-        report.error = f"{type(error).__name__}: {error}"
-        report.timed_out = isinstance(error, TimeoutError) or type(error).__name__ == "TimeoutError"  # Playwright's
-    return report
-
-
-@pytest.fixture(scope="module")
-def page_reports(server, browser, axe, site):
-    """Every page of the site and search.html (with a query's results), each loaded once for the
-    rendering test, the accessibility checker and the page's probe (PROBES): a page load with
-    MathJax costs as much as the check."""
-    contrast_seen = set()
-    # One context for all the pages, as one reader's browser: a context of its own for each page
-    # cost about 1.5 CPU-seconds more per page (measured on 2 cores); one tab too (Reader).
-    context = browser.new_context()
-    reader = Reader(context)
-    yield {docname: reader.report(axe, _page_url(server, docname), PROBES.get(docname, (None, None)), contrast_seen)
-           for docname in _axe_pages() if site.page(docname).exists()}
-    reader.close()
-    context.close()
-
-
-@pytest.mark.parametrize("docname", SITE_DOCNAMES)
-def test_chapter_renders_offline(page_reports, site, docname):
-    """The chapter loads with no network, no errors, and all its math typeset."""
-    if not site.page(docname).exists():
-        pytest.fail(f"{docname}.html was not built")
-    report = page_reports[docname]
-    assert not report.error, f"{docname}.html could not be checked: {report.error}"
-    assert not report.mathjax.startswith("MathJax never started"), f"{docname}: {report.mathjax}"
-    assert not report.problems, f"{docname}.html:\n  " + "\n  ".join(report.problems)
-
-
-def _seen(page_reports, docname):
-    """What the page's probe saw in page_reports' visit (the probe's own error fails here)."""
-    if docname not in page_reports:
-        pytest.fail(f"{docname}.html was not built")
-    report = page_reports[docname]
-    assert not report.error, f"{docname}.html could not be checked: {report.error}"
-    assert "probe_error" not in report.seen, f"{docname}.html: {report.seen['probe_error']}"
-    return report
-
-
-def test_search_finds_pages(page_reports):
-    """Sphinx's local search index answers a query without the network."""
-    report = _seen(page_reports, SEARCH)
-    assert report.seen["results"] > 0, f"searching for {SEARCH_QUERY!r} found no page"
-    assert not report.problems, "search.html:\n  " + "\n  ".join(report.problems)
-
-
-def test_step_through_animation_steps(page_reports):
-    """The step-through animation moves a frame forward and back to the first."""
-    report = _seen(page_reports, ANIMATED_CHAPTER)
-    seen = report.seen
-    assert seen["animations"] > 0, f"{ANIMATED_CHAPTER}.html has no matplotlib jshtml animation"
-    assert seen["next_icons"] == 1, "the 'Next frame' button shows no icon"
-    first_frame, second_frame, back = seen["frames"]
-    assert first_frame, "the animation shows no frame"
-    assert second_frame != first_frame, "clicking 'Next frame' did not change the picture"
-    assert back == first_frame, "'First frame' did not bring back frame 1"
-    assert not report.problems, f"{ANIMATED_CHAPTER}.html:\n  " + "\n  ".join(report.problems)
 
 
 # --- the live calculator -----------------------------------------------------------------------
@@ -733,58 +469,6 @@ def test_practice_pages_work_from_disk(browser, site, docname):
 
 # --- accessibility, figures, search ------------------------------------------------------------
 
-def test_pages_pass_the_accessibility_checker(page_reports):
-    """axe-core in Chromium, on every page: no serious or critical violation (figures' alt text
-    is the next test's)."""
-    found = [f"{docname}: not checked ({report.error})" for docname, report in page_reports.items() if report.error]
-    missing = [docname for docname in _axe_pages() if docname not in page_reports]
-    found += [f"{docname}: not built, so not checked" for docname in missing]
-    for docname, report in page_reports.items():
-        for violation in report.violations:
-            targets = [", ".join(node["target"]) for node in violation["nodes"][:3]]
-            found.append(f"{docname}: {violation['id']} ({violation['impact']}) {violation['help']}: {targets}")
-    assert not found, "accessibility violations:\n  " + "\n  ".join(found)
-
-
-# A page with violations of every impact: a button with no name and an aria-hidden link that takes focus
-# (critical, serious), low-contrast text (serious), no main landmark, no h1, a skipped heading level,
-# text outside any landmark (moderate), an empty table header (minor).
-VIOLATIONS_PAGE = """<!doctype html><html lang="en"><head><title>t</title></head><body>
-<h3>Skipped levels</h3><p style="color:#aaa;background:#fff">faint text</p><button></button>
-<div aria-hidden="true"><a href="#x">hidden but focusable</a></div>
-<table><tr><th></th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table></body></html>"""
-
-
-def test_rules_left_out_report_nothing_serious(browser, axe):
-    """Leaving out LOW_IMPACT_RULES changes no serious or critical violation: on a page with violations of
-    every impact, axe-core with them and without them reports the same serious and critical ones."""
-    tab = PageVisit(browser)
-    try:
-        tab.page.set_content(VIOLATIONS_PAGE)
-        tab.page.evaluate(axe.axe_script)
-        off = tab.page.evaluate(LOW_IMPACT_RULES)
-        assert {"region", "heading-order", "landmark-one-main"} <= set(off), off
-        found = {}
-        for name, rules in (("all", {}), ("without", {rule: {"enabled": False} for rule in off})):
-            result = tab.page.evaluate("([options]) => axe.run(document, options)",
-                                       [{"resultTypes": ["violations"], "rules": rules}])
-            found[name] = {(v["id"], v["impact"]) for v in result["violations"]}
-        serious = {v for v in found["all"] if v[1] in AXE_IMPACTS}
-        assert {"button-name", "color-contrast"} <= {rule for rule, _ in serious}, found["all"]
-        assert any(impact not in AXE_IMPACTS for _, impact in found["all"]), found["all"]  # the page has low ones too
-        assert {v for v in found["without"] if v[1] in AXE_IMPACTS} == serious
-        assert not {rule for rule, _ in found["without"]} & set(off)
-    finally:
-        tab.close()
-
-
-def test_colour_contrast_is_checked_on_every_kind_of_element(page_reports):
-    """The elements axe-core's colour rules checked show, together, every kind of element any page shows."""
-    shown = set().union(*(report.kinds for report in page_reports.values()))
-    checked = set().union(*(report.checked for report in page_reports.values()))
-    assert shown and checked == shown, sorted(shown - checked)[:20]
-
-
 def test_every_figure_has_alt_text(site):
     """Every image on every page says what it shows: alt text that is not empty and not a file name."""
     missing = {}
@@ -801,18 +485,6 @@ def test_every_figure_has_alt_text(site):
         "figures without alt text (set mystnb.image.alt in the cell's metadata, see the chain format):\n  "
         + "\n  ".join(f"{docname}: {count} figure(s)" for docname, count in sorted(missing.items()))
     )
-
-
-TEX = re.compile(r"\\\(|\\\[|\\[a-zA-Z]+\{|[a-z]_\{")
-
-
-def test_search_results_show_readable_math(page_reports):
-    """A search hit on a title or a passage with math shows text, not TeX source."""
-    report = _seen(page_reports, SEARCH)
-    text = report.seen["text"]
-    assert "√d_h" in text, text[:2000]
-    assert not TEX.findall(text), f"TeX in the search results: {TEX.findall(text)[:10]}\n{text[:2000]}"
-    assert not report.problems, "\n".join(report.problems)
 
 
 def test_a_request_left_open_is_named_when_the_wait_gives_up(server, visit):

@@ -1,0 +1,15 @@
+"""The page reports (tests/site_pages.py) on share 1 of 2 of the built site's pages: each page loaded once
+in Chromium with no network, checked for errors and untypeset math, and by axe-core."""
+# ruff: noqa: F811 (a test names the fixtures it uses)
+from site_browser import browser, server, site  # noqa: F401 (the fixtures: pytest finds them among the module's names)
+from site_pages import (  # noqa: F401
+    axe,
+    page_reports,
+    pytest_generate_tests,
+    test_chapter_renders_offline,
+    test_colour_contrast_is_checked_on_every_kind_of_element,
+    test_pages_pass_the_accessibility_checker,
+
+)
+
+PAGE_SHARE = (1, 2)
