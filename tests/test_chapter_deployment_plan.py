@@ -118,3 +118,31 @@ def test_deepseek_r1_fp8_checkpoint_needs_two_h800_nodes():
     assert ckpt > node
     assert round((2 * node - ckpt) / 16 / 1e9, 1) == 37.2
     assert round((8 * 141e9 - ckpt) / 8 / 1e9, 1) == 55.4
+
+
+# Llama-3-8B (config.json): 32 layers, d 4096, 32 query heads and 8 KV heads of 128, d_ff 14336,
+# vocabulary 128,256. Per layer and token the weights multiply: q and o (d x d each), k and v
+# (d x 1024 each), the SwiGLU's three d x d_ff matrices.
+L8, D8, FF8, V8 = 32, 4096, 14336, 128256
+LAYER8 = 2 * D8 * D8 + 2 * D8 * 1024 + 3 * D8 * FF8
+
+
+def _llama8_prefill_flops(n):
+    # 2 FLOPs a weight per token for the layers; the head once (last token's logits); the embedding
+    # lookup nothing; causal attention: token i scores i keys and mixes i values, 2 * 128 FLOPs each per head
+    return 2 * n * L8 * LAYER8 + 2 * V8 * D8 + L8 * 32 * 2 * 2 * 128 * (n * (n + 1) // 2)
+
+
+def test_mfu_counts_no_embedding_flops_and_the_head_once():
+    flops = _llama8_prefill_flops(2048)
+    assert mk.prefill_flops(mk.MODEL_FACTS["llama-3-8b"], 2048) == flops
+    mfu = flops / 0.090 / 989.4e12  # measured 90 ms on an H100 SXM (989.4 dense bf16 TFLOP/s)
+    assert round(100 * mfu) == 33  # not 37, which 2 x 8.03 B x 2048 would give
+    floor = mk.plan_deployment("llama-3-8b", "h100-sxm", num_gpus=1, tp=1, context_len=2048, batch_size=1)
+    assert abs(mfu - floor.prefill_s / 0.090) < 1e-3  # the floor is the step at MFU 1
+
+
+def test_prefill_only_requests_per_gpu_and_gpus_for_500_per_s():
+    rate = 0.5 * 989.4e12 / _llama8_prefill_flops(512)  # requests/s at MFU 50%
+    assert 68 < rate < 69
+    assert -(-500 // rate) == 8

@@ -50,8 +50,9 @@ def test_qwen2_vl_image_tokens_and_encoder_ratio():
     assert (224 // 28) ** 2 + 2 == mk.qwen2_vl_image_tokens(224, 224) == 66
     beta = math.sqrt(1080 * 1920 / 1_003_520)  # max_pixels = 14*14*4*1280
     assert math.floor(1080 / beta / 28) * math.floor(1920 / beta / 28) + 2 == mk.qwen2_vl_image_tokens(1080, 1920)
-    # four 14-px patches per merged token through a 675M encoder, against an 8B model's weights per token
-    assert 4 * 675e6 / _llama_params(D8, FF8, L8, 1024) == pytest.approx(0.336, abs=0.002)
+    # four 14-px patches per merged token through a 675M encoder, against an 8B model's layer weights per
+    # token: an image token needs neither the embedding lookup nor the output head (2 V d left out)
+    assert 4 * 675e6 / (_llama_params(D8, FF8, L8, 1024) - 2 * V * D8) == pytest.approx(0.387, abs=0.002)
 
 
 def test_70b_weight_load_times():

@@ -66,3 +66,20 @@ def test_edge_ceilings():
 def test_canary_samples():
     assert 1000 * 0.05 * 10 * 60 == 30_000
     assert len(mk.vllm_capture_sizes(512)) == 3 + len(range(8, 256, 8)) + len(range(256, 513, 16))
+
+
+def test_edge_power_prompt_that_fits_500_ms():
+    # Llama-3-8B at 4.5 bits on AGX Orin at 204.8 GB/s: decode at most 204.8e9 / bytes tokens/s.
+    params = 2 * 128256 * 4096 + 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 4096
+    decode_s = params * 4.5 / 8 / 204.8e9
+    assert round(1 / decode_s) == 45
+    # prefill: 170 sparse INT8 TOPS / 2 (dense) / 2 (FP16) = 42.5 TFLOP/s, x 0.5 clock x 0.5 MFU
+    rate = 170e12 / 4 * 0.5 * 0.5
+    layer = 2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336
+
+    def seconds(n, reply):  # layers per token, the head once, causal attention (32 layers, 32 heads of 128)
+        flops = 2 * n * 32 * layer + 2 * 128256 * 4096 + 32 * 4 * 32 * 128 * n * (n + 1) // 2
+        return flops / rate + reply * decode_s
+
+    assert seconds(240, 8) <= 0.5 < seconds(256, 8)
+    assert seconds(96, 16) <= 0.5 < seconds(112, 16)
