@@ -63,6 +63,19 @@ def write_reports(out, assignment):
     return results
 
 
+def _cells(url, assignment):
+    """``(has submissions, grade cells, solution cells, task cells, source cells)`` of the assignment's notebook in
+    the gradebook at ``url`` (names, as sets), or ``None`` when it has none."""
+    with warnings.catch_warnings(), Gradebook(url) as gradebook:
+        warnings.simplefilter("ignore")  # SQLAlchemy notices from inside nbgrader
+        try:
+            notebook = gradebook.find_notebook(assignment, assignment)
+        except MissingEntry:
+            return None
+        return (bool(notebook.submissions), *({cell.name for cell in cells} for cells in (
+            notebook.grade_cells, notebook.solution_cells, notebook.task_cells, notebook.source_cells)))
+
+
 class CourseWriter:
     """Puts safegrade's results into a course as ``nbgrader autograde`` would leave them, one at a time.
 
@@ -84,14 +97,19 @@ class CourseWriter:
         self.gradebook, self._ready = Gradebook(self.url), True
 
     def _add_assignment(self):
-        """The assignment and its cells go in as ``generate_assignment`` puts them, once."""
-        with Gradebook(self.url) as gradebook:  # whole: a batch killed while adding it left only a part
-            try:
-                if gradebook.find_notebook(self.assignment, self.assignment).grade_cells:
-                    return
-            except MissingEntry:
-                pass
+        """The assignment and its cells go in as ``generate_assignment`` puts them, whole.
+
+        A batch killed while adding them leaves a part (the grade cells, not yet the solution cells: recording
+        then fails with "No such taskcomment"). So the cells are compared with a fresh release's, and a notebook
+        that lacks some is added again: nbgrader's ``SaveCells`` replaces it whole, as no submission is
+        recorded against it yet (a notebook with submissions was complete when they were recorded).
+        """
         with tempfile.TemporaryDirectory(prefix="mha_sg_db_") as tmp:
+            whole = _cells(f"sqlite:///{template(self.assignment, Path(tmp) / 'release').root / 'gradebook.db'}",
+                           self.assignment)
+            here = _cells(self.url, self.assignment)
+            if here is not None and (here[0] or here[1:] == whole[1:]):
+                return
             template(self.assignment, Path(tmp) / "course", gradebook=self.url)
 
     def record(self, result):
