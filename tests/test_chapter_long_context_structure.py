@@ -92,3 +92,20 @@ def test_long_context_against_retrieval_bill_llama3_8b():
     assert 131072 * kv_per_token == 16 * 2**30 and 4096 * kv_per_token == 512 * 2**20
     follow = 2 * 200 * per_token + 2 * vocab * d + layers * 4 * heads * dh * sum(131072 + i for i in range(1, 201))
     assert round(follow / rate, 3) == 0.033
+
+
+def test_agent_log_prefix_miss_against_hit():
+    # Llama 3 8B written out: d 4096, 32 layers, 32 heads and 8 KV heads of 128, d_ff 14336, vocab 128256.
+    d, layers, h, kv, dh, ff, vocab = 4096, 32, 32, 8, 128, 14336, 128256
+    weights = layers * (d * h * dh + 2 * d * kv * dh + h * dh * d + 3 * d * ff)  # per token
+    logits = 2 * vocab * d
+    cached, new = 100_000, 1_000
+    n = cached + new
+    miss = 2 * n * weights + logits + layers * 2 * h * dh * n * (n + 1)
+    hit = 2 * new * weights + logits + layers * 4 * h * dh * sum(cached + i for i in range(1, new + 1))
+    rate = 0.5 * 989e12  # half the H100 SXM dense bf16 peak
+    assert f"{hit / rate:.2f}" == "0.13" and f"{miss / rate:.1f}" == "8.3"
+    assert round(miss / hit) == 61
+    facts = mk.MODEL_FACTS["llama-3-8b"]
+    assert mk.prefill_flops(facts, n) == miss
+    assert mk.prefix_prefill_flops(facts, cached, new) == hit

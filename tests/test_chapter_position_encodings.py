@@ -63,3 +63,16 @@ def test_llama4_and_gemma3_numbers():
     assert f"{1 + 0.1 * math.log(10_485_760 // 8192 + 1):.2f}" == "1.72"  # a query at 10M tokens
     assert round(2 * math.pi * 10_000 ** (254 / 256)) == 58_470
     assert round(2 * math.pi * 1_000_000 ** (254 / 256)) == 5_640_335
+
+
+def test_chatglm6b_two_ids_and_head_halves():
+    # THUDM/chatglm-6b get_position_ids, written out: indices up to the bos token (<sop>), then the
+    # [gMASK] index for <sop> and every later token; block ids 0 in the context, 1, 2, ... from <sop>.
+    context_length, mask_position, seq_length = 4, 3, 8  # x1 x2 x3 [gMASK] | <sop> y1 y2 y3
+    position = [p if p < context_length else mask_position for p in range(seq_length)]
+    block = [0] * context_length + [k + 1 for k in range(seq_length - context_length)]
+    pos1, pos2 = mk.glm_position_ids(4, [(3, 3)])
+    assert pos1.tolist() == position == [0, 1, 2, 3, 3, 3, 3, 3]
+    assert pos2.tolist() == block == [0, 0, 0, 0, 1, 2, 3, 4]
+    head_dim = 4096 // 32  # hidden_size // num_attention_heads
+    assert (head_dim, 4096 // (32 * 2)) == (128, 64)  # RotaryEmbedding(hidden // (heads * 2)): one half per id

@@ -33,3 +33,21 @@ def test_vllm_default_lengths():
     assert mk.vllm_max_model_len(32768, {"type": "yarn", "factor": 4.0,
                                          "original_max_position_embeddings": 32768}) == 4 * 32768
     assert mk.vllm_max_model_len(131072, {"type": "longrope"}, original_max_position_embeddings=4096) == 4096
+
+
+def test_dca_exact_inside_the_chunk_and_for_the_last_local_tokens():
+    n, chunk_size, local = 24, 8, 2
+    span = chunk_size - local  # a DCA chunk in DualChunkRotaryEmbedding: keys at j mod span
+    dist = mk.dca_distances(n, chunk_size=chunk_size, local_size=local)
+    for i in range(n):
+        for j in range(i + 1):
+            if i // span == j // span or i - j <= local:
+                assert dist[i, j] == i - j, (i, j)
+            assert dist[i, j] <= chunk_size
+    assert dist[23, 12] == chunk_size and 23 - 12 == 11  # previous chunk, query past local: clamped
+    assert 262_144 - 8_192 == 253_952  # Qwen2.5-1M chunk_size - local_size
+
+
+def test_qwen3_lengths():
+    assert 4 * 32_768 == 131_072  # Qwen3: trained at 32,768, four-fold with YaRN + DCA
+    assert 4 * 262_144 == 2**20  # Qwen3-2507: 262,144 native, 1M with DCA + MInference

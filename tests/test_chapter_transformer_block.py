@@ -89,3 +89,7 @@ def test_float32_two_sums_variance_cancels_and_welford_does_not():
     assert abs(naive - exact) / exact > 0.01
     _, welford = mk.row_stats_blocked(row, 256)
     assert abs(welford - exact) / exact < 1e-4
+
+
+def test_llama31_405b_depth_quoted_in_the_deepnorm_paragraph():
+    assert mk.MODEL_FACTS["llama-3.1-405b"].config.num_layers == 126  # Llama 3 paper, Table 3
