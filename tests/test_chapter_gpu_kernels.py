@@ -102,3 +102,9 @@ def test_gemm_tile_intensity_and_traffic():
     n = 4096
     assert (n * n * 2 * n + n * n) * 4 / 2**30 == pytest.approx(512.06, abs=0.01)  # naive fp32
     assert ((n // 128) ** 2 * 256 * n + n * n) * 2 / 2**30 == pytest.approx(2.03, abs=0.01)
+
+
+def test_measured_latency_ratios():
+    # markdewing/AI_kernels latency/README.md, H100 SXM, cycles: L1 40, L2 291, HBM 700
+    assert (291 / 40, 700 / 40) == (7.275, 17.5)
+    assert f"{291 / 40:4.1f}" == " 7.3" and f"{700 / 40:4.1f}" == "17.5"
