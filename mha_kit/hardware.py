@@ -128,16 +128,20 @@ _RECORDS = (
     # One B200 of an HGX B200 board. NVIDIA prints the tensor rates with 2:4 sparsity (4.5 PFLOPS bf16), so the
     # dense rate is half. The SM count and clock are not on the page, so only per-SM facts from the CUDA guide
     # (compute capability 10.0) and the PTX ISA (tensor memory: 128 lanes x 512 columns x 4 bytes) are here.
-    Accelerator(name="b200-hgx", title="B200 (HGX)", cite="nvidiahgxb200,cudaguide,ptxisa,flashattention4blog",
+    # The tensor rate per SM is twice Hopper's, 2 x 4,096 = 8,192 dense bf16 FLOPs a clock (FlashAttention-4
+    # paper, sec. 2: per SM the tensor cores double while the 16 exponentials a clock stay as they were).
+    Accelerator(name="b200-hgx", title="B200 (HGX)",
+                cite="nvidiahgxb200,cudaguide,ptxisa,flashattention4blog,zadouri2026flashattention4",
                 source="NVIDIA HGX B200 specifications, per GPU (180 GB HBM3e at 7.7 TB/s, FP16/BF16 tensor "
                        "4.5 PFLOPS with sparsity = 2.25 dense, FP32 75 TFLOPS); CUDA C++ Programming Guide, cc 10.0 "
                        "(64K registers, 64 warps, 228 KB shared memory, 128 FP32 lanes and 16 MUFU results per clock "
                        "per SM); PTX ISA, tensor memory (256 KB per SM); FlashAttention-4 blog (SFU count and "
-                       "shared-memory bandwidth unchanged from H100)",
+                       "shared-memory bandwidth unchanged from H100); FlashAttention-4 paper sec. 2 (per SM, "
+                       "twice Hopper's tensor rate: 8,192 dense bf16 FLOPs per clock)",
                 hbm_bandwidth=7.7e12, bf16_flops=2.25e15, hbm_bytes=180 * 10**9,
                 registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64,
-                fp32_flops=75e12, fp32_lanes_per_sm=128, sfu_per_sm=16, tensor_memory_bytes_per_sm=256 * 1024,
-                smem_bytes_per_clock_per_sm=32 * 4),
+                fp32_flops=75e12, fp32_lanes_per_sm=128, tensor_flops_per_clock_per_sm=2 * 4 * 1024, sfu_per_sm=16,
+                tensor_memory_bytes_per_sm=256 * 1024, smem_bytes_per_clock_per_sm=32 * 4),
 )
 
 #: Read-only mapping from a short name to its :class:`Accelerator` record.

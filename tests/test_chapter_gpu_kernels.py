@@ -90,7 +90,11 @@ def test_tensor_to_cuda_core_ratios():
 def test_exp_share_of_matmul_time():
     mma, exp = 4 * 128 / 4096, 1 / 16  # SM-clocks per score, head dim 128
     assert exp / mma == 0.5
-    assert round(2.25e15 / 989e12 * exp / mma, 2) == 1.14
+    # B200, per SM: twice Hopper's tensor rate (8,192 FLOPs a clock), the same 16 exponentials a clock
+    mma_b200 = 4 * 128 / 8192
+    assert exp / mma_b200 == 1.0
+    # FlashAttention-4 sec. 2: at M = N = D = 128 both take about 1,024 clocks per SM
+    assert 4 * 128 * 128 * 128 / 8192 == 1024 and 128 * 128 / 16 == 1024
 
 
 def test_gemm_tile_intensity_and_traffic():
@@ -98,3 +102,9 @@ def test_gemm_tile_intensity_and_traffic():
     n = 4096
     assert (n * n * 2 * n + n * n) * 4 / 2**30 == pytest.approx(512.06, abs=0.01)  # naive fp32
     assert ((n // 128) ** 2 * 256 * n + n * n) * 2 / 2**30 == pytest.approx(2.03, abs=0.01)
+
+
+def test_measured_latency_ratios():
+    # markdewing/AI_kernels latency/README.md, H100 SXM, cycles: L1 40, L2 291, HBM 700
+    assert (291 / 40, 700 / 40) == (7.275, 17.5)
+    assert f"{291 / 40:4.1f}" == " 7.3" and f"{700 / 40:4.1f}" == "17.5"

@@ -77,6 +77,8 @@ def test_new_record_fields_match_their_sources():
     assert b200.bf16_flops == 4.5e15 / 2 and b200.hbm_bytes == 180 * 10**9 and b200.fp32_flops == 75e12
     assert b200.tensor_memory_bytes_per_sm == 128 * 512 * 4  # PTX ISA: 128 lanes x 512 columns x 32 bits
     assert b200.num_sms is None  # not published on the page the record cites
+    # FlashAttention-4 paper sec. 2: per SM twice Hopper's tensor rate, the same 16 exponentials a clock
+    assert (b200.tensor_flops_per_clock_per_sm, b200.sfu_per_sm) == (2 * h100.tensor_flops_per_clock_per_sm, 16)
 
 
 @pytest.mark.parametrize("field", ["fp32_lanes_per_sm", "sfu_per_sm", "l2_bytes", "tensor_memory_bytes_per_sm"])
