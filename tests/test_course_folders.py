@@ -42,6 +42,7 @@ EXAMPLES = {
                                          "08_rope", "10_serving", "11_serving_2026"},  # one slip, same words in each
     "tests/test_grading_carry.py": {"04_implement_attention", "08_rope"},  # carried-forward grading; own fault first
     "tests/test_grading_commands.py": {"01_shapes"},  # the smallest notebook
+    "tests/test_grading_records.py": {"01_shapes"},  # the smallest notebook
     # issue 36's slips, where the issue found them: 04 blank, 11 and 12 with one slip per question
     "tests/test_grading_slips.py": {"04_implement_attention", "11_serving_2026", "12_long_context"},
     "tests/test_grading_pipeline.py": {"06_spot_the_bug"},
