@@ -217,10 +217,20 @@ class _Engine:
                     self.context -= self.reqs[i].prompt + self.reqs[i].output - 1
         return record
 
-    def output_times(self):
-        """Times each output token of each request came out."""
-        return [[self.first[i]] + self.decode_times[self.start[i]:self.start[i] + r.output - 1]
-                for i, r in enumerate(self.reqs)]
+    def latencies(self):
+        """One RequestLatency per request; its token gaps are sliced from the gaps between all decode steps.
+
+        Request ``i``'s tokens come out at ``first[i]`` and then at ``output - 1`` consecutive decode
+        steps from ``start[i]``, so its gaps after the first are ``between[start[i]:...]``.
+        """
+        times = self.decode_times
+        between = [b - a for a, b in itertools.pairwise(times)]  # between[j] = times[j + 1] - times[j]
+        out = []
+        for i, r in enumerate(self.reqs):
+            s, first = self.start[i], self.first[i]
+            gaps = [times[s] - first] + between[s:s + r.output - 2] if r.output > 1 else []
+            out.append(_latency(r.arrival, first, times[s + r.output - 2] if gaps else first, gaps))
+        return out
 
 
 def _check_seconds(step_seconds, prefill_tokens, decode_seqs, cached_tokens):
@@ -239,7 +249,7 @@ def _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs
     steps = []
     while engine.queue or engine.running:
         steps.append(engine.step(step_seconds))
-    return reqs, steps, engine.output_times()
+    return reqs, steps, engine
 
 
 def batching_steps(requests, step_seconds, token_budget, chunked_prefill=True, policy="continuous", max_seqs=None):
@@ -289,8 +299,7 @@ def simulate_batching(requests, step_seconds, token_budget, chunked_prefill=True
 
     Book: chapter "Continuous batching and chunked prefill".
     """
-    reqs, _, times = _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs)
-    return [_latency(r, t) for r, t in zip(reqs, times)]
+    return _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs)[2].latencies()
 
 
 @dataclass(frozen=True)
@@ -324,11 +333,9 @@ def summarize_latencies(latencies) -> LatencySummary:
                           last_finish=max(r.finish for r in latencies))
 
 
-def _latency(request, times):
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    tpot = sum(gaps) / len(gaps) if gaps else math.nan
-    return RequestLatency(ttft=times[0] - request.arrival, tpot=tpot, max_itl=max(gaps, default=math.nan),
-                          finish=times[-1])
+def _latency(arrival, first, last, gaps):
+    tpot = sum(gaps) / len(gaps) if gaps else math.nan  # gaps: between successive output tokens
+    return RequestLatency(ttft=first - arrival, tpot=tpot, max_itl=max(gaps, default=math.nan), finish=last)
 
 
 @dataclass(frozen=True)
