@@ -38,7 +38,7 @@ from .config import check_positive_int
 from .counting import attention_macs, dense_decoder_params, kv_cache_bytes_per_token
 from .hardware import Accelerator
 from .models import ModelFacts
-from .roofline import roofline_seconds
+from .roofline import ridge_point
 from .units import elements_to_bytes
 
 POLICIES = ("continuous", "prefill_first", "static")
@@ -122,8 +122,9 @@ def _check_inputs(requests, step_seconds, token_budget, chunked_prefill, policy,
 class _Engine:
     """The state of the simulated server between steps."""
 
-    def __init__(self, reqs, budget, chunked, policy, max_seqs):
+    def __init__(self, reqs, budget, chunked, policy, max_seqs, records=True):
         self.reqs, self.budget, self.chunked, self.policy, self.max_seqs = reqs, budget, chunked, policy, max_seqs
+        self.records = records  # build a BatchStep per step (batching_steps), or not (simulate_batching)
         self.queue = sorted(range(len(reqs)), key=lambda i: (reqs[i].arrival, i))  # not yet admitted, FCFS
         self.running = []  # admitted and unfinished, in admission order
         self.prefilling, self.decoding = [], []  # the running requests before and after their prompt's end
@@ -190,7 +191,7 @@ class _Engine:
         prefill, decode = self.plan()
         cached = sum(self.computed[i] for i, _ in prefill) + (self.context if decode else 0)  # the last token is the new one
         seconds = _check_seconds(step_seconds, sum(t for _, t in prefill), len(decode), cached)
-        record = BatchStep(self.time, seconds, prefill, decode, cached)
+        record = BatchStep(self.time, seconds, prefill, decode, cached) if self.records else None
         self.time += seconds
         done = []
         if decode:  # every decoding request gives a token
@@ -243,9 +244,9 @@ def _check_seconds(step_seconds, prefill_tokens, decode_seqs, cached_tokens):
     return float(seconds)
 
 
-def _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs):
+def _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs, records=True):
     reqs, budget, seqs = _check_inputs(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs)
-    engine = _Engine(reqs, budget, bool(chunked_prefill), policy, seqs)
+    engine = _Engine(reqs, budget, bool(chunked_prefill), policy, seqs, records)
     steps = []
     while engine.queue or engine.running:
         steps.append(engine.step(step_seconds))
@@ -299,7 +300,7 @@ def simulate_batching(requests, step_seconds, token_budget, chunked_prefill=True
 
     Book: chapter "Continuous batching and chunked prefill".
     """
-    return _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs)[2].latencies()
+    return _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs, records=False)[2].latencies()
 
 
 @dataclass(frozen=True)
@@ -365,7 +366,10 @@ class RooflineStep:
         new = prefill_tokens + decode_seqs
         nbytes = self.weight_bytes + self.kv_bytes_per_token * (cached_tokens + new)
         flops = self.flops_per_token * new + self.flops_per_cached_token * cached_tokens
-        return roofline_seconds(nbytes, flops, self.bandwidth, self.flop_rate)
+        return max(nbytes / self.bandwidth, flops / self.flop_rate)  # mk.roofline_seconds, rates checked once
+
+    def __post_init__(self):
+        ridge_point(self.bandwidth, self.flop_rate)  # validates the rates
 
 
 def roofline_step(facts, gpu) -> RooflineStep:
