@@ -301,9 +301,13 @@ def block_cache_hits(requests, capacity_blocks, block_size, policy="lru"):
     if policy not in EVICTION_POLICIES:
         raise ValueError(f"policy must be one of {EVICTION_POLICIES}, got {policy!r}")
     rank = (lambda e: (e[0], -e[2])) if policy == "lru" else (lambda e: (e[1], e[0], -e[2]))
-    cache, reused, heap = {}, [], []  # prefix tuple -> [last use, use count, depth]; heap of (rank, prefix)
+    cache, reused, heap = {}, [], []  # prefix id -> [last use, use count, depth]; heap of (rank, prefix id)
+    ids = {}  # (id of the prefix before the block, the block's tokens) -> id of the prefix through it
     for now, tokens in enumerate(requests):
-        keys = [tuple(tokens[: (i + 1) * size]) for i in range(len(tokens) // size)]  # one per full block
+        keys, prefix = [], -1  # one key per full block: an id for its whole prefix, built block by block
+        for i in range(len(tokens) // size):
+            prefix = ids.setdefault((prefix, tuple(tokens[i * size:(i + 1) * size])), len(ids))
+            keys.append(prefix)
         hits = next((i for i, k in enumerate(keys) if k not in cache), len(keys))
         reused.append(hits * size)
         for depth, k in enumerate(keys):

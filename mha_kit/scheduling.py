@@ -38,7 +38,7 @@ from .config import check_positive_int
 from .counting import attention_macs, dense_decoder_params, kv_cache_bytes_per_token
 from .hardware import Accelerator
 from .models import ModelFacts
-from .roofline import roofline_seconds
+from .roofline import ridge_point
 from .units import elements_to_bytes
 
 POLICIES = ("continuous", "prefill_first", "static")
@@ -122,8 +122,9 @@ def _check_inputs(requests, step_seconds, token_budget, chunked_prefill, policy,
 class _Engine:
     """The state of the simulated server between steps."""
 
-    def __init__(self, reqs, budget, chunked, policy, max_seqs):
+    def __init__(self, reqs, budget, chunked, policy, max_seqs, records=True):
         self.reqs, self.budget, self.chunked, self.policy, self.max_seqs = reqs, budget, chunked, policy, max_seqs
+        self.records = records  # build a BatchStep per step (batching_steps), or not (simulate_batching)
         self.queue = sorted(range(len(reqs)), key=lambda i: (reqs[i].arrival, i))  # not yet admitted, FCFS
         self.running = []  # admitted and unfinished, in admission order
         self.prefilling, self.decoding = [], []  # the running requests before and after their prompt's end
@@ -190,7 +191,7 @@ class _Engine:
         prefill, decode = self.plan()
         cached = sum(self.computed[i] for i, _ in prefill) + (self.context if decode else 0)  # the last token is the new one
         seconds = _check_seconds(step_seconds, sum(t for _, t in prefill), len(decode), cached)
-        record = BatchStep(self.time, seconds, prefill, decode, cached)
+        record = BatchStep(self.time, seconds, prefill, decode, cached) if self.records else None
         self.time += seconds
         done = []
         if decode:  # every decoding request gives a token
@@ -217,10 +218,20 @@ class _Engine:
                     self.context -= self.reqs[i].prompt + self.reqs[i].output - 1
         return record
 
-    def output_times(self):
-        """Times each output token of each request came out."""
-        return [[self.first[i]] + self.decode_times[self.start[i]:self.start[i] + r.output - 1]
-                for i, r in enumerate(self.reqs)]
+    def latencies(self):
+        """One RequestLatency per request; its token gaps are sliced from the gaps between all decode steps.
+
+        Request ``i``'s tokens come out at ``first[i]`` and then at ``output - 1`` consecutive decode
+        steps from ``start[i]``, so its gaps after the first are ``between[start[i]:...]``.
+        """
+        times = self.decode_times
+        between = [b - a for a, b in itertools.pairwise(times)]  # between[j] = times[j + 1] - times[j]
+        out = []
+        for i, r in enumerate(self.reqs):
+            s, first = self.start[i], self.first[i]
+            gaps = [times[s] - first] + between[s:s + r.output - 2] if r.output > 1 else []
+            out.append(_latency(r.arrival, first, times[s + r.output - 2] if gaps else first, gaps))
+        return out
 
 
 def _check_seconds(step_seconds, prefill_tokens, decode_seqs, cached_tokens):
@@ -233,13 +244,13 @@ def _check_seconds(step_seconds, prefill_tokens, decode_seqs, cached_tokens):
     return float(seconds)
 
 
-def _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs):
+def _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs, records=True):
     reqs, budget, seqs = _check_inputs(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs)
-    engine = _Engine(reqs, budget, bool(chunked_prefill), policy, seqs)
+    engine = _Engine(reqs, budget, bool(chunked_prefill), policy, seqs, records)
     steps = []
     while engine.queue or engine.running:
         steps.append(engine.step(step_seconds))
-    return reqs, steps, engine.output_times()
+    return reqs, steps, engine
 
 
 def batching_steps(requests, step_seconds, token_budget, chunked_prefill=True, policy="continuous", max_seqs=None):
@@ -289,8 +300,7 @@ def simulate_batching(requests, step_seconds, token_budget, chunked_prefill=True
 
     Book: chapter "Continuous batching and chunked prefill".
     """
-    reqs, _, times = _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs)
-    return [_latency(r, t) for r, t in zip(reqs, times)]
+    return _run(requests, step_seconds, token_budget, chunked_prefill, policy, max_seqs, records=False)[2].latencies()
 
 
 @dataclass(frozen=True)
@@ -324,11 +334,9 @@ def summarize_latencies(latencies) -> LatencySummary:
                           last_finish=max(r.finish for r in latencies))
 
 
-def _latency(request, times):
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    tpot = sum(gaps) / len(gaps) if gaps else math.nan
-    return RequestLatency(ttft=times[0] - request.arrival, tpot=tpot, max_itl=max(gaps, default=math.nan),
-                          finish=times[-1])
+def _latency(arrival, first, last, gaps):
+    tpot = sum(gaps) / len(gaps) if gaps else math.nan  # gaps: between successive output tokens
+    return RequestLatency(ttft=first - arrival, tpot=tpot, max_itl=max(gaps, default=math.nan), finish=last)
 
 
 @dataclass(frozen=True)
@@ -358,7 +366,10 @@ class RooflineStep:
         new = prefill_tokens + decode_seqs
         nbytes = self.weight_bytes + self.kv_bytes_per_token * (cached_tokens + new)
         flops = self.flops_per_token * new + self.flops_per_cached_token * cached_tokens
-        return roofline_seconds(nbytes, flops, self.bandwidth, self.flop_rate)
+        return max(nbytes / self.bandwidth, flops / self.flop_rate)  # mk.roofline_seconds, rates checked once
+
+    def __post_init__(self):
+        ridge_point(self.bandwidth, self.flop_rate)  # validates the rates
 
 
 def roofline_step(facts, gpu) -> RooflineStep:

@@ -30,8 +30,8 @@ def test_fa4_growth_and_exp2_accuracy():
 
 def test_lazy_rescale_claim():
     rng = np.random.default_rng(0)
-    scores = rng.normal(size=(128, 8192)) * 2.0
-    values = rng.normal(size=(8192, 64))
+    scores = rng.normal(size=(32, 1024)) * 2.0  # the chapter's sample
+    values = rng.normal(size=(1024, 64))
     _, eager = mk.lazy_rescale_attention(scores, values, 0.0, 128)
     lazy_out, lazy = mk.lazy_rescale_attention(scores, values, 8.0, 128)
     assert lazy == 0 < eager
@@ -49,8 +49,8 @@ def test_document_mask_tiles():
 
 def test_sage_smoothing_claim():
     rng = np.random.default_rng(3)
-    q = rng.normal(size=(256, 128))
-    k = rng.normal(size=(1024, 128))
+    q = rng.normal(size=(64, 128))  # the chapter's sample
+    k = rng.normal(size=(128, 128))
     k[:, 5] += 20.0
     exact = q @ k.T
     plain = np.abs(mk.int8_scores(q, k, 64, 64, smooth_k=False) - exact).mean()
