@@ -77,7 +77,7 @@ def bank_conflict_degree(word_index, banks=BANKS) -> int:
     words = np.unique(np.asarray(word_index, dtype=np.int64))
     if words.ndim != 1 or words.size == 0 or (words < 0).any():
         raise ValueError(f"word_index must be a non-empty list of non-negative word indices, got {word_index!r}")
-    return int(np.bincount(words % banks, minlength=banks).max())
+    return int(np.bincount((words % banks).astype(np.intp), minlength=banks).max())  # intp: bincount's index type on 32-bit numpy (the browser edition)
 
 
 def divergent_warps(taken, warp_size=WARP) -> tuple[int, int]:
