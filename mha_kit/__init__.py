@@ -213,3 +213,9 @@ from .chunk_positions import dca_distances, glm_position_ids, logn_scale
 from .attention_extras import attention_rollout, efficient_attention_entries, swin_attention_flops
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix5a (unseen5a U5a-2, 3, 4, 6, 11, 12, 13, 15, 16)
+from .quant_gemm import calibration_amax, llm_int8_matmul, zero_point_gemm_terms
+from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_expected_probes,
+                              longnet_attention_flops, mbr_select)
+
+__all__ = [name for name in dir() if not name.startswith("_")]
