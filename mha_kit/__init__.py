@@ -213,3 +213,7 @@ from .chunk_positions import dca_distances, glm_position_ids, logn_scale
 from .attention_extras import attention_rollout, efficient_attention_entries, swin_attention_flops
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix5c (unseen5c U5c-13, U5c-14): error-budget burn rates and a capacity forecast
+from .sre import burn_rate_threshold, forecast_replicas
+
+__all__ = [name for name in dir() if not name.startswith("_")]
