@@ -214,6 +214,6 @@ from .attention_extras import attention_rollout, efficient_attention_entries, sw
 
 __all__ = [name for name in dir() if not name.startswith("_")]
 # fix5c (unseen5c U5c-13, U5c-14): error-budget burn rates and a capacity forecast
-from .sre import burn_rate_threshold, forecast_replicas
+from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
 __all__ = [name for name in dir() if not name.startswith("_")]

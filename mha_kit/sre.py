@@ -1,6 +1,8 @@
-"""Site-reliability arithmetic for an LLM API: error-budget burn rates and a capacity forecast."""
+"""Site-reliability arithmetic for an LLM API: error-budget burn rates, a capacity forecast, an autoscaler replay."""
 
 import math
+
+import numpy as np
 
 
 def burn_rate_threshold(budget_spent, alert_window_h, slo_window_h=720.0):
@@ -67,3 +69,51 @@ def forecast_replicas(peak_rate_now, growth, rate_per_replica, efficiency_gain=0
     demand = peak_rate_now * (1.0 + growth)
     capacity = rate_per_replica * (1.0 + efficiency_gain)
     return math.ceil(demand / capacity - 1e-9) + int(spare)
+
+
+def replay_autoscaler(demand, per_replica, start_delay, target_util=0.7, initial=1):
+    """Replay a demand trace through a target-utilisation autoscaler whose new replicas start late.
+
+    At each step the policy wants ``ceil(demand / (per_replica * target_util))`` replicas (at least
+    one). If that is more than it has (ready plus starting) it orders the difference, ready
+    ``start_delay`` steps later; if fewer and none is starting, it removes the excess at once. A step
+    meets the SLO when its demand is within the ready replicas' capacity. Replicas are paid for from
+    the step they are ordered.
+
+    Parameters
+    ----------
+    demand : array_like of float, shape (T,)
+        Requests per second at each step, >= 0.
+    per_replica : float
+        Requests per second one replica serves within the SLO, > 0.
+    start_delay : int
+        Steps from ordering a replica to its serving traffic, >= 1.
+    target_util : float
+        Utilisation the policy aims at, in (0, 1].
+    initial : int
+        Ready replicas at the start, >= 1.
+
+    Returns
+    -------
+    tuple of (float, int, int)
+        Share of steps within capacity, replica-steps paid, scaling actions taken.
+    """
+    demand = np.asarray(demand, dtype=np.float64)  # (T,)
+    if demand.ndim != 1 or demand.size == 0 or (demand < 0).any():
+        raise ValueError(f"demand must be a non-empty 1-D trace of rates >= 0, got shape {demand.shape}")
+    if per_replica <= 0 or not 0 < target_util <= 1 or start_delay < 1 or initial < 1:
+        raise ValueError(f"need per_replica > 0, 0 < target_util <= 1, start_delay >= 1, initial >= 1; got "
+                         f"{per_replica}, {target_util}, {start_delay}, {initial}")
+    ready, pending, within, paid, actions = int(initial), [], 0, 0, 0
+    for t, rate in enumerate(demand):
+        ready += sum(1 for due in pending if due <= t)
+        pending = [due for due in pending if due > t]
+        within += rate <= ready * per_replica
+        want = max(1, math.ceil(rate / (per_replica * target_util)))
+        if want > ready + len(pending):
+            pending += [t + start_delay] * (want - ready - len(pending))
+            actions += 1
+        elif want < ready and not pending:
+            ready, actions = want, actions + 1
+        paid += ready + len(pending)
+    return within / demand.size, paid, actions

@@ -38,3 +38,26 @@ def test_forecast_errors():
         mk.forecast_replicas(40, -1, 10)
     with pytest.raises(ValueError, match="efficiency_gain and spare"):
         mk.forecast_replicas(40, 0.5, 10, spare=-1)
+
+
+def test_replay_autoscaler_by_hand():
+    # worked by hand: a jump from 1 to 3 at t=2 is served from t=4 (start_delay 2); scale-in at t=5
+    share, paid, actions = mk.replay_autoscaler([1, 1, 3, 3, 3, 1], per_replica=1, start_delay=2,
+                                                target_util=1.0, initial=1)
+    assert (share, paid, actions) == (4 / 6, 12, 2)
+    # a constant load within one replica needs no action
+    assert mk.replay_autoscaler([0.5] * 5, 1, 3) == (1.0, 5, 0)
+
+
+def test_replay_autoscaler_headroom_helps():
+    step = [10.0] * 10 + [18.0] * 10
+    tight = mk.replay_autoscaler(step, 10, 3, target_util=1.0, initial=1)
+    roomy = mk.replay_autoscaler(step, 10, 3, target_util=0.5, initial=1)
+    assert roomy[0] > tight[0] and roomy[1] > tight[1]
+
+
+def test_replay_autoscaler_errors():
+    with pytest.raises(ValueError, match="non-empty 1-D trace"):
+        mk.replay_autoscaler([], 1, 1)
+    with pytest.raises(ValueError, match="start_delay >= 1"):
+        mk.replay_autoscaler([1.0], 1, 0)
