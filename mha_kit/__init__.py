@@ -217,5 +217,7 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 from .quant_gemm import calibration_amax, llm_int8_matmul, zero_point_gemm_terms
 from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_expected_probes,
                               longnet_attention_flops, mbr_select)
+# fix5c (unseen5c U5c-13, U5c-14): error-budget burn rates and a capacity forecast
+from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
 __all__ = [name for name in dir() if not name.startswith("_")]

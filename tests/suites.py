@@ -11,6 +11,8 @@ module is placed on purpose, never silently left out of `make check`.
 UNIT = frozenset({
     "test_quant_gemm.py",
     "test_claims_fix5a.py",
+    "test_claims_fix5c.py",
+    "test_sre.py",
     "test_cuda_model.py",
     "test_chapter_cuda_basics.py",
     "test_block.py",
