@@ -11,6 +11,7 @@ module is placed on purpose, never silently left out of `make check`.
 UNIT = frozenset({
     "test_cuda_model.py",
     "test_chapter_cuda_basics.py",
+    "test_chapter_fix5b.py",
     "test_block.py",
     "test_chapter_transformer_block.py",
     "test_claims_fund.py",
