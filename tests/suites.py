@@ -15,6 +15,7 @@ UNIT = frozenset({
     "test_sre.py",
     "test_cuda_model.py",
     "test_chapter_cuda_basics.py",
+    "test_chapter_fix5b.py",
     "test_block.py",
     "test_chapter_transformer_block.py",
     "test_claims_fund.py",
