@@ -146,3 +146,18 @@ def test_prefill_only_requests_per_gpu_and_gpus_for_500_per_s():
     rate = 0.5 * 989.4e12 / _llama8_prefill_flops(512)  # requests/s at MFU 50%
     assert 68 < rate < 69
     assert -(-500 // rate) == 8
+
+
+def test_decode_mfu_of_llama_3_8b_at_the_memory_floor_is_a_fraction_of_a_percent():
+    # grade5a: a decode step's MFU is small by design. Llama 3 8B (32 layers, d 4,096, 32 query heads and
+    # 8 KV heads of 128, SwiGLU width 14,336, vocabulary 128,256), one decode token at 2K context.
+    layers, d, heads, kv_heads, hd, ff, vocab, ctx = 32, 4096, 32, 8, 128, 14336, 128256, 2048
+    per_layer = d * heads * hd * 2 + 2 * d * kv_heads * hd + 3 * d * ff  # q and o, k and v, gate/up/down
+    flops = 2 * layers * per_layer + 2 * vocab * d + layers * 4 * heads * hd * ctx + layers * 4 * heads * hd
+    assert flops == mk.prefill_flops(mk.MODEL_FACTS["llama-3-8b"], 1) + layers * 4 * heads * hd * ctx
+    assert round(flops / 1e9, 1) == 16.1
+    peak = 989e12  # H100 SXM dense bf16
+    for batch, expected in ((1, 0.004), (64, 0.108)):
+        tpot = mk.plan_deployment("llama-3-8b", "h100-sxm", num_gpus=1, tp=1, context_len=ctx,
+                                  batch_size=batch).tpot_s
+        assert batch * flops / tpot / peak == pytest.approx(expected, abs=0.0006)

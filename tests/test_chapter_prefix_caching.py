@@ -75,3 +75,12 @@ def test_the_chapter_lists_what_breaks_a_hit_with_vllm_code():
                 "`lmcachekey{", "`vllmprefixcaching{\"Cache Isolation for Security\"}`"):
         assert key in text
     assert "(prefix_caching-what-breaks)=" in text
+
+
+def test_fan_out_tail_of_a_sharded_search():
+    # grade5a: a search that waits for n shards, each late with probability p, is late with 1 - (1 - p)^n
+    # (Dean and Barroso 2013: 1% over 100 servers gives 63%).
+    assert round(1 - 0.99**100, 2) == 0.63
+    assert round(1 - 0.99**20, 2) == 0.18
+    text = _text()
+    assert "1-(1-p)^n" in text and "hedged request" in text
