@@ -2,8 +2,7 @@
 a tab that records what went wrong while a page loaded.
 
 `tests/test_site.py` reads the built pages, `tests/test_site_pages_a.py` and `_b.py` load each page for its
-report, `tests/test_site_lite.py` and `tests/test_site_lite_chapters.py` run the browser edition (JupyterLite) in
-them. They are five modules so that pytest-xdist (`--dist loadfile`) runs them on several workers at once, after
+report, `tests/test_site_lite.py` runs the browser edition (JupyterLite) in them. They are four modules so that pytest-xdist (`--dist loadfile`) runs them on several workers at once, after
 the one build they share (:func:`shared_build`); the fixtures are imported into
 each module, so each has its own browser and server.
 """

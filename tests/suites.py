@@ -212,11 +212,10 @@ FULL = frozenset({
     "test_safegrade_resume.py",
     "test_safegrade_rebuild.py",
     "test_safegrade_shards.py",
-    "test_site.py",  # the site build (tests/site_browser.py, shared by the three) and its pages in the browser
-    "test_site_lite.py",  # the browser edition: the exercises judged and run in the page
+    "test_site.py",  # the site build (tests/site_browser.py, shared by the four) and its practice pages in the browser
+    "test_site_lite.py",  # the browser edition: the exercises judged, every exercise and chapter run in the page
     "test_site_pages_a.py",  # the page reports (tests/site_pages.py), half the pages
     "test_site_pages_b.py",  # the page reports, the other half
-    "test_site_lite_chapters.py",  # the browser edition: every chapter top to bottom in the page
     "test_site_tools.py",  # Sphinx builds of small sites
 })
 
@@ -230,18 +229,18 @@ FULL = frozenset({
 #: process (about 1-3 of them pytest's start-up), on 2 cores shared with other jobs, PYTHONDONTWRITEBYTECODE=1.
 #: The site module's figure is with the chapters' stored outputs, as in make test (nbval checks them).
 LONGEST_FIRST = (
-    # The site's modules first, on as many workers: the first to ask builds the site (tests/site_browser.py), the
-    # other two wait for it without using the CPU. Before 2026-12-06 (second session) they were one module, whose
-    # 254 CPU-seconds in a row (build 35, page reports 95, other pages 20, browser edition 100) were the run's
-    # long pole: 8:30 of its 10:13 in CI.
-    "tests/test_site_lite_chapters.py",  # the build, then every chapter in the browser edition
+    # The site's four modules share one build (tests/site_browser.py): the first to ask builds it, the others wait
+    # without using the CPU. So two of them go first, each beside a long grading module that keeps the second core
+    # busy during the build, and the other two right after. Before 2026-12-06 (second session) they were one module,
+    # whose 254 CPU-seconds in a row (build 35, page reports 95, other pages 20, browser edition 100) were the
+    # run's long pole: 8:30 of its 10:13 in CI.
     "tests/test_site_pages_a.py",  # page reports, half the pages: about 65 (2026-12-06)
-    "tests/test_site_pages_b.py",  # the other half
-    "tests/test_site.py",  # the calculator, planner, drills, flashcards, search from disk, leaks: about 25
-    "tests/test_site_lite.py",  # the exercises in the browser edition
     "tests/test_safegrade.py",  # 41
+    "tests/test_site_pages_b.py",  # the other half
     "tests/test_grading_scores_d.py",  # 37 (29 submissions graded)
-    "tests/test_grading_benchmark.py",  # 34 (both graders on a class of 10; waits on its sleeper too)
+    "tests/test_site_lite.py",  # the browser edition: its exercises and every chapter in one kernel, about 60
+    "tests/test_site.py",  # the calculator, planner, drills, flashcards, search from disk, leaks: about 25
+    "tests/test_grading_benchmark.py",  # 16 (both graders on a class of 4)
     "book/instructor_guide.ipynb",  # 32 (nbgrader commands, autograde and safegrade of a class)
     "tests/test_grading_scores_a.py",  # 31 (26 submissions)
     "tests/test_grading_hostile.py",  # 28

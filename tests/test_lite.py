@@ -2,7 +2,7 @@
 copies, the page's check of switched-off references, the buttons.
 
 The browser itself (JupyterLite in Chromium, the judge's messages, mha_kit's numbers there) is
-tested in tests/test_site_lite.py and tests/test_site_lite_chapters.py, on the built site.
+tested in tests/test_site_lite.py, on the built site.
 """
 
 import io

@@ -7,8 +7,7 @@ learner-book`), they read that build instead of making another. A chapter that n
 compares in the same run (`make test`, CI) is built from its stored outputs rather than executed a
 second time (website/ext/stored_outputs.py); every other chapter executes. This module reads the
 practice pages, search and the files; tests/test_site_pages_a.py and _b.py load every page for its
-report (tests/site_pages.py), and tests/test_site_lite.py and tests/test_site_lite_chapters.py run the
-browser edition in them. The calculator's and the drills' tests share one visit each.
+report (tests/site_pages.py), and tests/test_site_lite.py runs the browser edition in them. The calculator's and the drills' tests share one visit each.
 
 The browser tests serve that folder on 127.0.0.1, open each chapter in headless Debian
 Chromium with every request to another host aborted, and fail on console errors, script

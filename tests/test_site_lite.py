@@ -3,8 +3,9 @@
 One JupyterLite tab, its kernel started once (lite_lab), runs every test here: a wrong answer, a blank one and
 a right one give the desktop's messages; exercises 11 and 12 judge as on the desktop; every released exercise
 opens, and two chapters print what they printed on the desktop; every exercise, with the solution's answers,
-runs top to bottom. tests/test_site_lite_chapters.py runs every chapter top to bottom on another worker, in a
-kernel of its own; both read the one build of tests/site_browser.py.
+runs top to bottom, and so does every chapter (issue 36). It reads the one build of tests/site_browser.py. The
+chapters ran in a module and a kernel of their own for a while (2026-12-06); once they ran in 40 CPU-seconds,
+a second kernel's start cost more than the worker it freed.
 """
 # ruff: noqa: F811 (a test names the fixtures it uses, imported from site_browser)
 import json
@@ -172,4 +173,23 @@ def test_lite_runs_every_exercise_top_to_bottom(lite_lab, site):
             errors = error_lines(tab.page.evaluate(lite.EXECUTE, [source]))
             if errors:
                 failures.append(f"{path} cell {index} ({owner or 'setup'}): {errors[0][:300]}")
+    assert not failures, "\n".join(failures)
+
+
+def test_lite_runs_every_chapter_top_to_bottom(lite_lab, site):
+    """Issue 36: every chapter copy runs top to bottom in the page's kernel with no error output (Continuous
+    batching raised NameError in five cells when its copy left out a remove-cell cell that defines names)."""
+    tab, _, _ = lite_lab
+    chosen = set(LITE_ONLY.split(",")) if LITE_ONLY else None
+    failures = []
+    for path in lite_summary(site)["chapters"].values():
+        if chosen is not None and path not in chosen:
+            continue
+        nb = json.loads((site.html / "lite" / "files" / path).read_text(encoding="utf-8"))
+        tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
+        for index, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
+            errors = error_lines(tab.page.evaluate(lite.EXECUTE, ["".join(cell["source"])]))
+            if errors:
+                failures.append(f"{path} code cell {index}: {errors[0][:300]}")
+                break  # the first error of a chapter: later cells fail after it
     assert not failures, "\n".join(failures)
