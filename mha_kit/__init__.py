@@ -49,6 +49,8 @@ from .moe import bias_update, biased_topk, ep_peer_bytes, ep_ranks_reached
 from .parallel import (all_reduce_bytes_per_gpu, causal_pairs_per_rank, kv_cache_bytes_per_gpu,
                        kv_elements_per_token_per_gpu, kv_heads_per_gpu, ring_attention_bytes, ring_overlap_min_tokens)
 from .parallel import pipeline_bubble_fraction, ulysses_all_to_all_bytes
+from .parallel_algos import (blelloch_scan, brent_time_bound, grouped_gemm_tiles, hillis_steele_scan,
+                             pipeline_schedule_bubble, stream_compact)
 from .models import MODEL_FACTS, PRESETS, ModelFacts, get_model_facts, get_preset
 from .models import LAYER_LAYOUTS, LayerLayout
 from .numerics import (FLOAT_FORMATS, FloatFormat, attention_entropy, rms_norm, round_to_format, running_sum,

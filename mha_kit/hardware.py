@@ -185,6 +185,13 @@ _LINKS = (
     Link(name="nvlink4", title="NVLink 4 (H100)", cite="nvidiahopperarch",
          source="H100 whitepaper: 18 NVLink 4 links, 900 GB/s total bidirectional per GPU, so 450 GB/s each way",
          bytes_per_s=450e9),
+    # Fifth-generation NVLink: 18 links per Blackwell GPU, 1.8 TB/s counted both ways (MLPerf Inference v6.0 system
+    # descriptions of HGX B200: "18x 5th Gen NVLink, 14.4 TB/s aggregated" over 8 GPUs), so 900 GB/s each way.
+    # A GB200 NVL72 rack joins 72 such GPUs in one NVLink domain (130 TB/s, NVIDIA's GB200 NVL72 page).
+    Link(name="nvlink5", title="NVLink 5 (B200)", cite="nvidiahgxb200,nvidiagb200nvl72",
+         source="HGX B200 / GB200 NVL72 specifications: fifth-generation NVLink, 1.8 TB/s total per GPU "
+                "(18 links), so 900 GB/s each way; NVL72: 72 GPUs in one NVLink domain, 130 TB/s in all",
+         bytes_per_s=900e9),
     Link(name="pcie5-x16", title="PCIe Gen5 x16", cite="nvidiahopperarch,pcisig",
          source="H100 whitepaper: PCIe Gen5 128 GB/s total, 64 GB/s in each direction (32 GT/s x 16 lanes)",
          bytes_per_s=64e9),

@@ -9,6 +9,8 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_parallel_algos.py",
+    "test_claims_fix6b.py",
     "test_quant_gemm.py",
     "test_claims_fix5a.py",
     "test_claims_fix5c.py",
