@@ -19,7 +19,7 @@ from .attention import (
     split_heads,
     value_output_matrices,
 )
-from .cache import KVCache, cached_attention, decode_attention
+from .cache import KVCache, cached_attention, decode_attention, first_divergence
 from .config import AttentionConfig, LatentAttentionConfig
 from .heads import (
     HeadShard,

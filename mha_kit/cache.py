@@ -157,3 +157,36 @@ def check_decode_inputs(q, k_cache, v_cache):
     if q.shape[0] % k.shape[0]:
         raise ValueError(f"num_heads ({q.shape[0]}) must be divisible by num_kv_heads ({k.shape[0]})")
     return q, k, v
+
+
+def first_divergence(reference, candidate, rtol=1e-6, atol=1e-9):
+    """The first step at which a cached decode departs from the full recompute, or ``None``.
+
+    Row ``t`` of each array is step ``t``'s output (the attention row, or the logits). A row
+    diverges when any of its entries fails ``np.isclose(candidate, reference, rtol, atol)``.
+    The index narrows the suspects: the first decode step points at the position offset, a
+    multiple of the block size at the slot mapping, a window or table length at that threshold.
+
+    Parameters
+    ----------
+    reference : ndarray, shape (n, ...)
+        The full, uncached pass.
+    candidate : ndarray, shape (n, ...)
+        The cached decode, one row per step.
+    rtol, atol : float
+        As for ``np.isclose``.
+
+    Returns
+    -------
+    int or None
+
+    Book: chapter "The KV cache from zero" (finding a cache bug that only shows on long inputs).
+    """
+    reference, candidate = np.asarray(reference), np.asarray(candidate)
+    if reference.ndim < 1 or reference.shape != candidate.shape:
+        raise ValueError(f"reference and candidate must have the same shape (n, ...), "
+                         f"got {reference.shape} and {candidate.shape}")
+    close = np.isclose(candidate, reference, rtol=rtol, atol=atol)  # (n, ...)
+    row_ok = close.all(axis=tuple(range(1, close.ndim)))  # (n,)
+    bad = np.flatnonzero(~row_ok)
+    return int(bad[0]) if bad.size else None

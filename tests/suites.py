@@ -41,6 +41,8 @@ UNIT = frozenset({
     "test_attention_design.py",
     "test_benchmark_decode.py",
     "test_cache.py",
+    "test_cache_debug.py",
+    "test_chapter_kv_cache_basics_debug.py",
     "test_chapter_attention_backends.py",
     "test_chapter_attention_cost.py",
     "test_chapter_beyond_kv_cache.py",
