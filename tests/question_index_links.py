@@ -1,4 +1,4 @@
-"""Links of the built question index (tests/test_site.py checks them on the learner edition it builds).
+"""Links of the built question index (tests/test_site.py checks them on the learner edition tests/site_browser.py builds).
 
 The built question index: every link on book/question_index.html reaches a page and an anchor.
 

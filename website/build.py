@@ -10,7 +10,7 @@ output under ``OUT``, then leaves
 no worked solution, no hidden test, no instructor's guide; and its "Try it in the browser" edition,
 ``OUT/html/lite/`` (website/lite/site.py, with ``.venv-lite``; ``MHA_LITE=1`` gives the pages their
 buttons, website/lite/buttons.py). ``make learner-book`` and the site
-tests (tests/test_site.py) both build through :func:`build`, so CI tests what is published.
+tests (tests/site_browser.py) both build through :func:`build`, so CI tests what is published.
 Exits with jupyter-book's status.
 
 ``build(..., stored_outputs=[...])`` (the site tests, when nbval checks those notebooks in the

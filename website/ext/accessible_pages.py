@@ -9,7 +9,7 @@
   ``role="doc-biblioentry"``, a role ARIA 1.2 deprecated; a list must hold list items, so each
   entry becomes ``role="listitem"`` (the page looks the same).
 
-tests/test_site.py runs axe-core on every page.
+tests/site_pages.py runs axe-core on every page.
 """
 
 import re
