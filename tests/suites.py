@@ -111,6 +111,7 @@ UNIT = frozenset({
     "test_latent.py",
     "test_layers.py",
     "test_grade_task.py",
+    "test_sandbox_kernel.py",
     "test_learner_edition_code.py",
     "test_linear_attention.py",
     "test_long_context_eval.py",
