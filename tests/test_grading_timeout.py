@@ -10,7 +10,8 @@ ASSIGNMENT = "01_shapes"
 def test_endless_cell_is_stopped_and_grading_goes_on(tmp_path):
     endless = gs.submission(ASSIGNMENT, {})
     (cell,) = [c for c in endless.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "head_dim_answer"]
-    cell.source = "while True:  # a learner's endless loop\n    pass\n" + cell.source
+    # endless, but asleep: the five seconds it waits leave the CPU to the other tests
+    cell.source = "import time\nwhile True:  # a learner's endless loop\n    time.sleep(0.1)\n" + cell.source
     specs = {ASSIGNMENT: {"endless": endless, "after": gs.submission(ASSIGNMENT, {})}}
     results = gs.grade_all(specs, tmp_path, overrides={"Execute.timeout": 5})[ASSIGNMENT]
     # the interrupted cell never defined head_dim: only its question is lost
