@@ -9,8 +9,13 @@ at once: in one full run of 2026-12-02, nbval's kernel for a solution notebook d
 answered and every cell of that notebook failed (nbval sends a kernel's stderr to /dev/null, so
 the kernel's own error could not be read; a taken port is the known cause). A kernel that dies at
 start three times in a row still fails, with nbval's own error.
+
+nbval's kernels also start without debugpy (:data:`WITHOUT_DEBUGGER`), as safegrade's do
+(``mha_course.plugins.sandbox.without_debugger``): no debugger attaches to them, and debugpy's
+import was a quarter of a kernel's start (0.41 CPU-seconds with it, 0.31 without, 2026-12-06).
 """
 import functools
+import sys
 
 ATTEMPTS = 3
 DIED = "Kernel died before replying to kernel_info"  # jupyter_client's words
@@ -32,11 +37,36 @@ def retried(start, attempts=ATTEMPTS):
     return start_kernel
 
 
+#: What ``python -m ipykernel_launcher`` runs, after making ipykernel's import of debugpy fail
+#: (``ipykernel.debugger._is_debugpy_available`` is then False: a kernel without a debugger).
+WITHOUT_DEBUGGER = ("import runpy, sys; sys.modules['debugpy'] = None; "
+                    "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)")
+
+
+def without_debugger(get_kernel_spec):
+    """``get_kernel_spec`` of nbval's kernel spec manager, its current environment's kernel started by
+    :data:`WITHOUT_DEBUGGER`."""
+
+    @functools.wraps(get_kernel_spec)
+    def get(self, kernel_name):
+        spec = get_kernel_spec(self, kernel_name)
+        if spec.argv[:3] == [sys.executable, "-m", "ipykernel_launcher"]:
+            spec.argv = [sys.executable, "-c", WITHOUT_DEBUGGER, *spec.argv[3:]]
+        return spec
+
+    get.without_debugger = True
+    return get
+
+
 def install():
-    """Make nbval start its kernels with :func:`retried` (nothing to do where nbval is not installed)."""
+    """Make nbval start its kernels with :func:`retried` and :func:`without_debugger` (nothing to do
+    where nbval is not installed)."""
     try:
         import nbval.kernel
     except ImportError:
         return
     if not getattr(nbval.kernel.start_new_kernel, "retried", False):
         nbval.kernel.start_new_kernel = retried(nbval.kernel.start_new_kernel)
+    manager = nbval.kernel.NbvalKernelspecManager
+    if not getattr(manager.get_kernel_spec, "without_debugger", False):
+        manager.get_kernel_spec = without_debugger(manager.get_kernel_spec)

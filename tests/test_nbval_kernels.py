@@ -44,3 +44,24 @@ def test_nbval_in_this_run_starts_its_kernels_through_the_retry():
     assert getattr(kernel.start_new_kernel, "retried", False), "tests/conftest.py did not install the retry"
     # nbval's RunningKernel looks the function up in its module at each start: the one installed
     assert "start_new_kernel(" in inspect.getsource(kernel.RunningKernel.__init__)
+
+
+def test_nbval_kernels_start_without_a_debugger():
+    """After install(), nbval's current-environment kernel answers with ipykernel's debugger switched off;
+    the spec nbval would use without it starts ``python -m ipykernel_launcher`` (debugpy imported)."""
+    nbval_kernel = pytest.importorskip("nbval.kernel")
+    import nbval_kernels
+
+    plain = inspect.unwrap(nbval_kernel.NbvalKernelspecManager.get_kernel_spec)
+    assert plain(nbval_kernel.NbvalKernelspecManager(), nbval_kernel.CURRENT_ENV_KERNEL_NAME).argv[1:3] == [
+        "-m", "ipykernel_launcher"]
+    nbval_kernels.install()
+    km, kc = nbval_kernel.start_new_kernel(kernel_name=nbval_kernel.CURRENT_ENV_KERNEL_NAME)
+    try:
+        out = []
+        kc.execute_interactive("from ipykernel.debugger import _is_debugpy_available as a; print(a)", timeout=60,
+                               output_hook=lambda msg: out.append(msg["content"].get("text", "")))
+        assert "".join(out).strip() == "False"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
