@@ -59,3 +59,11 @@ def test_batch_1_decode_a100_against_h100_is_the_bandwidth_ratio():
     llama8 = mk.MODEL_FACTS["llama-3-8b"]
     steps = {g: mk.roofline_step(llama8, mk.GPUS[g])(0, 1, 1_024) for g in ("a100-80gb", "h100-sxm")}
     assert steps["a100-80gb"] / steps["h100-sxm"] == pytest.approx(h100_bw / a100_80_bw, rel=1e-12)
+
+
+def test_active_cache_over_pcie_is_fifty_times_slower_than_hbm():
+    """Llama 3 8B at 32,768 tokens: 32 layers x 2 (K, V) x 8 heads x 128 x 2 bytes per token."""
+    cache = 32 * 2 * 8 * 128 * 2 * 32_768
+    assert cache == 4 * 2**30  # 4 GiB, read at every decode step
+    hbm_ms, pcie_ms = 1e3 * cache / 3.35e12, 1e3 * cache / 64e9  # H100 SXM HBM3; PCIe Gen5 x16, one direction
+    assert f"{hbm_ms:.1f}" == "1.3" and f"{pcie_ms:.0f}" == "67" and f"{pcie_ms / hbm_ms:.0f}" == "52"

@@ -93,3 +93,11 @@ def test_float32_two_sums_variance_cancels_and_welford_does_not():
 
 def test_llama31_405b_depth_quoted_in_the_deepnorm_paragraph():
     assert mk.MODEL_FACTS["llama-3.1-405b"].config.num_layers == 126  # Llama 3 paper, Table 3
+
+
+def test_gemma_3_27b_tied_matrix():
+    """Gemma 3 27B: 262,208 tokens x width 5,376, one tied matrix of 1.41B parameters."""
+    head = 262_208 * 5_376
+    assert head == 1_409_630_208
+    assert f"{head / 1e9:.2f}B" == "1.41B"
+    assert 2 * head > 2.6 * 2**30  # over 2.6 GiB in bf16

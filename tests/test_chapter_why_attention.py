@@ -93,3 +93,20 @@ def test_voita_pruning_kept_fraction():
     encoder_heads, pruned = 6 * 8, 38  # Transformer-base encoder: 6 layers x 8 heads; Voita et al. pruned 38
     assert encoder_heads == 48
     assert mk.format_percent((encoder_heads - pruned) / encoder_heads) == "20.8%"
+
+
+def test_a_tied_projection_with_room_for_the_payload_returns_it():
+    """The third lookup: W_K = W_V read the name and the payload; the query looks only at the name."""
+    rng = np.random.default_rng(0)
+    outs, wanted = [], []
+    for _ in range(300):
+        x = np.hstack([np.eye(6), rng.standard_normal((6, 2))])  # (6, 8): name, payload
+        target = rng.integers(6)
+        query = np.zeros(8)
+        query[target] = 20.0
+        weights = _softmax(query @ x.T / math.sqrt(8))  # keys are the whole token
+        outs.append(weights @ x)  # and so are the values
+        wanted.append(x[target, 6:])
+    outs, wanted = np.array(outs), np.array(wanted)
+    w_o, *_ = np.linalg.lstsq(outs, wanted, rcond=None)
+    assert np.mean((outs @ w_o - wanted) ** 2) / np.mean(wanted**2) < 0.01
