@@ -119,8 +119,8 @@ from .serving import (
     shared_prefix_blocks,
 )
 from .sinks import SinkCache, sink_decode_step, sink_mask, sink_softmax
-from .prefix_cache import (ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache, computed_tokens, hit_rates_by_capacity,
-                           route_requests, serve_stream)
+from .prefix_cache import (ROUTING_POLICIES, PrefixBlockCache, RadixPrefixCache, computed_tokens, hash_collision_probability,
+                           hit_rates_by_capacity, route_requests, serve_stream)
 from .quantization import (KV_FORMAT_MAX, SCALE_AXES, attention_error, kv_scale_count, quantize_e4m3, quantize_kv,
                            quantize_kv_codes)
 from .disaggregation import kv_transfer_seconds, prefill_flops, prefill_seconds

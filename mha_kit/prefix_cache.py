@@ -337,6 +337,34 @@ def hit_rates_by_capacity(requests, capacities_tokens, block_size):
     return rates
 
 
+
+def hash_collision_probability(num_items, hash_bits):
+    """Chance that some two of ``num_items`` values of a uniform ``hash_bits``-bit hash are equal.
+
+    The birthday bound: with ``N = 2**hash_bits`` equally likely values, ``n`` items avoid every
+    collision with probability ``prod_{i<n} (1 - i/N) ~ exp(-n (n - 1) / (2 N))``, so the chance of
+    at least one collision is ``1 - exp(-n (n - 1) / 2**(hash_bits + 1))`` (Menezes, van Oorschot
+    and Vanstone, *Handbook of Applied Cryptography*, 1996, §2.1.5). It is about
+    ``n**2 / 2**(hash_bits + 1)`` while small, and 1/2 near ``n = 1.18 * 2**(hash_bits / 2)``.
+
+    Parameters
+    ----------
+    num_items : int
+        Values hashed, ``n >= 1`` (cached blocks, for a prefix cache).
+    hash_bits : int
+        Bits of the hash, ``>= 1`` (64 for xxh64, 256 for SHA-256).
+
+    Returns
+    -------
+    float
+        The probability, in ``[0, 1]``; tiny values keep their relative precision (``expm1``).
+
+    Book: chapter "Prefix caching in depth".
+    """
+    n = check_positive_int("num_items", num_items)
+    bits = check_positive_int("hash_bits", hash_bits)
+    return float(-np.expm1(-(n * (n - 1) / 2) / 2.0 ** bits))
+
 # --- Several replicas: where to send a request -------------------------------------------------
 
 ROUTING_POLICIES = ("round_robin", "cache_aware")

@@ -153,6 +153,8 @@ UNIT = frozenset({
     "test_ops3.py",
     "test_chapter_serving_reliability.py",
     "test_prefix_cache.py",
+    "test_prefix_cache_collisions.py",
+    "test_chapter_context_parallelism.py",
     "test_chapter_prefix_caching.py",
     "test_presets.py",
     "test_quantization.py",

@@ -110,3 +110,12 @@ def test_agent_log_prefix_miss_against_hit():
     facts = mk.MODEL_FACTS["llama-3-8b"]
     assert mk.prefill_flops(facts, n) == miss
     assert mk.prefix_prefill_flops(facts, cached, new) == hit
+
+
+def test_agents_section_holds_its_own_computation_and_box():
+    """long_context_structure-agents: its cost cell and interview box come before the regression section."""
+    srcs = ["".join(c["source"]) for c in cells(CHAPTER)]
+    agents = next(i for i, s in enumerate(srcs) if s.startswith(f"({CHAPTER}-agents)="))
+    regression = next(i for i, s in enumerate(srcs) if s.startswith(f"({CHAPTER}-long-prompt-regression)="))
+    between = "\n".join(srcs[agents + 1:regression])
+    assert "log_tokens, step_tokens = 100_000, 1_000" in between and "In the interview" in between

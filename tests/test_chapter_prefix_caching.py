@@ -84,3 +84,32 @@ def test_fan_out_tail_of_a_sharded_search():
     assert round(1 - 0.99**20, 2) == 0.18
     text = _text()
     assert "1-(1-p)^n" in text and "hedged request" in text
+
+
+def test_hash_collision_numbers_by_hand():
+    """prefix_caching-hashed: a billion cached blocks under a 64-bit and a 256-bit hash (birthday bound)."""
+    import math
+
+    n = 10**9
+    pairs = n * (n - 1) // 2  # pairs of blocks that could collide
+    p64 = 1 - math.exp(-pairs / 2**64)
+    p256 = pairs / 2**256  # exp(-x) ~ 1 - x for x this small
+    assert f"{p64:.1e}" == "2.7e-02" and f"{p256:.1e}" == "4.3e-60"
+    assert f"{mk.hash_collision_probability(n, 64):.1e}" == f"{p64:.1e}"
+    assert f"{mk.hash_collision_probability(n, 256):.1e}" == f"{p256:.1e}"
+    text = _text()
+    assert "`nanovllmblockmanager{BlockManager.allocate}`" in text and "`menezes1996hac{" in text
+    assert "bit-for-bit reuse needs batch-invariant kernels" in text
+
+
+def test_two_workloads_cells_sit_under_their_heading():
+    """The workloads' code and discussion come right after '## Two workloads', before its ### subsections."""
+    nb = json.loads((REPO_ROOT / "book" / "prefix_caching.ipynb").read_text())
+    srcs = ["".join(c["source"]) for c in nb["cells"]]
+    start = next(i for i, s in enumerate(srcs) if "## Two workloads" in s)
+    beyond = next(i for i, s in enumerate(srcs) if s.startswith("(prefix_caching-radix-beyond)="))
+    between = "\n".join(srcs[start + 1:beyond])
+    assert "system_requests = " in between and "results[workload, design]" in between
+    assert "Every request but the first reuses the system prompt" in between
+    non_prefix = next(i for i, s in enumerate(srcs) if s.startswith("(prefix_caching-non-prefix)="))
+    assert "Every request but the first" not in "\n".join(srcs[non_prefix:])
