@@ -37,3 +37,10 @@ def test_expert_parallel_rows_and_tensor_parallel_slices_for_deepseek_v3():
     assert 2048 // n == 256  # each expert's width per GPU under TP8 of the experts
     ring = 2 * (n - 1) * (n * b * 7168 * 2) // n  # ring all-reduce of every token's bf16 output, sent per GPU
     assert ring == 12_845_056 == mk.all_reduce_bytes_per_gpu(n * b * 7168, n)
+
+
+def test_registering_a_60_gib_pool_at_the_measured_rates():
+    """tensor_parallel-rdma-registration: libfabric #4738 (256 GB in over 20 s), Mooncake PR 855 (500 GB, 49.198 s)."""
+    pool = 60 * 2**30
+    assert round(20.0 / 256e9 * 1e12) == 78 and round(49.198 / 500e9 * 1e12) == 98  # ms per GB
+    assert (round(20.0 * pool / 256e9), round(49.198 * pool / 500e9)) == (5, 6)
