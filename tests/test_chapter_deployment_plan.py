@@ -161,3 +161,28 @@ def test_decode_mfu_of_llama_3_8b_at_the_memory_floor_is_a_fraction_of_a_percent
         tpot = mk.plan_deployment("llama-3-8b", "h100-sxm", num_gpus=1, tp=1, context_len=ctx,
                                   batch_size=batch).tpot_s
         assert batch * flops / tpot / peak == pytest.approx(expected, abs=0.0006)
+
+
+def _llama70_decode_floor(tp, batch, wb, kb, context=8192):
+    # weights less the input embedding table (a lookup), the batch's cache (one KV head per GPU at TP8, two
+    # at TP4), over 3.35 TB/s; plus two ring all-reduces a layer of bf16 activations at 450 GB/s
+    weights = (LLAMA70_PARAMS - 128256 * 8192) * wb / tp
+    cache = batch * context * 80 * 2 * (8 // tp) * 128 * kb
+    all_reduce = 2 * 80 * 2 * (tp - 1) / tp * batch * 8192 * 2 / 450e9
+    return (weights + cache) / 3.35e12 + all_reduce
+
+
+def test_cost_per_million_output_tokens_floor_and_plan():
+    """deployment_plan-cost: $2 per GPU-hour, 20 ms TPOT; the plan divides by MBU x U = 0.5 x 0.5."""
+    price_s = 2.0 / 3600
+    rows = {}
+    for name, tp, wb, kb in (("bf16", 8, 2, 2), ("fp8", 4, 1, 1)):
+        batch = max(b for b in range(1, 400) if _llama70_decode_floor(tp, b, wb, kb) <= 0.020)
+        rows[name] = (batch, 1e6 * tp * price_s * _llama70_decode_floor(tp, batch, wb, kb) / batch)
+        kw = {} if wb == 2 else dict(weight_fmt="fp8", kv_fmt="fp8")
+        plan = mk.plan_deployment("llama-3-70b", "h100-sxm", num_gpus=tp, tp=tp, context_len=8192,
+                                  batch_size=batch, **kw)
+        assert plan.tpot_s == pytest.approx(_llama70_decode_floor(tp, batch, wb, kb), rel=1e-9)
+    assert rows["bf16"][0] == 134 and rows["fp8"][0] == 136
+    assert f"{rows['bf16'][1]:.3f}" == "0.663" and f"{rows['bf16'][1] / 0.25:.2f}" == "2.65"
+    assert f"{rows['fp8'][1]:.3f}" == "0.327" and f"{rows['fp8'][1] / 0.25:.2f}" == "1.31"

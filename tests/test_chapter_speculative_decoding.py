@@ -45,3 +45,15 @@ def test_moe_draft_sized_against_active_parameters():
     assert f"{speedup(0.8, 1.0):.2f}" == "1.14"
     assert f"{speedup(0.8, 1.5):.2f}" == "0.96"
     assert speedup(0.7, 1.0) < 1 < speedup(0.8, 1.0)
+
+
+def test_a_separate_draft_costs_the_target_sequences():
+    """speculative_decoding-walltime: a Llama 3 8B draft beside Llama 3 70B (TP8, bf16, 8K) fits 111 of 162 sequences."""
+    p70, p8 = 70_553_706_496, 8_030_261_248  # parameters: Llama 3 70B and 8B (config.json shapes)
+    kv70 = 80 * 1 * 128 * 2 * 2 * 8192  # layers x one KV head per GPU at TP8 x head dim x (k, v) x bf16 x tokens
+    kv8 = 32 * 1 * 128 * 2 * 2 * 8192
+    usable = 0.9 * 80 * 10**9
+    alone = int((usable - 2 * p70 / 8) // kv70)
+    drafted = int((usable - 2 * (p70 + p8) / 8) // (kv70 + kv8))
+    assert (alone, drafted) == (162, 111)
+    assert round(100 * drafted / alone) == 69 and kv8 / kv70 == 0.4

@@ -2,6 +2,8 @@
 import json
 from pathlib import Path
 
+import mha_kit as mk
+
 KIB, MIB = 1024, 1024**2
 MODELS = json.loads((Path(__file__).parent / "data" / "model_configs.json").read_text())["models"]
 
@@ -25,3 +27,20 @@ def test_quickreduce_measured_cost():
     assert f"{118.31 / 64.23:.1f}" == "1.8" and f"{36.64 / 28.49:.2f}" == "1.29"
     # vLLM PR 45666: INT3 accuracy recovery on three MoE models
     assert f"{min(0.9922, 0.9953, 1.0055):.0%}" == "99%"
+
+
+def test_expert_parallel_rows_and_tensor_parallel_slices_for_deepseek_v3():
+    """tensor_parallel-dp-attention: 8 DP-attention ranks of 64 decode tokens, DeepSeek-V3 (256 routed experts,
+    top-8, expert width 2,048, d = 7,168; arXiv:2412.19437 sec. 4.2 and config.json)."""
+    n, b = 8, 64
+    assert n * b * 8 / 256 == 16  # rows each expert sees per MoE layer, all ranks pooled
+    assert 2048 // n == 256  # each expert's width per GPU under TP8 of the experts
+    ring = 2 * (n - 1) * (n * b * 7168 * 2) // n  # ring all-reduce of every token's bf16 output, sent per GPU
+    assert ring == 12_845_056 == mk.all_reduce_bytes_per_gpu(n * b * 7168, n)
+
+
+def test_registering_a_60_gib_pool_at_the_measured_rates():
+    """tensor_parallel-rdma-registration: libfabric #4738 (256 GB in over 20 s), Mooncake PR 855 (500 GB, 49.198 s)."""
+    pool = 60 * 2**30
+    assert round(20.0 / 256e9 * 1e12) == 78 and round(49.198 / 500e9 * 1e12) == 98  # ms per GB
+    assert (round(20.0 * pool / 256e9), round(49.198 * pool / 500e9)) == (5, 6)
