@@ -97,6 +97,7 @@ def test_hash_collision_numbers_by_hand():
     assert f"{p64:.1e}" == "2.7e-02" and f"{p256:.1e}" == "4.3e-60"
     assert f"{mk.hash_collision_probability(n, 64):.1e}" == f"{p64:.1e}"
     assert f"{mk.hash_collision_probability(n, 256):.1e}" == f"{p256:.1e}"
+    assert f"{1 / p256:.1e}" == "2.3e+59"  # the chapter prints SHA-256's as odds, one chance in 1/p
     text = _text()
     assert "`nanovllmblockmanager{BlockManager.allocate}`" in text and "`menezes1996hac{" in text
     assert "bit-for-bit reuse needs batch-invariant kernels" in text
