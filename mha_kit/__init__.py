@@ -223,3 +223,10 @@ from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_e
 from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix7a (unseen7a U7a-1, 8, 9, 11, 13, 14, 15): stream metrics, loss scaling, log-probs, convolution, TPU buckets
+from .stream_metrics import StreamStats, stream_stats
+from .training_numerics import dynamic_loss_scale, first_nonfinite, log_softmax
+from .conv import conv2d_direct, halo_load_factor, im2col, winograd_f23, winograd_multiplies
+from .compilers import padded_tokens, tpu_token_paddings
+
+__all__ = [name for name in dir() if not name.startswith("_")]
