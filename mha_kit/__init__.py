@@ -223,3 +223,7 @@ from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_e
 from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix7c (unseen7b U7b-26): integer against floating-point grids of one width
+from .format_grids import BLOCK_ELEMENTS, qsnr_db, round_blocks, uniform_rounding_mse
+
+__all__ = [name for name in dir() if not name.startswith("_")]
