@@ -228,5 +228,7 @@ from .stream_metrics import StreamStats, stream_stats
 from .training_numerics import dynamic_loss_scale, first_nonfinite, log_softmax
 from .conv import conv2d_direct, halo_load_factor, im2col, winograd_f23, winograd_multiplies
 from .compilers import padded_tokens, tpu_token_paddings
+# fix7c (unseen7b U7b-26): integer against floating-point grids of one width
+from .format_grids import BLOCK_ELEMENTS, qsnr_db, round_blocks, uniform_rounding_mse
 
 __all__ = [name for name in dir() if not name.startswith("_")]

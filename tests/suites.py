@@ -14,6 +14,8 @@ UNIT = frozenset({
     "test_compilers.py",
     "test_conv.py",
     "test_training_numerics.py",
+    "test_format_grids.py",
+    "test_chapter_fix7c.py",
     "test_parallel_algos.py",
     "test_claims_fix6b.py",
     "test_quant_gemm.py",
