@@ -223,3 +223,8 @@ from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_e
 from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix7b (unseen7b U7b-3, 9, 13, 14, 28): pipeline stages, softmax costs, CSR, strided reads, histogram atomics
+from .kernel_choices import (contiguous_strides, csr_from_dense, csr_scalar_lane_use, csr_spmv, histogram_atomics,
+                             max_pipeline_stages, min_pipeline_stages, softmax_counts, strided_read)
+
+__all__ = [name for name in dir() if not name.startswith("_")]

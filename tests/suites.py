@@ -9,6 +9,8 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_kernel_choices.py",
+    "test_chapter_fix7b.py",
     "test_parallel_algos.py",
     "test_claims_fix6b.py",
     "test_quant_gemm.py",
