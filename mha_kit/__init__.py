@@ -230,5 +230,8 @@ from .conv import conv2d_direct, halo_load_factor, im2col, winograd_f23, winogra
 from .compilers import padded_tokens, tpu_token_paddings
 # fix7c (unseen7b U7b-26): integer against floating-point grids of one width
 from .format_grids import BLOCK_ELEMENTS, qsnr_db, round_blocks, uniform_rounding_mse
+# fix7b (unseen7b U7b-3, 9, 13, 14, 28): pipeline stages, softmax costs, CSR, strided reads, histogram atomics
+from .kernel_choices import (contiguous_strides, csr_from_dense, csr_scalar_lane_use, csr_spmv, histogram_atomics,
+                             max_pipeline_stages, min_pipeline_stages, softmax_counts, strided_read)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

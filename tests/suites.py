@@ -16,6 +16,8 @@ UNIT = frozenset({
     "test_training_numerics.py",
     "test_format_grids.py",
     "test_chapter_fix7c.py",
+    "test_kernel_choices.py",
+    "test_chapter_fix7b.py",
     "test_parallel_algos.py",
     "test_claims_fix6b.py",
     "test_quant_gemm.py",
