@@ -223,3 +223,12 @@ from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_e
 from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix7f (unseen7d U7d-1, 2, 5, 16, 17, 18): the MoE router and its losses, trained distances,
+# content-dependent positions, confidence, and a streamed vocabulary softmax
+from .routing import grouped_topk_gates, load_balance_loss, router_z_loss, topk_gates
+from .train_distances import trained_distance_counts
+from .content_positions import cope_position_logits, cope_positions, xl_score_terms
+from .confidence import discrete_semantic_entropy, token_entropy
+from .vocab_stream import stream_logz_entropy
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -9,6 +9,11 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_routing.py",
+    "test_content_positions.py",
+    "test_vocab_stream.py",
+    "test_train_distances.py",
+    "test_confidence.py",
     "test_parallel_algos.py",
     "test_claims_fix6b.py",
     "test_quant_gemm.py",
