@@ -29,7 +29,7 @@ def discrete_semantic_entropy(cluster_ids):
         raise ValueError("cluster_ids must label at least one sampled answer, got none")
     _, counts = np.unique(np.asarray(ids), return_counts=True)  # (clusters,)
     p = counts / counts.sum()
-    return float(-(p * np.log(p)).sum())
+    return float((p * np.log(1.0 / p)).sum())  # log(1/p) >= 0: exactly 0.0 for one cluster, never -0.0
 
 
 def token_entropy(logits, temperature=1.0):

@@ -9,6 +9,7 @@ import mha_kit as mk
 
 def test_semantic_entropy_hand_worked():
     assert mk.discrete_semantic_entropy(["paris"] * 5) == 0.0
+    assert str(mk.discrete_semantic_entropy(["paris"] * 5)) == "0.0"  # not -0.0
     assert mk.discrete_semantic_entropy(list("abcde")) == pytest.approx(math.log(5))
     assert mk.discrete_semantic_entropy(list("aaab")) == pytest.approx(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25)))
 
