@@ -5,7 +5,7 @@ A router is one linear map per MoE layer, ``W_r`` of shape ``(E, d)``: each toke
 the gating weights ``g``: ``y = sum_i g_i FFN_i(x)``. Shipped models differ in three places:
 
 * :func:`topk_gates`: softmax over all ``E`` experts then the top ``k`` (Switch, GShard, Qwen-MoE),
-  renormalised over the ``k`` or not (``norm_topk_prob``); Mixtral's ``Softmax(TopK(logits))``
+  renormalised over the ``k`` or not (Qwen-MoE's ``norm_topk_prob``); Mixtral's ``Softmax(TopK(logits))``
   equals the renormalised form, because renormalising a softmax over a subset is the softmax of
   that subset's logits;
 * :func:`grouped_topk_gates`: DeepSeek-V3's sigmoid scores, a bias for selection only, the top
@@ -42,9 +42,9 @@ def topk_gates(logits, top_k, renormalize=True):
     """Softmax router: each token's ``top_k`` experts and their gating weights.
 
     ``p = softmax(logits)`` over all ``E`` experts; the ``k`` largest are chosen (ties to the lower
-    index); their weights are ``p`` itself (``renormalize=False``: Switch, DeepSeek-V2, Qwen1.5-MoE,
-    summing to less than 1) or ``p`` divided by its sum over the ``k`` (``renormalize=True``:
-    Mixtral, Qwen3-MoE's ``norm_topk_prob``).
+    index); their weights are ``p`` itself (``renormalize=False``: Switch, DeepSeek-V2; summing to
+    less than 1) or ``p`` divided by its sum over the ``k`` (``renormalize=True``: Mixtral; the
+    Qwen-MoE routers pick between the two with their config's ``norm_topk_prob``).
 
     Parameters
     ----------
