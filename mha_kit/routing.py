@@ -131,7 +131,7 @@ def router_z_loss(logits):
     """ST-MoE's router z-loss: the mean over tokens of ``logsumexp(logits) ** 2`` (before ``c_z``).
 
     It pushes the router's logits towards small magnitudes, so that the exponentials of the
-    softmax stay in range in low precision (Zoph et al., arXiv:2202.08906 sec. 3.1, eq. 5).
+    softmax stay in range in low precision (Zoph et al., arXiv:2202.08906 sec. 3.1).
     """
     x, _ = _logits(logits, 1)
     m = x.max(axis=1)  # (n,)
