@@ -233,5 +233,12 @@ from .format_grids import BLOCK_ELEMENTS, qsnr_db, round_blocks, uniform_roundin
 # fix7b (unseen7b U7b-3, 9, 13, 14, 28): pipeline stages, softmax costs, CSR, strided reads, histogram atomics
 from .kernel_choices import (contiguous_strides, csr_from_dense, csr_scalar_lane_use, csr_spmv, histogram_atomics,
                              max_pipeline_stages, min_pipeline_stages, softmax_counts, strided_read)
+# fix7f (unseen7d U7d-1, 2, 5, 16, 17, 18): the MoE router and its losses, trained distances,
+# content-dependent positions, confidence, and a streamed vocabulary softmax
+from .routing import grouped_topk_gates, load_balance_loss, router_z_loss, topk_gates
+from .train_distances import trained_distance_counts
+from .content_positions import cope_position_logits, cope_positions, xl_score_terms
+from .confidence import discrete_semantic_entropy, token_entropy
+from .vocab_stream import stream_logz_entropy
 
 __all__ = [name for name in dir() if not name.startswith("_")]
