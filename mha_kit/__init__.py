@@ -223,3 +223,8 @@ from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_e
 from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix7e (unseen7d U7d-8, -10, -11, -15): GPTQ's knobs, the importance matrix, Hadamard rotations, eval noise
+from .quant_practice import (accuracy_stderr, gptq_hessian_quantize, hadamard_rotate, imatrix_quantize,
+                             paired_diff_stderr)
+
+__all__ = [name for name in dir() if not name.startswith("_")]
