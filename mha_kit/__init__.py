@@ -240,5 +240,8 @@ from .train_distances import trained_distance_counts
 from .content_positions import cope_position_logits, cope_positions, xl_score_terms
 from .confidence import discrete_semantic_entropy, token_entropy
 from .vocab_stream import stream_logz_entropy
+# fix7e (unseen7d U7d-8, -10, -11, -15): GPTQ's knobs, the importance matrix, Hadamard rotations, eval noise
+from .quant_practice import (accuracy_stderr, gptq_hessian_quantize, hadamard_rotate, imatrix_quantize,
+                             paired_diff_stderr)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -27,6 +27,8 @@ UNIT = frozenset({
     "test_parallel_algos.py",
     "test_claims_fix6b.py",
     "test_quant_gemm.py",
+    "test_quant_practice.py",
+    "test_chapter_weight_quantization_fix7e.py",
     "test_claims_fix5a.py",
     "test_claims_fix5c.py",
     "test_sre.py",
