@@ -204,7 +204,6 @@ from .sampling import cfg_logits, mirostat_v2_step, token_healing_mask, typical_
 from .fleet_ops import (aimd_batch_trace, bandwidth_utilisation, batched_early_exit_layers, edge_decode_ceiling,
                         flops_utilisation, isolation_replays, weight_pull_seconds)
 
-__all__ = [name for name in dir() if not name.startswith("_")]
 
 # fix4blk: the block around attention (chapter "The block around attention")
 from .block import (BLOCK_LAYOUTS, PLACEMENTS, deepnorm_constants, distance_from_rank_one, layer_norm,
@@ -214,7 +213,6 @@ from .packing import dense_mask_bytes, pack_documents, padding_fraction
 from .chunk_positions import dca_distances, glm_position_ids, logn_scale
 from .attention_extras import attention_rollout, efficient_attention_entries, swin_attention_flops
 
-__all__ = [name for name in dir() if not name.startswith("_")]
 # fix5a (unseen5a U5a-2, 3, 4, 6, 11, 12, 13, 15, 16)
 from .quant_gemm import calibration_amax, llm_int8_matmul, zero_point_gemm_terms
 from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_expected_probes,
@@ -222,7 +220,6 @@ from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_e
 # fix5c (unseen5c U5c-13, U5c-14): error-budget burn rates and a capacity forecast
 from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
-__all__ = [name for name in dir() if not name.startswith("_")]
 # fix7a (unseen7a U7a-1, 8, 9, 11, 13, 14, 15): stream metrics, loss scaling, log-probs, convolution, TPU buckets
 from .stream_metrics import StreamStats, stream_stats
 from .training_numerics import dynamic_loss_scale, first_nonfinite, log_softmax
@@ -243,5 +240,10 @@ from .vocab_stream import stream_logz_entropy
 # fix7e (unseen7d U7d-8, -10, -11, -15): GPTQ's knobs, the importance matrix, Hadamard rotations, eval noise
 from .quant_practice import (accuracy_stderr, gptq_hessian_quantize, hadamard_rotate, imatrix_quantize,
                              paired_diff_stderr)
+
+# fix8a (unseen8a U8a-2, 8, 10, 14): AMD ports, visual tokens, persistent batch, incremental detokenizer
+from .amd_gpus import AMD_GPUS, AmdGpu, weights_fit
+from .engine_plumbing import BatchUpdate, detokenize_stream, persistent_batch_update
+from .vision_tokens import fastv_flops_ratio, internvl_image_tokens
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -9,6 +9,10 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_engine_plumbing.py",
+    "test_vision_tokens.py",
+    "test_amd_gpus.py",
+    "test_chapter_fix8a.py",
     "test_claims_fix7a.py",
     "test_stream_metrics.py",
     "test_compilers.py",
