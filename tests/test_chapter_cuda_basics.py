@@ -76,3 +76,14 @@ def test_uva_offload_cost():
     assert f"{4 * 2**30 / pcie * 1e3:.0f}" == "67"  # 4 GiB over PCIe Gen5 x16
     weights = 2 * mk.dense_decoder_params(mk.get_model_facts("llama-3-8b"))
     assert round((4 * 2**30 / pcie) / (weights / mk.GPUS["h100-sxm"].hbm_bandwidth)) == 14
+
+
+def test_conv_tile_window_reads_two_way_conflict():
+    """cuda_basics-convolution: a warp of the 16 x 16 block spans two rows of the 18-word-pitch tile."""
+    words = [(lane // 16) * 18 + lane % 16 for lane in range(32)]  # tile[ty][tx] for lanes 0..31
+    banks = [w % 32 for w in words]
+    per_bank = {b: len({w for w in words if w % 32 == b}) for b in set(banks)}
+    assert max(per_bank.values()) == 2
+    assert sorted(b for b, n in per_bank.items() if n == 2) == [0, 1]  # lanes 30, 31 wrap onto lanes 0, 1
+    assert mk.bank_conflict_degree(words) == 2
+    assert mk.bank_conflict_degree(list(range(32))) == 1  # a 32-wide block: one tile row per warp

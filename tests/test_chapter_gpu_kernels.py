@@ -108,3 +108,15 @@ def test_measured_latency_ratios():
     # markdewing/AI_kernels latency/README.md, H100 SXM, cycles: L1 40, L2 291, HBM 700
     assert (291 / 40, 700 / 40) == (7.275, 17.5)
     assert f"{291 / 40:4.1f}" == " 7.3" and f"{700 / 40:4.1f}" == "17.5"
+
+
+def test_no_shared_memory_l1_after_carveout_rounding():
+    """gpu_kernels-no-shared-memory: resident blocks and the L1 left on an H100 (256 KB array)."""
+    carveouts_kib = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)  # Hopper Tuning Guide
+    for smem_kib, blocks, l1_kib in ((0, 8, 248), (16, 8, 92), (48, 4, 60), (100, 2, 28)):
+        by_smem = 228 // (smem_kib + 1)  # each block adds CUDA's 1 KB reserve
+        by_regs = 65536 // (256 * 32)
+        assert min(by_smem, by_regs, 64 // 8) == blocks
+        assert mk.blocks_per_sm(H100, 256, 256 * 32, (smem_kib + 1) * 1024) == blocks
+        carve = min(c for c in carveouts_kib if c >= blocks * (smem_kib + 1))
+        assert 256 - carve == l1_kib

@@ -45,3 +45,14 @@ def test_token_bucket_burst_claim():
     assert (60 - admitted) * request / rate == 120.0  # the refill the other 40 need, one after another
     waits = mk.token_bucket_waits([(0.0, request)] * 60, 10_000)
     assert sum(w == 0 for w in waits) == admitted and max(waits) == 3.0
+
+
+def test_hosted_caching_why_a_read_is_cheap():
+    """scheduler_design-hosted-caching: a 10,000-token prefix of a Llama 3 70B-shaped model."""
+    per_token = 80 * 2 * 8 * 128 * 2  # layers x (K, V) x KV heads x head dim x bf16 bytes (Llama 3 70B, GQA)
+    llama70 = mk.MODEL_FACTS["llama-3-70b"]
+    assert mk.kv_cache_bytes_per_token(llama70.config) == per_token == 320 * 1024
+    assert round(10_000 * per_token / 2**30, 1) == 3.1  # GiB held for the time to live
+    flops = 2 * mk.model_params(llama70) * 10_000
+    assert round(flops / 989e12, 1) == 1.4  # s of one H100 at its dense bf16 peak
+    assert round(10_000 * per_token / 3.35e12 * 1e3, 1) == 1.0  # ms to read the stored K,V from HBM

@@ -64,3 +64,11 @@ def test_w8a8_prefill_lever():
 def test_all_reduces_per_decode_step():
     assert [2 * layers for layers in (32, 80, 126)] == [64, 160, 252]  # Llama 3 8B, 70B, 3.1 405B
     assert [mk.MODEL_FACTS[n].config.num_layers for n in ("llama-3-8b", "llama-3-70b", "llama-3.1-405b")] == [32, 80, 126]
+
+
+def test_tpot_first_chunk_bias():
+    """serving_operations-tpot-tools: 123 tokens in chunks of 3, one chunk every 60 ms after the first."""
+    window_ms = (123 // 3 - 1) * 60  # E2E - TTFT: the 40 chunks after the first
+    assert window_ms == 2400
+    assert round(window_ms / (123 - 1), 1) == 19.7  # vLLM TPOT, AIPerf's default ITL
+    assert window_ms / (123 - 3) == 20.0  # AIPerf --per-chunk-usage: minus the first chunk's 3 tokens
