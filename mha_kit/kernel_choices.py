@@ -179,6 +179,7 @@ def histogram_atomics(ids, num_bins, items_per_block):
     num_bins, items_per_block = check_positive_int("num_bins", num_bins), check_positive_int("items_per_block", items_per_block)
     if ids.ndim != 1 or ids.size == 0 or ids.min() < 0 or ids.max() >= num_bins:
         raise ValueError(f"ids must be a non-empty list of bins in 0..{num_bins - 1}")
+    ids = ids.astype(np.intp)  # bincount takes the platform's index type only (int32 in the browser's numpy)
     block = np.arange(ids.size) // items_per_block  # which block takes each item
     touched = np.count_nonzero(np.bincount(block * num_bins + ids, minlength=(block[-1] + 1) * num_bins))
     return {"direct": int(ids.size), "privatized": int(touched),
