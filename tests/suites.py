@@ -9,6 +9,9 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_chapter_serving_reliability_sram.py",
+    "test_chapter_attention_backends_padding.py",
+    "test_chapter_multi_tenant_serving_snapshots.py",
     "test_claims_fix7a.py",
     "test_stream_metrics.py",
     "test_compilers.py",
