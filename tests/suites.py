@@ -36,6 +36,7 @@ UNIT = frozenset({
     "test_quant_gemm.py",
     "test_quant_practice.py",
     "test_chapter_weight_quantization_fix7e.py",
+    "test_chapter_grade7c.py",
     "test_claims_fix5a.py",
     "test_claims_fix5c.py",
     "test_sre.py",
