@@ -223,7 +223,7 @@ from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_e
 from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-# fix7d (unseen7c U7c-6, U7c-8): a growing conversation's prefill, a replica's request rate
-from .serving_design import conversation_prefill_tokens, replica_request_rate
+# fix7d (unseen7c U7c-5, U7c-6, U7c-8): a growing conversation's prefill, a replica's request rate
+from .serving_design import conversation_prefill_tokens, multi_model_batches, replica_request_rate
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -72,4 +72,47 @@ def replica_request_rate(facts, gpu, prompt_tokens, output_tokens, max_seqs=256,
     return batch, step, 1.0 / per_request
 
 
-__all__ = ["conversation_prefill_tokens", "replica_request_rate"]
+def multi_model_batches(arrivals, batch_seconds, max_batch, max_wait, policy="edf") -> dict:
+    """Latencies of several models' requests sharing one GPU, each model with its own batch queue.
+
+    A model's queue is ready when it holds ``max_batch`` requests or its oldest has waited
+    ``max_wait[model]`` seconds (size or timeout). When the GPU is free it runs one ready queue's
+    batch (at most ``max_batch`` oldest requests) for ``batch_seconds(b)``: ``policy="longest"`` takes
+    the queue holding most requests, ``"edf"`` the one whose oldest request arrived first.
+
+    Parameters
+    ----------
+    arrivals : dict of str to sequence of float, each sorted
+        Arrival times of each model's requests.
+
+    Returns
+    -------
+    dict of str to np.ndarray, shape (len(arrivals[model]),)
+        Each request's latency, finish minus arrival, in arrival order.
+    """
+    if policy not in ("edf", "longest") or set(max_wait) != set(arrivals):
+        raise ValueError(f"policy must be 'edf' or 'longest' and max_wait must name every model, got {policy!r}, "
+                         f"{sorted(max_wait)} for {sorted(arrivals)}")
+    max_batch = check_positive_int("max_batch", max_batch)
+    times = {m: np.asarray(a, dtype=float) for m, a in arrivals.items()}
+    done = {m: np.zeros(len(a)) for m, a in times.items()}
+    head, tail, t = dict.fromkeys(times, 0), dict.fromkeys(times, 0), 0.0  # queue m = times[m][head:tail]
+    while any(head[m] < len(times[m]) for m in times):
+        for m in times:  # admit everything that has arrived by t
+            tail[m] = int(np.searchsorted(times[m], t, side="right"))
+        ready = [m for m in times if tail[m] - head[m] >= max_batch
+                 or (tail[m] > head[m] and t >= times[m][head[m]] + max_wait[m])]
+        if not ready:  # idle until the next arrival or the next timeout
+            t = min([times[m][tail[m]] for m in times if tail[m] < len(times[m])]
+                    + [times[m][head[m]] + max_wait[m] for m in times if tail[m] > head[m]])
+            continue
+        pick = (max(ready, key=lambda m: tail[m] - head[m]) if policy == "longest"
+                else min(ready, key=lambda m: times[m][head[m]]))
+        b = min(max_batch, tail[pick] - head[pick])
+        t += batch_seconds(b)
+        done[pick][head[pick]:head[pick] + b] = t
+        head[pick] += b
+    return {m: done[m] - times[m] for m in times}
+
+
+__all__ = ["conversation_prefill_tokens", "multi_model_batches", "replica_request_rate"]

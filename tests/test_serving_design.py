@@ -49,3 +49,23 @@ def test_replica_rate_capped_by_max_seqs_and_errors():
         mk.replica_request_rate(facts, gpu, 10_000_000, 100)
     with pytest.raises(ValueError, match="output_tokens"):
         mk.replica_request_rate(facts, gpu, 100, 0)
+
+
+def test_multi_model_batches_by_hand():
+    # one-second batches; a's head (0.1) is older than b's (0.2) but b holds more when the GPU frees at t = 1
+    arrivals, wait = {"a": [0.0, 0.1], "b": [0.2, 0.2]}, {"a": 0.0, "b": 0.0}
+    edf = mk.multi_model_batches(arrivals, lambda b: 1.0, 3, wait, policy="edf")
+    longest = mk.multi_model_batches(arrivals, lambda b: 1.0, 3, wait, policy="longest")
+    assert edf["a"].tolist() == pytest.approx([1.0, 1.9]) and edf["b"].tolist() == pytest.approx([2.8, 2.8])
+    assert longest["a"].tolist() == pytest.approx([1.0, 2.9]) and longest["b"].tolist() == pytest.approx([1.8, 1.8])
+
+
+def test_multi_model_batches_waits_for_the_timeout_or_a_full_batch():
+    # a alone: its single request waits 0.5 s for company, then runs for 1 s
+    assert mk.multi_model_batches({"a": [0.2]}, lambda b: 1.0, 4, {"a": 0.5})["a"].tolist() == pytest.approx([1.5])
+    # a full batch goes at once
+    assert mk.multi_model_batches({"a": [0.0, 0.0]}, lambda b: 1.0, 2, {"a": 9.0})["a"].tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="policy must be"):
+        mk.multi_model_batches({"a": [0.0]}, lambda b: 1.0, 2, {"a": 1.0}, policy="fifo")
+    with pytest.raises(ValueError, match="max_wait must name every model"):
+        mk.multi_model_batches({"a": [0.0]}, lambda b: 1.0, 2, {})
