@@ -247,3 +247,7 @@ from .engine_plumbing import BatchUpdate, detokenize_stream, persistent_batch_up
 from .vision_tokens import fastv_flops_ratio, internvl_image_tokens
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix7d (unseen7c U7c-5, U7c-6, U7c-8): a growing conversation's prefill, a replica's request rate
+from .serving_design import conversation_prefill_tokens, multi_model_batches, replica_request_rate
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -31,6 +31,8 @@ UNIT = frozenset({
     "test_vocab_stream.py",
     "test_train_distances.py",
     "test_confidence.py",
+    "test_serving_design.py",
+    "test_claims_fix7d.py",
     "test_parallel_algos.py",
     "test_claims_fix6b.py",
     "test_quant_gemm.py",
