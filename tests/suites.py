@@ -14,6 +14,7 @@ UNIT = frozenset({
     "test_amd_gpus.py",
     "test_chapter_fix8a.py",
     "test_claims_fix7a.py",
+    "test_claims_fix9a.py",
     "test_stream_metrics.py",
     "test_compilers.py",
     "test_conv.py",
