@@ -17,6 +17,7 @@ UNIT = frozenset({
     "test_chapter_attention_backends_padding.py",
     "test_chapter_multi_tenant_serving_snapshots.py",
     "test_claims_fix7a.py",
+    "test_claims_fix9a.py",
     "test_stream_metrics.py",
     "test_compilers.py",
     "test_conv.py",
