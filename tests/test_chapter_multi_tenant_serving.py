@@ -123,3 +123,14 @@ def test_allreduce_latency_puts_6ms_out_of_reach():
 def test_qwen2_vl_1080p_at_the_shipped_cap_and_deepseek_peak():
     assert round(1080 / 28) * round(1920 / 28) + 2 == 2693  # not downscaled under max_pixels 12,845,056
     assert round(278 / 226.75, 2) == 1.23
+
+
+def test_on_device_twelve_tile_cache_in_bf16_and_8_bit():
+    # 12 InternVL tiles plus a thumbnail, 256 tokens each; Llama 3 8B: 32 layers, 8 KV heads of 128, K and V
+    tokens = (12 + 1) * 256
+    per_token_bf16 = 2 * L8 * 8 * 128 * 2
+    assert mk.internvl_image_tokens(12) == tokens
+    assert tokens * per_token_bf16 / 2**20 == 416
+    assert tokens * per_token_bf16 // 2 / 2**20 == 208
+    l8 = mk.MODEL_FACTS["llama-3-8b"].config
+    assert mk.kv_cache_bytes(l8, 1, fmt="int8") * 2 == mk.kv_cache_bytes(l8, 1)
