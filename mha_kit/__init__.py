@@ -246,6 +246,10 @@ from .amd_gpus import AMD_GPUS, AmdGpu, weights_fit
 from .engine_plumbing import BatchUpdate, detokenize_stream, persistent_batch_update
 from .vision_tokens import fastv_flops_ratio, internvl_image_tokens
 
+from .parallel_bounds import (attention_only_intensity, attention_op_counts, pipeline_idle_fraction,
+                              ring_pass_elements, sharded_matmul_traffic, tp_decode_comm_bound,
+                              weight_stationary_comm)
+
 __all__ = [name for name in dir() if not name.startswith("_")]
 # fix7d (unseen7c U7c-5, U7c-6, U7c-8): a growing conversation's prefill, a replica's request rate
 from .serving_design import conversation_prefill_tokens, multi_model_batches, replica_request_rate

@@ -9,6 +9,8 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_parallel_bounds.py",
+    "test_chapter_fix9b.py",
     "test_engine_plumbing.py",
     "test_vision_tokens.py",
     "test_amd_gpus.py",
