@@ -85,3 +85,15 @@ def test_mla_kernel_head_widths():
     assert v3.kv_lora_rank + v3.qk_rope_head_dim == 576  # absorbed key: latent 512 + rotary 64
     assert v3.kv_lora_rank == 512  # absorbed value: the latent itself
     assert v3.qk_nope_head_dim + v3.qk_rope_head_dim == 192 and v3.v_head_dim == 128  # naive prefill form
+
+
+def test_same_peak_pairs_decode_at_the_bandwidth_ratio():
+    # Llama 3 8B, batch 1, bf16: the same bytes a step on both parts of each pair, so the step times
+    # stand in the ratio of the HBM bandwidths (datasheets: 1.555 / 2.039 TB/s, 3.35 / 4.8 TB/s).
+    llama8 = mk.MODEL_FACTS["llama-3-8b"]
+    for slow, fast, ratio in (("a100-40gb", "a100-80gb", 2.039 / 1.555), ("h100-sxm", "h200-sxm", 4.8 / 3.35)):
+        assert mk.GPUS[slow].bf16_flops == mk.GPUS[fast].bf16_flops
+        t_slow = mk.decode_memory_floor(llama8, slow, 1, 2048, 1)[0]
+        t_fast = mk.decode_memory_floor(llama8, fast, 1, 2048, 1)[0]
+        assert t_slow / t_fast == pytest.approx(ratio, rel=1e-9)
+    assert f"{4.8 / 3.35:.2f}" == "1.43"

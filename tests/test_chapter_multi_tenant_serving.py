@@ -134,3 +134,15 @@ def test_on_device_twelve_tile_cache_in_bf16_and_8_bit():
     assert tokens * per_token_bf16 // 2 / 2**20 == 208
     l8 = mk.MODEL_FACTS["llama-3-8b"].config
     assert mk.kv_cache_bytes(l8, 1, fmt="int8") * 2 == mk.kv_cache_bytes(l8, 1)
+
+
+def test_voice_budget_adds_up():
+    # Llama 3 8B, bf16, batch 1 on an H100 (3.35 TB/s): a decode step reads the weights and a 2,030-token cache.
+    weights = _llama_params(D8, FF8, L8, 1024) * 2
+    cache = 2030 * L8 * 2 * 1024 * 2
+    tpot = (weights + cache) / 3.35e12
+    prefill = mk.prefill_seconds(mk.MODEL_FACTS["llama-3-8b"], 2030, 989e12)
+    total = 0.500 + 0.100 + prefill + 12 * tpot + 0.150 + 0.100
+    assert f"{1e3 * tpot:.1f}" == "4.9" and f"{1e3 * prefill:.1f}" == "29.7"
+    assert round(1e3 * total) == 938 and f"{0.5 / total:.0%}" == "53%"
+    assert round(1e3 * (prefill + 12 * tpot)) == 88

@@ -83,3 +83,13 @@ def test_edge_power_prompt_that_fits_500_ms():
 
     assert seconds(240, 8) <= 0.5 < seconds(256, 8)
     assert seconds(96, 16) <= 0.5 < seconds(112, 16)
+
+
+def test_groq_measured_rate_against_the_sram_floor():
+    # Llama 3 70B: 80 layers, d 8192, 8 KV heads of 128, d_ff 28672, vocabulary 128256, untied embeddings.
+    d, kv, ff, layers, vocab = 8192, 8 * 128, 28672, 80, 128256
+    params = 2 * vocab * d + layers * (2 * d * d + 2 * d * kv + 3 * d * ff + 2 * d) + d
+    floor = params * 1 / 80e12  # fp8 weights, one byte each, read at 80 TB/s across the pipelined chips
+    measured = 1 / 300  # s a token at 300 tokens/s
+    assert f"{1e3 * floor:.2f}" == "0.88" and f"{1e3 * measured:.1f}" == "3.3"
+    assert f"{measured / floor:.1f}" == "3.8"
