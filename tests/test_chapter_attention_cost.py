@@ -70,3 +70,22 @@ def test_toy_stack_with_and_without_a_cache():
     assert cached == one_pass(prompt + new - 1)
     assert f"{no_cache / 1e9:,.2f}" == "67.48" and f"{cached / 1e9:,.3f}" == "0.916"
     assert round(no_cache / cached) == 74
+
+
+def test_causal_prefill_attention_crosses_the_ridge_at_about_four_times_it():
+    # causal: 2 h S^2 d_h FLOPs (half of 4 h S^2 d_h) over 2 (2 S h d_h + 2 S h d_h) bf16 bytes -> S / 4
+    ridge = 989e12 / 3.35e12  # H100 SXM, bf16 dense FLOP/s over HBM bytes/s
+    h, d_h = 64, 128
+    first = next(s for s in range(1, 5000) if (2 * h * s * s * d_h) / (2 * 4 * s * h * d_h) > ridge)
+    assert first == 1_181
+    assert mk.attention_only_intensity(1_181, 1_181, 64, 64) == 1_181 / 2  # unmasked: S / 2
+
+
+def test_mla_decode_intensity_near_and_past_the_h100_ridge():
+    ridge = 989e12 / 3.35e12
+    flops = 2 * 128 * (512 + 64 + 512)  # 128 heads, d_k = 576, d_v = 512, per cached token
+    v3 = mk.PRESETS["deepseek-v3"]
+    assert round(flops / (2 * 576)) == round(mk.mla_decode_intensity(v3)) == 242 < ridge
+    assert round(2 * flops / (2 * 576)) == round(mk.mla_decode_intensity(v3, query_tokens=2)) == 484 > ridge
+    fp8 = 512 * 1 + 4 * 4 + 64 * 2  # FlashMLA's FP8 entry: 656 bytes
+    assert round(flops / fp8) == round(mk.mla_decode_intensity(v3, latent_bytes_per_token=fp8)) == 425 > ridge

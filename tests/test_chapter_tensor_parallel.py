@@ -2,6 +2,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 import mha_kit as mk
 
 KIB, MIB = 1024, 1024**2
@@ -44,3 +46,17 @@ def test_registering_a_60_gib_pool_at_the_measured_rates():
     pool = 60 * 2**30
     assert round(20.0 / 256e9 * 1e12) == 78 and round(49.198 / 500e9 * 1e12) == 98  # ms per GB
     assert (round(20.0 * pool / 256e9), round(49.198 * pool / 500e9)) == (5, 6)
+
+
+def test_gated_mlp_doubles_the_all_reduce_term_and_moves_the_2d_balance():
+    # 2D weight-stationary, continuous X: 2BD/X + m * 2BFX/n with m = 1 (plain) or 2 (gate and up)
+    b, d, f, n = 64, 8192, 4 * 8192, 256
+    plain_x, gated_x = (n * d / f) ** 0.5, (n * d / (2 * f)) ** 0.5
+    plain = 2 * b * d / plain_x + 2 * b * f * plain_x / n
+    gated = 2 * b * d / gated_x + 2 * 2 * b * f * gated_x / n
+    assert plain == pytest.approx(4 * b * (d * f / n) ** 0.5)
+    assert gated / plain == pytest.approx(2**0.5)
+    for x in (gated_x * 0.9, gated_x * 1.1):  # the balance is the minimum
+        assert 2 * b * d / x + 4 * b * f * x / n > gated
+    # the mha_kit count with d_ff = 2F is the gated MLP's: its best X is the smaller one
+    assert mk.weight_stationary_comm(b, d, 2 * f, n)[2] <= mk.weight_stationary_comm(b, d, f, n)[2]
