@@ -255,3 +255,7 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 from .serving_design import conversation_prefill_tokens, multi_model_batches, replica_request_rate
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# fix10b (unseen10b U10b-1, U10b-14): a causal top-c mask, balanced pipeline stages
+from .sparse_select import balanced_stages, indegree_topk_mask
+
+__all__ = [name for name in dir() if not name.startswith("_")]
