@@ -255,3 +255,5 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 from .serving_design import conversation_prefill_tokens, multi_model_batches, replica_request_rate
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+from .compression_memory import (EMBEDDING_BITS, activation_bytes_per_layer, block_influence,
+                                 embedding_index_bytes, wanda_mask)
