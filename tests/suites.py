@@ -9,6 +9,8 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_compression_memory.py",
+    "test_claims_fix10a.py",
     "test_parallel_bounds.py",
     "test_chapter_fix9b.py",
     "test_engine_plumbing.py",
