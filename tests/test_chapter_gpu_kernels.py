@@ -120,3 +120,10 @@ def test_no_shared_memory_l1_after_carveout_rounding():
         assert mk.blocks_per_sm(H100, 256, 256 * 32, (smem_kib + 1) * 1024) == blocks
         carve = min(c for c in carveouts_kib if c >= blocks * (smem_kib + 1))
         assert 256 - carve == l1_kib
+
+
+def test_batched_gemm_intensity_is_n_over_3_and_the_h100_ridge_is_about_295():
+    for n, expected in ((16, 16 / 3), (256, 256 / 3), (1024, 1024 / 3)):
+        assert (2 * n * n * n) / (3 * n * n * 2) == pytest.approx(expected)  # 2n^3 FLOPs over A, B, C in bf16
+    assert round(989e12 / 3.35e12) == 295  # dense bf16 peak over HBM3 bandwidth, H100 SXM datasheet
+    assert 256 / 3 < 989e12 / 3.35e12 < 1024 / 3  # n = 256 memory-bound, n = 1024 compute-bound
