@@ -19,3 +19,14 @@ def test_warp_kernel_and_sequential_loop_agree_within_rtol_but_not_bitwise():
     np.testing.assert_allclose(gpu, ref, rtol=1e-5, atol=1e-12)
     np.testing.assert_allclose(cpu, ref, rtol=1e-5, atol=1e-12)
     assert np.abs(gpu / ref - 1).max() < np.abs(cpu / ref - 1).max()  # 32 short sums beat one long one
+
+
+def test_norm_epsilon_is_lost_at_one_in_both_16_bit_formats_but_bf16_stores_it_normally():
+    fp16, bf16 = mk.FLOAT_FORMATS["fp16"], mk.FLOAT_FORMATS["bf16"]
+    assert fp16.epsilon == 2.0 ** -10 and bf16.epsilon == 2.0 ** -7  # step above 1.0: 10 and 7 stored bits
+    for eps in (1e-5, 1e-6):
+        assert eps < fp16.epsilon / 2 and eps < bf16.epsilon / 2  # round-to-nearest drops it at 1.0
+        assert eps > bf16.smallest_normal  # bf16 has float32's exponent range: eps is a normal number
+        assert eps < fp16.smallest_normal == 2.0 ** -14  # fp16 would hold it only as a subnormal
+    assert np.float16(1.0) + np.float16(1e-5) == np.float16(1.0)
+    assert f"{1 / np.sqrt(1e-5):,.0f}" == "316" and f"{1 / np.sqrt(1e-6):,.0f}" == "1,000"

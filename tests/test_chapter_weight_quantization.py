@@ -90,3 +90,11 @@ def test_paper_perplexity_changes():
     # GPTQ Table 3 (OPT-175B 8.34 -> 8.37 at 4 bits, 8.68 at 3), AWQ Table 4 (Llama-2-70B 3.32 -> 3.41)
     assert f"{(8.37 - 8.34) / 8.34:.1%}" == "0.4%" and f"{(8.68 - 8.34) / 8.34:.1%}" == "4.1%"
     assert f"{(3.41 - 3.32) / 3.32:.1%}" == "2.7%"
+
+
+def test_sentence_transformers_demo_index_sizes():
+    # 41 million 1,024-dim embeddings: one sign bit per dimension, or four bytes in float32
+    n, dim = 41_000_000, 1024
+    assert n * dim // 8 == 5_248_000_000 == mk.embedding_index_bytes(n, dim, "binary")  # the README's 5.2 GB
+    assert n * dim * 4 == 167_936_000_000 == mk.embedding_index_bytes(n, dim, "float32")  # 168 GB
+    assert n * dim == mk.embedding_index_bytes(n, dim, "int8")
