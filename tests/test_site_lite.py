@@ -176,6 +176,21 @@ def test_lite_runs_every_exercise_top_to_bottom(lite_lab, site):
     assert not failures, "\n".join(failures)
 
 
+def test_the_chapter_runner_names_the_first_cell_that_fails(lite_lab):
+    """lite.run_cells_code, as the next test uses it: magics and prints run, a failing cell is named with its
+    error, and nothing after it runs."""
+    tab, _, _ = lite_lab
+    tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
+    sources = ["%config InlineBackend.figure_formats = ['png']", "y = 41", "y += 1\nprint('y is', y)",
+               "z = not_defined_anywhere", "print('after the error')"]
+    got = tab.page.evaluate(lite.EXECUTE, [lite.run_cells_code(sources)])
+    assert lite.FIRST_FAILED.search(got["text"]).group(1) == "3", got
+    assert error_lines(got) == ["NameError: name 'not_defined_anywhere' is not defined"], got
+    assert "y is 42" in got["text"] and "after the error" not in got["text"], got
+    got = tab.page.evaluate(lite.EXECUTE, [lite.run_cells_code(sources[:3])])
+    assert lite.FIRST_FAILED.search(got["text"]).group(1) == "None" and not got["errors"], got
+
+
 def test_lite_runs_every_chapter_top_to_bottom(lite_lab, site):
     """Issue 36: every chapter copy runs top to bottom in the page's kernel with no error output (Continuous
     batching raised NameError in five cells when its copy left out a remove-cell cell that defines names)."""
@@ -187,9 +202,10 @@ def test_lite_runs_every_chapter_top_to_bottom(lite_lab, site):
             continue
         nb = json.loads((site.html / "lite" / "files" / path).read_text(encoding="utf-8"))
         tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
-        for index, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
-            errors = error_lines(tab.page.evaluate(lite.EXECUTE, ["".join(cell["source"])]))
-            if errors:
-                failures.append(f"{path} code cell {index}: {errors[0][:300]}")
-                break  # the first error of a chapter: later cells fail after it
+        sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+        got = tab.page.evaluate(lite.EXECUTE, [lite.run_cells_code(sources)])  # stops at the first error
+        errors, ran = error_lines(got), lite.FIRST_FAILED.search(got["text"])
+        if errors or not ran or ran.group(1) != "None":
+            where = f"code cell {ran.group(1)}" if ran else "(the run did not finish)"
+            failures.append(f"{path} {where}: {errors[0][:300] if errors else got['text'][-300:]}")
     assert not failures, "\n".join(failures)
