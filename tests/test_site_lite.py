@@ -165,14 +165,15 @@ def test_lite_runs_every_exercise_top_to_bottom(lite_lab, site):
             continue
         solution = lite.solution_answers(assignment)
         tab.page.evaluate(lite.EXECUTE, ["%reset -f"])
-        for index, cell in enumerate(nbformat.read(site.html / "lite" / "files" / path, as_version=4).cells):
-            if cell.cell_type != "code":
-                continue
-            owner = cell.metadata.get("nbgrader", {}).get("grade_id")
-            source = solution[owner] if owner in solution else cell.source
-            errors = error_lines(tab.page.evaluate(lite.EXECUTE, [source]))
-            if errors:
-                failures.append(f"{path} cell {index} ({owner or 'setup'}): {errors[0][:300]}")
+        cells = [(index, cell.metadata.get("nbgrader", {}).get("grade_id"), cell)
+                 for index, cell in enumerate(nbformat.read(site.html / "lite" / "files" / path, as_version=4).cells)
+                 if cell.cell_type == "code"]
+        sources = [solution[owner] if owner in solution else cell.source for _, owner, cell in cells]
+        got = tab.page.evaluate(lite.EXECUTE, [lite.run_cells_code(sources)])  # one request: stops at the first error
+        errors, ran = error_lines(got), lite.FIRST_FAILED.search(got["text"])
+        if errors or not ran or ran.group(1) != "None":
+            index, owner, _ = cells[int(ran.group(1))] if ran and ran.group(1) != "None" else (None, None, None)
+            failures.append(f"{path} cell {index} ({owner or 'setup'}): {errors[0][:300] if errors else got['text'][-300:]}")
     assert not failures, "\n".join(failures)
 
 
