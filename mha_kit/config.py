@@ -7,6 +7,7 @@ Notation used across the project (see the book's notation page):
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 import warnings
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,17 @@ def check_positive_int(name: str, value) -> int:
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
     return int(value)
+
+
+def check_positive_number(name: str, value) -> float:
+    """``value`` as a float if it is a positive finite real number; otherwise ``ValueError`` naming ``name``.
+
+    For rates, prices, sizes in bytes and times, where a float is expected (``check_positive_int`` is for
+    counts). Booleans are refused.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
 
 
 def renamed_keyword(old: str, new: str):

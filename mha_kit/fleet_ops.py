@@ -15,13 +15,7 @@ import numbers
 
 import numpy as np
 
-from .config import check_positive_int
-
-
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
+from .config import check_positive_int, check_positive_number
 
 
 def bandwidth_utilisation(bytes_per_step, step_s, peak_bandwidth) -> float:
@@ -33,7 +27,7 @@ def bandwidth_utilisation(bytes_per_step, step_s, peak_bandwidth) -> float:
 
     Book: chapter "Plan a deployment", section on MBU and MFU.
     """
-    return _positive("bytes_per_step", bytes_per_step) / _positive("step_s", step_s) / _positive(
+    return check_positive_number("bytes_per_step", bytes_per_step) / check_positive_number("step_s", step_s) / check_positive_number(
         "peak_bandwidth", peak_bandwidth)
 
 
@@ -45,7 +39,7 @@ def flops_utilisation(flops_per_step, step_s, peak_flops) -> float:
 
     Book: chapter "Plan a deployment", section on MBU and MFU.
     """
-    return _positive("flops_per_step", flops_per_step) / _positive("step_s", step_s) / _positive(
+    return check_positive_number("flops_per_step", flops_per_step) / check_positive_number("step_s", step_s) / check_positive_number(
         "peak_flops", peak_flops)
 
 
@@ -75,7 +69,7 @@ def aimd_batch_trace(base_s, per_item_s, target_s, *, start=1, increase=1, backo
     base = np.asarray(base_s, dtype=float)  # (steps,)
     if base.ndim != 1 or base.size == 0 or not np.all(base >= 0):
         raise ValueError(f"base_s must be a non-empty 1-D array of seconds >= 0, got shape {base.shape}")
-    per, target = _positive("per_item_s", per_item_s), _positive("target_s", target_s)
+    per, target = check_positive_number("per_item_s", per_item_s), check_positive_number("target_s", target_s)
     if not 0 < backoff < 1 or not 0 <= hysteresis < 1:
         raise ValueError(f"need 0 < backoff < 1 and 0 <= hysteresis < 1, got backoff={backoff}, "
                          f"hysteresis={hysteresis}")
@@ -99,8 +93,8 @@ def edge_decode_ceiling(weight_bytes, bandwidth, watts) -> tuple:
 
     Book: chapter "Overload, failures and rollouts", section on the edge.
     """
-    rate = _positive("bandwidth", bandwidth) / _positive("weight_bytes", weight_bytes)
-    return rate, rate / _positive("watts", watts)
+    rate = check_positive_number("bandwidth", bandwidth) / check_positive_number("weight_bytes", weight_bytes)
+    return rate, rate / check_positive_number("watts", watts)
 
 
 def isolation_replays(batch_size) -> int:
@@ -143,9 +137,9 @@ def weight_pull_seconds(nodes, weight_bytes, store_bandwidth, node_bandwidth, *,
     Book: chapter "Many models, adapters and tenants", section on scale-out.
     """
     n = check_positive_int("nodes", nodes)
-    w, store, node = (_positive(k, v) for k, v in (("weight_bytes", weight_bytes),
+    w, store, node = (check_positive_number(k, v) for k, v in (("weight_bytes", weight_bytes),
                                                    ("store_bandwidth", store_bandwidth),
                                                    ("node_bandwidth", node_bandwidth)))
     if not peer_to_peer:
         return max(n * w / store, w / node)
-    return w / min(store, node) + (n - 1) * _positive("chunk_bytes", chunk_bytes) / node
+    return w / min(store, node) + (n - 1) * check_positive_number("chunk_bytes", chunk_bytes) / node

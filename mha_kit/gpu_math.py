@@ -10,13 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import check_positive_int
-
-
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
+from .config import check_positive_int, check_positive_number
 
 
 def peak_flops(num_sms: int, flops_per_clock_per_sm: int, clock_hz: float) -> float:
@@ -28,12 +22,12 @@ def peak_flops(num_sms: int, flops_per_clock_per_sm: int, clock_hz: float) -> fl
     """
     sms, per_clock = check_positive_int("num_sms", num_sms), check_positive_int("flops_per_clock_per_sm",
                                                                                  flops_per_clock_per_sm)
-    return sms * per_clock * _positive("clock_hz", clock_hz)
+    return sms * per_clock * check_positive_number("clock_hz", clock_hz)
 
 
 def implied_clock_hz(peak: float, num_sms: int, flops_per_clock_per_sm: int) -> float:
     """The clock a datasheet peak assumes: ``peak / (num_sms * flops_per_clock_per_sm)``, in Hz."""
-    return _positive("peak", peak) / peak_flops(num_sms, flops_per_clock_per_sm, 1.0)
+    return check_positive_number("peak", peak) / peak_flops(num_sms, flops_per_clock_per_sm, 1.0)
 
 
 def gemm_tile_intensity(block_m: int, block_n: int, bytes_per_element: float) -> float:
@@ -47,7 +41,7 @@ def gemm_tile_intensity(block_m: int, block_n: int, bytes_per_element: float) ->
     A naive kernel (one output per thread, every operand from global memory) is ``block_m = block_n = 1``.
     """
     bm, bn = check_positive_int("block_m", block_m), check_positive_int("block_n", block_n)
-    return 2 * bm * bn / ((bm + bn) * _positive("bytes_per_element", bytes_per_element))
+    return 2 * bm * bn / ((bm + bn) * check_positive_number("bytes_per_element", bytes_per_element))
 
 
 def tiled_gemm_bytes(m: int, n: int, k: int, block_m: int, block_n: int, bytes_per_element: float) -> float:
@@ -62,7 +56,7 @@ def tiled_gemm_bytes(m: int, n: int, k: int, block_m: int, block_n: int, bytes_p
         raise ValueError(f"m and n must be multiples of block_m and block_n, got m={m}, n={n}, "
                          f"block_m={bm}, block_n={bn}")
     tiles = (m // bm) * (n // bn)
-    return (tiles * (bm + bn) * k + m * n) * _positive("bytes_per_element", bytes_per_element)
+    return (tiles * (bm + bn) * k + m * n) * check_positive_number("bytes_per_element", bytes_per_element)
 
 
 def warp_softmax(x: np.ndarray, lanes: int = 32) -> np.ndarray:

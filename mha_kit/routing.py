@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .attention import softmax
 from .config import check_positive_int
 
 
@@ -31,11 +32,6 @@ def _logits(logits, top_k):
     if k > x.shape[1]:
         raise ValueError(f"top_k ({k}) must not exceed the number of experts ({x.shape[1]})")
     return x, k
-
-
-def _softmax(x):
-    z = np.exp(x - x.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
 
 
 def topk_gates(logits, top_k, renormalize=True):
@@ -58,7 +54,7 @@ def topk_gates(logits, top_k, renormalize=True):
     weights : float array, shape (n, k)
     """
     x, k = _logits(logits, top_k)
-    p = _softmax(x)  # (n, E)
+    p = softmax(x)  # (n, E)
     choices = np.argsort(-p, axis=1, kind="stable")[:, :k].astype(np.intp)  # (n, k)
     g = np.take_along_axis(p, choices, axis=1)  # (n, k)
     return choices, (g / g.sum(axis=1, keepdims=True) if renormalize else g)

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .config import check_positive_int
+from .config import check_positive_int, check_positive_number
 from .counting import projection_params_by_matrix
 from .deployment import plan_deployment
 from .models import ModelFacts
@@ -25,12 +25,6 @@ from .units import dtype_bits
 
 #: LoRA targets of a Llama-style layer, the four attention projections and the three SwiGLU matrices.
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
-
-
-def _positive_number(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return value
 
 
 def lora_matrix_shapes(facts) -> dict:
@@ -89,8 +83,8 @@ def self_host_cost_per_million(price_per_gpu_hour, tokens_per_s_per_gpu, utilisa
 
     Book: chapter "Many models, adapters and tenants".
     """
-    price = _positive_number("price_per_gpu_hour", price_per_gpu_hour)
-    rate = _positive_number("tokens_per_s_per_gpu", tokens_per_s_per_gpu)
+    price = check_positive_number("price_per_gpu_hour", price_per_gpu_hour)
+    rate = check_positive_number("tokens_per_s_per_gpu", tokens_per_s_per_gpu)
     if not 0 < utilisation <= 1:
         raise ValueError(f"utilisation must lie in (0, 1], got {utilisation!r}")
     return 1e6 * price / 3600 / (rate * utilisation)
@@ -107,7 +101,7 @@ def break_even_tokens_per_day(api_price_per_million, price_per_gpu_hour, min_gpu
 
     Book: chapter "Many models, adapters and tenants".
     """
-    api = _positive_number("api_price_per_million", api_price_per_million)
+    api = check_positive_number("api_price_per_million", api_price_per_million)
     gpus = check_positive_int("min_gpus", min_gpus)
     if self_host_cost_per_million(price_per_gpu_hour, tokens_per_s_per_gpu) >= api:
         return None
@@ -124,7 +118,7 @@ def largest_batch_within_tpot(model, gpu, *, tp, context_len, tpot_target, **kwa
 
     Book: chapter "Many models, adapters and tenants".
     """
-    target = _positive_number("tpot_target", tpot_target)
+    target = check_positive_number("tpot_target", tpot_target)
 
     def plan(b):
         return plan_deployment(model, gpu, num_gpus=tp, tp=tp, context_len=context_len, batch_size=b, **kwargs)
@@ -151,7 +145,7 @@ def routed_cost(small_fraction, cost_small, cost_large, cascade=False) -> float:
     """
     if not 0 <= small_fraction <= 1:
         raise ValueError(f"small_fraction must lie in [0, 1], got {small_fraction!r}")
-    small, large = _positive_number("cost_small", cost_small), _positive_number("cost_large", cost_large)
+    small, large = check_positive_number("cost_small", cost_small), check_positive_number("cost_large", cost_large)
     return (small if cascade else small_fraction * small) + (1 - small_fraction) * large
 
 
@@ -352,9 +346,9 @@ def request_cost(prompt_tokens, cached_tokens, completion_tokens, *, input_per_m
             raise ValueError(f"{name} must be an int >= 0, got {v!r}")
     if cached_tokens > prompt_tokens:
         raise ValueError(f"cached_tokens ({cached_tokens}) cannot exceed prompt_tokens ({prompt_tokens})")
-    p_in = _positive_number("input_per_million", input_per_million)
-    p_out = _positive_number("output_per_million", output_per_million)
-    p_cache = _positive_number("cached_input_per_million", cached_input_per_million)
+    p_in = check_positive_number("input_per_million", input_per_million)
+    p_out = check_positive_number("output_per_million", output_per_million)
+    p_cache = check_positive_number("cached_input_per_million", cached_input_per_million)
     fresh = prompt_tokens - cached_tokens
     return (fresh * p_in + cached_tokens * p_cache + completion_tokens * p_out) / 1e6
 

@@ -1,5 +1,6 @@
 """Tests for mha_kit.config: validation of AttentionConfig / LatentAttentionConfig and presets."""
 import inspect
+import re
 import warnings
 from dataclasses import FrozenInstanceError
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 import mha_kit as mk
-from mha_kit.config import check_positive_int, renamed_keyword
+from mha_kit.config import check_positive_int, check_positive_number, renamed_keyword
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,3 +323,15 @@ def test_a_number_format_is_never_called_dtype():
                 wrong.append(f"{name}({param.name})")
     assert not wrong, wrong
     assert "dtype" in inspect.signature(mk.KVCache).parameters  # a real numpy dtype keeps the name
+
+
+@pytest.mark.parametrize("bad", [0, -1.5, float("inf"), float("nan"), True, "2", None])
+def test_check_positive_number_refuses_what_is_not_a_positive_finite_real(bad):
+    with pytest.raises(ValueError, match=rf"^rate must be a positive number, got {re.escape(repr(bad))}$"):
+        check_positive_number("rate", bad)
+
+
+def test_check_positive_number_returns_a_float():
+    value = check_positive_number("rate", np.float32(2.5))
+    assert value == 2.5 and type(value) is float
+    assert check_positive_number("rate", 3) == 3.0
