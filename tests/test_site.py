@@ -10,7 +10,7 @@ practice pages, search and the files; tests/test_site_pages_a.py and _b.py load 
 report (tests/site_pages.py), and tests/test_site_lite.py runs the browser edition in them. The calculator's and the drills' tests share one visit each.
 
 The browser tests serve that folder on 127.0.0.1, open each chapter in headless Debian
-Chromium with every request to another host aborted, and fail on console errors, script
+Chromium with every request to another host failing at a dead proxy, and fail on console errors, script
 errors, missing local files, math that MathJax did not typeset, and a step-through animation
 that does not step. Then they drive the live calculator and the drills and compare every
 number they show with mha_kit, run the axe-core accessibility checker on every page, and
@@ -495,6 +495,23 @@ def test_a_request_left_open_is_named_when_the_wait_gives_up(server, visit):
     tab.page.evaluate("() => { fetch('/never-answered').catch(() => {}); }")
     with pytest.raises(PageTimeout, match=r"requests still open after 1 s: http://127\.0\.0\.1:\d+/never-answered"):
         settle(tab, timeout_s=1)
+
+
+def test_a_request_to_another_host_is_recorded_and_fails(server, visit):
+    """A page's request to another host (a name or an address) is recorded as blocked and fails at the
+    browser's dead proxy (site_browser.CHROMIUM_ARGS): nothing leaves the machine, even where the network is up."""
+    tab = visit()
+    ended = {}
+    tab.page.on("requestfailed", lambda request: ended.setdefault(request.url, f"failed: {request.failure}"))
+    tab.page.on("requestfinished", lambda request: ended.setdefault(request.url, "finished"))
+    tab.page.goto(f"{server}/search.html", wait_until="load")
+    settle(tab, timeout_s=10)
+    away = ["https://pypi.org/simple/numpy/", "http://192.0.2.1/figure.png"]
+    tab.page.evaluate("""(urls) => { for (const url of urls) { const img = new Image(); img.src = url; } }""", away)
+    settle(tab, timeout_s=20)
+    assert [ended.get(url, "never ended") for url in away] == ["failed: net::ERR_PROXY_CONNECTION_FAILED"] * 2, ended
+    blocked = [problem for problem in tab.problems if problem.startswith("request to another host (blocked)")]
+    assert blocked == [f"request to another host (blocked): {url}" for url in away], tab.problems
 
 
 def test_search_works_from_disk(browser, site):
