@@ -9,6 +9,7 @@ from site_pages import (  # noqa: F401
     pytest_generate_tests,
     test_chapter_renders_offline,
     test_colour_contrast_is_checked_on_every_kind_of_element,
+    test_colour_rules_skip_repeats_but_not_a_new_kind_inside_them,
     test_pages_pass_the_accessibility_checker,
     test_rules_left_out_report_nothing_serious,
     test_search_finds_pages,
