@@ -261,3 +261,8 @@ from .sparse_select import balanced_stages, indegree_topk_mask
 __all__ = [name for name in dir() if not name.startswith("_")]
 from .compression_memory import (EMBEDDING_BITS, activation_bytes_per_layer, block_influence,
                                  embedding_index_bytes, wanda_mask)
+# r11a (unseen11a U11a-2, U11a-20): training memory under ZeRO; Qwen2-VL's M-RoPE position ids
+from .training_memory import ADAM_STATE_BYTES, zero_model_state_bytes
+from .mrope import mrope_position_ids, mrope_section_of_pairs
+
+__all__ = [name for name in dir() if not name.startswith("_")]
