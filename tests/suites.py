@@ -51,6 +51,8 @@ UNIT = frozenset({
     "test_chapter_cuda_basics.py",
     "test_chapter_fix5b.py",
     "test_block.py",
+    "test_block_ffn.py",
+    "test_chapter_transformer_block_r11b.py",
     "test_chapter_transformer_block.py",
     "test_claims_fund.py",
     "test_packing.py",
