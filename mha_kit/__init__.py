@@ -261,3 +261,7 @@ from .sparse_select import balanced_stages, indegree_topk_mask
 __all__ = [name for name in dir() if not name.startswith("_")]
 from .compression_memory import (EMBEDDING_BITS, activation_bytes_per_layer, block_influence,
                                  embedding_index_bytes, wanda_mask)
+
+# r11b: multimodal RoPE position ids (chapter "Position encodings")
+from .mrope import mrope_position_ids  # noqa: E402
+__all__ = [name for name in dir() if not name.startswith("_")]
