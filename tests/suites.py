@@ -53,6 +53,7 @@ UNIT = frozenset({
     "test_block.py",
     "test_block_ffn.py",
     "test_mrope.py",
+    "test_chapter_deployment_plan_r11b.py",
     "test_chapter_transformer_block_r11b.py",
     "test_chapter_transformer_block.py",
     "test_claims_fund.py",
