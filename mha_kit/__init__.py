@@ -207,7 +207,7 @@ from .fleet_ops import (aimd_batch_trace, bandwidth_utilisation, batched_early_e
 
 # fix4blk: the block around attention (chapter "The block around attention")
 from .block import (BLOCK_LAYOUTS, PLACEMENTS, deepnorm_constants, distance_from_rank_one, layer_norm,
-                    row_stats_blocked, swiglu_hidden_dim, toy_attention_stack, untied_head_share, welford_merge)
+                    row_stats_blocked, swiglu_ffn, swiglu_hidden_dim, toy_attention_stack, untied_head_share, welford_merge)
 # fix4fund (unseen4a U4a-1..32, unseen4c U4c-2, U4c-26)
 from .packing import dense_mask_bytes, pack_documents, padding_fraction
 from .chunk_positions import dca_distances, glm_position_ids, logn_scale
