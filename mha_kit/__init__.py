@@ -261,3 +261,11 @@ from .sparse_select import balanced_stages, indegree_topk_mask
 __all__ = [name for name in dir() if not name.startswith("_")]
 from .compression_memory import (EMBEDDING_BITS, activation_bytes_per_layer, block_influence,
                                  embedding_index_bytes, wanda_mask)
+# r11c (unseen11c U11c-7, U11c-25): ZeRO's model-state bytes per GPU, 1F1B micro-batches in flight per stage
+from .training_memory import ADAM_STATE_BYTES, one_f_one_b_in_flight, zero_bytes_per_gpu
+
+__all__ = [name for name in dir() if not name.startswith("_")]
+# r11c (unseen11c U11c-5): M-RoPE's temporal, height and width position ids (Qwen2-VL)
+from .mrope import mrope_position_ids
+
+__all__ = [name for name in dir() if not name.startswith("_")]
