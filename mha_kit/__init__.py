@@ -261,8 +261,9 @@ from .sparse_select import balanced_stages, indegree_topk_mask
 __all__ = [name for name in dir() if not name.startswith("_")]
 from .compression_memory import (EMBEDDING_BITS, activation_bytes_per_layer, block_influence,
                                  embedding_index_bytes, wanda_mask)
-# r11a (unseen11a U11a-2, U11a-20): training memory under ZeRO; Qwen2-VL's M-RoPE position ids
-from .training_memory import ADAM_STATE_BYTES, zero_model_state_bytes
-from .mrope import mrope_position_ids, mrope_section_of_pairs
+# round 11 (r11a, r11c; merged by m11): ZeRO's model-state bytes per GPU and the 1F1B micro-batches in
+# flight per stage (chapter "Tensor parallelism"); Qwen2-VL's M-RoPE position ids (chapter "Position encodings")
+from .training_memory import ADAM_STATE_BYTES, one_f_one_b_in_flight, zero_bytes_per_gpu
+from .mrope import mrope_position_ids
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,6 +1,6 @@
 """Claims of the round-11a sections, recomputed independently (products written out).
 
-transformer_block-ffn-formula, transformer_block-read-config, cuda_basics-training-memory,
+transformer_block-ffn-formula, transformer_block-read-config, tensor_parallel-zero (the one-GPU fine-tune),
 cuda_basics-training-flops, positions-rope-decay-bands, positions-mrope, tensor_parallel-colossal-nd,
 serving_operations-video-dit, multi_tenant_serving-omni.
 """
@@ -30,7 +30,7 @@ def test_qwen25_14b_cache_per_token():
 def test_training_memory_of_65b():
     psi = 6_500_000_000
     assert (2 + 2 + 4 + 4 + 4) * psi == 104_000_000_000  # 104 GB of model states
-    assert mk.zero_model_state_bytes(psi, 3, 8) == 16 * psi / 8 == 13_000_000_000
+    assert mk.zero_bytes_per_gpu(psi, 8, 3) == 16 * psi / 8 == 13_000_000_000
     assert 2 * psi == 13_000_000_000  # ZeRO-Offload: only the fp16 parameters stay on the GPU
     # activations, LLaMA-7B shape, batch 4 x 2,048 tokens, 32 layers (Korthikanti et al. Eq. 2)
     sbh = 2048 * 4 * 4096
@@ -53,8 +53,9 @@ def test_rope_long_range_decay_is_in_the_slow_pairs():
 
 
 def test_mrope_positions_advance_with_the_side_not_the_area():
-    ids = mk.mrope_position_ids([("text", 10), ("vision", 1, 36, 64), ("text", 1)])
+    ids, nxt = mk.mrope_position_ids([("text", 10), ("image", (1, 36, 64)), ("text", 1)])
     assert ids.shape == (3, 10 + 36 * 64 + 1)
+    assert nxt == int(ids[0, -1]) + 1
     assert int(ids[0, -1]) == 10 + max(36, 64)  # start 10, width ids up to 10 + 63, next = 74
 
 
