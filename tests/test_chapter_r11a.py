@@ -1,6 +1,6 @@
 """Claims of the round-11a sections, recomputed independently (products written out).
 
-transformer_block-ffn-formula, transformer_block-read-config, tensor_parallel-zero (the one-GPU fine-tune),
+transformer_block-ffn (the formulas), transformer_block-read-config, tensor_parallel-zero (the one-GPU fine-tune),
 cuda_basics-training-flops, positions-rope-decay-bands, positions-mrope, tensor_parallel-colossal-nd,
 serving_operations-video-dit, multi_tenant_serving-omni.
 """
