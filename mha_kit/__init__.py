@@ -207,7 +207,7 @@ from .fleet_ops import (aimd_batch_trace, bandwidth_utilisation, batched_early_e
 
 # fix4blk: the block around attention (chapter "The block around attention")
 from .block import (BLOCK_LAYOUTS, PLACEMENTS, deepnorm_constants, distance_from_rank_one, layer_norm,
-                    row_stats_blocked, swiglu_hidden_dim, toy_attention_stack, untied_head_share, welford_merge)
+                    row_stats_blocked, swiglu_ffn, swiglu_hidden_dim, toy_attention_stack, untied_head_share, welford_merge)
 # fix4fund (unseen4a U4a-1..32, unseen4c U4c-2, U4c-26)
 from .packing import dense_mask_bytes, pack_documents, padding_fraction
 from .chunk_positions import dca_distances, glm_position_ids, logn_scale
@@ -261,3 +261,9 @@ from .sparse_select import balanced_stages, indegree_topk_mask
 __all__ = [name for name in dir() if not name.startswith("_")]
 from .compression_memory import (EMBEDDING_BITS, activation_bytes_per_layer, block_influence,
                                  embedding_index_bytes, wanda_mask)
+# round 11 (r11a, r11c; merged by m11): ZeRO's model-state bytes per GPU and the 1F1B micro-batches in
+# flight per stage (chapter "Tensor parallelism"); Qwen2-VL's M-RoPE position ids (chapter "Position encodings")
+from .training_memory import ADAM_STATE_BYTES, one_f_one_b_in_flight, zero_bytes_per_gpu
+from .mrope import mrope_position_ids
+
+__all__ = [name for name in dir() if not name.startswith("_")]

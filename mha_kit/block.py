@@ -149,6 +149,37 @@ def swiglu_hidden_dim(d_model, multiplier=None, multiple_of=256):
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
+def swiglu_ffn(x, w_gate, w_up, w_down):
+    """The gated feed-forward network of Llama-style blocks: ``(silu(x W_gate) * x W_up) W_down``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+        One row per token; every row goes through the same weights (position-wise).
+    w_gate, w_up : ndarray, shape (d, d_ff)
+        The gate and up projections (``gate_proj``, ``up_proj``; engines fuse them into one GEMM).
+    w_down : ndarray, shape (d_ff, d)
+        The down projection back to the model width.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+
+    Shazeer 2020, sec. 2: FFN_SwiGLU(x) = (Swish_1(xW) * xV) W_2; Swish_1 is SiLU, x * sigmoid(x).
+    Chapter: "The block around attention", the feed-forward section.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"expected x of shape (n, d), got {x.shape}")
+    d = x.shape[1]
+    if np.shape(w_gate) != np.shape(w_up) or np.ndim(w_gate) != 2 or np.shape(w_gate)[0] != d:
+        raise ValueError(f"w_gate and w_up must both be (d, d_ff) with d = {d}, got {np.shape(w_gate)} and {np.shape(w_up)}")
+    if np.shape(w_down) != (np.shape(w_gate)[1], d):
+        raise ValueError(f"w_down must be (d_ff, d) = {(np.shape(w_gate)[1], d)}, got {np.shape(w_down)}")
+    gate = x @ w_gate  # (n, d) @ (d, d_ff) -> (n, d_ff)
+    return (gate / (1.0 + np.exp(-gate)) * (x @ w_up)) @ w_down  # (n, d_ff) @ (d_ff, d) -> (n, d)
+
+
 def untied_head_share(facts):
     """``(V * d, share)``: parameters of an untied output head and their share of the whole model.
 

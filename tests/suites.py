@@ -9,6 +9,7 @@ module is placed on purpose, never silently left out of `make check`.
 """
 
 UNIT = frozenset({
+    "test_chapter_r11d.py",
     "test_compression_memory.py",
     "test_claims_fix10a.py",
     "test_parallel_bounds.py",
@@ -26,6 +27,9 @@ UNIT = frozenset({
     "test_compilers.py",
     "test_conv.py",
     "test_training_numerics.py",
+    "test_training_memory.py",
+    "test_mrope.py",
+    "test_chapter_r11a.py",
     "test_format_grids.py",
     "test_chapter_fix7c.py",
     "test_kernel_choices.py",
@@ -51,6 +55,9 @@ UNIT = frozenset({
     "test_chapter_cuda_basics.py",
     "test_chapter_fix5b.py",
     "test_block.py",
+    "test_block_ffn.py",
+    "test_chapter_deployment_plan_r11b.py",
+    "test_chapter_transformer_block_r11b.py",
     "test_chapter_transformer_block.py",
     "test_claims_fund.py",
     "test_packing.py",
@@ -158,6 +165,7 @@ UNIT = frozenset({
     "test_moe3.py",
     "test_moe_topk.py",
     "test_sparse_select.py",
+    "test_chapter_r11c_claims.py",
     "test_chapter_fix10b_claims.py",
     "test_numerics.py",
     "test_parallel.py",
