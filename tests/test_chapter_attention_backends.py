@@ -97,3 +97,21 @@ def test_same_peak_pairs_decode_at_the_bandwidth_ratio():
         t_fast = mk.decode_memory_floor(llama8, fast, 1, 2048, 1)[0]
         assert t_slow / t_fast == pytest.approx(ratio, rel=1e-9)
     assert f"{4.8 / 3.35:.2f}" == "1.43"
+
+
+def test_sliding_window_tile_counts_at_32k():
+    """attention_backends-flexattention: w = 4096 keys, tiles of 128, n = 32,768."""
+    rows, per_row = 32_768 // 128, 4_096 // 128  # 256 query tiles; 32 tiles of window, plus the diagonal
+    ramp = sum(range(per_row + 1))  # rows 0..32 keep i + 1 tiles: 0 + 1 + ... + 32, plus one each below
+    window = rows + ramp + per_row * (rows - 1 - per_row)
+    assert window == 256 + 528 + 32 * 223 == 7_920
+    assert rows * (rows + 1) // 2 == 32_896 and rows**2 == 65_536
+    assert round(100 * window / 32_896) == 24
+    assert 32_768 * 32_768 == 2**30  # a boolean n x n mask: 1 GiB
+
+    def sliding(head, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx < 128)
+
+    kinds = mk.block_mask_from_mask_mod(sliding, 1, 1024, 1024, 64)
+    small_rows, small_per_row = 16, 2
+    assert np.count_nonzero(kinds) == sum(min(i, small_per_row) + 1 for i in range(small_rows)) == 45

@@ -127,3 +127,13 @@ def test_batched_gemm_intensity_is_n_over_3_and_the_h100_ridge_is_about_295():
         assert (2 * n * n * n) / (3 * n * n * 2) == pytest.approx(expected)  # 2n^3 FLOPs over A, B, C in bf16
     assert round(989e12 / 3.35e12) == 295  # dense bf16 peak over HBM3 bandwidth, H100 SXM datasheet
     assert 256 / 3 < 989e12 / 3.35e12 < 1024 / 3  # n = 256 memory-bound, n = 1024 compute-bound
+
+
+def test_flashattention_limits_score_matrix_share_and_thread_blocks():
+    """gpu_kernels-limits: N^2 scores against Q, K, V, O (4 N d) is N / 4d; one request's blocks at 512 tokens."""
+    d = 128
+    assert 512 * 512 / (4 * 512 * d) == 1.0  # "only 1 times" at 512 tokens
+    assert 131_072 / (4 * d) == 256.0
+    assert 32 * (512 // 128) == 128  # Llama 3 8B: 32 query heads, 4 query tiles of 128 rows
+    assert mk.GPUS["h100-sxm"].num_sms == 132  # H100 SXM5: 132 SMs, so 128 blocks are under one wave
+    assert (mk.PRESETS["llama-3-8b"].num_heads, mk.PRESETS["llama-3-8b"].head_dim) == (32, d)

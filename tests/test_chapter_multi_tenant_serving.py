@@ -146,3 +146,12 @@ def test_voice_budget_adds_up():
     assert f"{1e3 * tpot:.1f}" == "4.9" and f"{1e3 * prefill:.1f}" == "29.7"
     assert round(1e3 * total) == 938 and f"{0.5 / total:.0%}" == "53%"
     assert round(1e3 * (prefill + 12 * tpot)) == 88
+
+
+def test_qwen2_vl_encoder_share_by_language_model_size():
+    """multi_tenant_serving-multimodal: one 675M ViT (Qwen2-VL Table 1) against LMs of 1.5B, 7.6B, 72B."""
+    vit = 675_000_000
+    assert mk.QWEN2_VL_VIT_PARAMS == vit
+    ratios = [2 * vit * 4 / (2 * lm) for lm in (1.5e9, 7.6e9, 72e9)]  # four patches per merged token
+    assert [f"{r:.2f}" for r in ratios] == ["1.80", "0.36", "0.04"]
+    assert f"{4 * 0.675 / 1.5:.1f}" == "1.8" and f"{4 * 0.675 / 72:.2f}" == "0.04"

@@ -70,3 +70,18 @@ def test_long_tail_of_conversations_50_tokens_and_1_percent_at_10k():
     assert f"{100 * 100_000 / paged:.1f}%" == "61.2%" and round(reserved / paged) == 61
     slots = mk.cache_slots([50] * 990 + [10_000] * 10, 10_000, 16)
     assert (slots.used, slots.reserved, slots.paged) == (used, reserved, paged)
+
+
+def test_block_manager_listing_is_the_code_of_mha_kit():
+    """serving_kv_cache-paging: every line of the book's listing occurs in mha_kit/serving.py."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    source = {line.strip() for line in (root / "mha_kit" / "serving.py").read_text().splitlines()}
+    cells = json.loads((root / "book" / "serving_kv_cache.ipynb").read_text())["cells"]
+    text = next("".join(c["source"]) for c in cells if "The block manager in code" in "".join(c["source"]))
+    listing = text.split("```python\n", 1)[1].split("```", 1)[0].splitlines()
+    code = [line.strip() for line in listing if line.strip() and line.strip() != "..."]
+    assert len(code) > 40
+    assert [line for line in code if line not in source] == []
