@@ -243,6 +243,7 @@ from .quant_practice import (accuracy_stderr, gptq_hessian_quantize, hadamard_ro
 
 # fix8a (unseen8a U8a-2, 8, 10, 14): AMD ports, visual tokens, persistent batch, incremental detokenizer
 from .amd_gpus import AMD_GPUS, AmdGpu, weights_fit
+from .chip_memory import CHIP_MEMORY, ChipMemory, chips_for_weights
 from .engine_plumbing import BatchUpdate, detokenize_stream, persistent_batch_update
 from .vision_tokens import fastv_flops_ratio, internvl_image_tokens
 

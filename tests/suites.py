@@ -17,6 +17,8 @@ UNIT = frozenset({
     "test_engine_plumbing.py",
     "test_vision_tokens.py",
     "test_amd_gpus.py",
+    "test_chip_memory.py",
+    "test_chapter_fx11b.py",
     "test_chapter_fix8a.py",
     "test_chapter_serving_reliability_sram.py",
     "test_chapter_attention_backends_padding.py",
