@@ -10,6 +10,7 @@ module is placed on purpose, never silently left out of `make check`.
 
 UNIT = frozenset({
     "test_chapter_w12e.py",
+    "test_chapter_w12f_claims.py",
     "test_chapter_r11d.py",
     "test_compression_memory.py",
     "test_claims_fix10a.py",
