@@ -209,6 +209,7 @@ UNIT = frozenset({
     "test_rope_scaling.py",
     "test_sampling.py",
     "test_chapter_decoding_sampling.py",
+    "test_chapter_attention_cost_w12g.py",
     "test_scheduling.py",
     "test_serving.py",
     "test_sinks.py",
