@@ -98,3 +98,10 @@ def test_sentence_transformers_demo_index_sizes():
     assert n * dim // 8 == 5_248_000_000 == mk.embedding_index_bytes(n, dim, "binary")  # the README's 5.2 GB
     assert n * dim * 4 == 167_936_000_000 == mk.embedding_index_bytes(n, dim, "float32")  # 168 GB
     assert n * dim == mk.embedding_index_bytes(n, dim, "int8")
+
+
+def test_teacher_distribution_bytes_for_logit_distillation():
+    # Qwen3's vocabulary, 151,936 entries (Qwen3-30B-A3B config.json), one bf16 number each
+    per_token = 151_936 * 2
+    assert per_token == 303_872  # just under 297 KiB per position
+    assert round(per_token * 10**9 / 1e12) == 304  # TB for 1B training tokens
