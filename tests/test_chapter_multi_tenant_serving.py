@@ -155,3 +155,32 @@ def test_qwen2_vl_encoder_share_by_language_model_size():
     ratios = [2 * vit * 4 / (2 * lm) for lm in (1.5e9, 7.6e9, 72e9)]  # four patches per merged token
     assert [f"{r:.2f}" for r in ratios] == ["1.80", "0.36", "0.04"]
     assert f"{4 * 0.675 / 1.5:.1f}" == "1.8" and f"{4 * 0.675 / 72:.2f}" == "0.04"
+
+
+def test_lora_on_int4_q_proj_share():
+    # Llama 3 8B q_proj is 4096 x 4096; rank-16 A (4096 x 16) and B (16 x 4096) in bf16, base in int4
+    adapter = 16 * 4096 * 2 + 16 * 4096 * 2
+    base = 4096 * 4096 // 2
+    assert adapter == 256 * 1024 and base == 8 * 1024 * 1024
+    assert round(adapter / base, 3) == 0.031
+    assert round(2 * 16 * 4096 / (4096 * 4096), 4) == 0.0078  # FLOPs: 2 d r MACs against d^2
+
+
+def test_merge_against_bf16_target_costs_no_more_than_keeping_apart():
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((256, 128)) * 0.02
+    A = rng.standard_normal((256, 16)) * 0.01
+    B = rng.standard_normal((16, 128)) * 0.01
+    x = rng.standard_normal((8, 256))
+
+    def q4(w):
+        s = np.abs(w).max(axis=0) / 7
+        return np.clip(np.round(w / s), -8, 7) * s
+
+    target = x @ W + (x @ A) @ B
+    merged, apart = x @ q4(W + A @ B), x @ q4(W) + (x @ A) @ B
+    err = lambda a, b: np.linalg.norm(a - b) / np.linalg.norm(b)  # noqa: E731
+    assert abs(err(merged, target) - err(apart, target)) < 0.01  # both about the base's rounding error
+    assert err(merged, apart) > 3 * err(target, x @ W)  # QLoRA case: merging adds noise above the effect
