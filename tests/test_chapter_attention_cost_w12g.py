@@ -38,3 +38,10 @@ def test_encoder_compute_bound_decoder_memory_bound():
         assert dec_f / dec_b < 2 < 1000 < enc_f / enc_b  # "near one FLOP per byte" against compute-bound
         assert enc_f / enc_b > previous  # the encoder's intensity rises with n
         previous = enc_f / enc_b
+
+
+def test_decode_step_intensity_tends_to_the_gqa_group():
+    # per step: 4 H t D_H attention FLOPs against 4 t H_KV D_H cache bytes, so FLOP/B -> H / H_KV
+    assert 1.0 < flops(1, 1024) / moved(1, 1024) < 1.2  # "about one FLOP per byte at short context"
+    assert 5 < flops(1, 131072) / moved(1, 131072) < H // H_KV == 8  # rising towards the group size
+    assert flops(1, 10**9) / moved(1, 10**9) > 7.99
