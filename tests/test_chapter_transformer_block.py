@@ -101,3 +101,13 @@ def test_gemma_3_27b_tied_matrix():
     assert head == 1_409_630_208
     assert f"{head / 1e9:.2f}B" == "1.41B"
     assert 2 * head > 2.6 * 2**30  # over 2.6 GiB in bf16
+
+
+def test_flashattention_byte_threshold_keep_rate():
+    # flash_api.cpp: threshold = floor(255 * keep); a uniform byte r in 0..255 is kept when r <= threshold
+    keep = 0.9
+    threshold = int(255 * keep)  # 229.5 rounded down
+    assert threshold == 229
+    kept = sum(1 for r in range(256) if r <= threshold)
+    assert kept == 230 and round(kept / 256, 4) == 0.8984
+    assert round(kept / 256 / keep, 4) == 0.9983  # mean of the 1/keep-scaled output, against the input
