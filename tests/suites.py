@@ -73,6 +73,7 @@ UNIT = frozenset({
     "test_chapter_fleet_fix4.py",
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
+    "test_chapter_gpu_kernels_wide_gemm.py",
     "test_chapter_tensor_parallel.py",
     "test_chapter_softmax_numerics.py",
     "test_misc2.py",
