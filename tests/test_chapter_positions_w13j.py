@@ -5,7 +5,6 @@ import numpy as np
 
 def test_fastest_pair_never_repeats_but_710_nearly_does():
     p = np.arange(1, 100_000)
-    assert np.abs(np.sin(p)).min() > 0 or np.abs(np.cos(p) - 1).min() > 0
     assert np.all(np.hypot(np.sin(p), np.cos(p) - 1) > 0)
     assert abs(710 - 113 * 2 * np.pi) < 1e-3
     assert round(float(np.sin(710)), 4) == 0.0001
