@@ -128,6 +128,10 @@ UNIT = frozenset({
     "test_chapter_position_encodings.py",
     "test_chapter_why_attention.py",
     "test_chapter_why_several_heads.py",
+    "test_chapter_why_attention_w13j.py",
+    "test_chapter_why_several_heads_w13j.py",
+    "test_chapter_positions_w13j.py",
+    "test_chapter_state_space_models_w13j.py",
 
     "test_chapter_long_context_structure.py",
     "test_chapter_state_space_models.py",
