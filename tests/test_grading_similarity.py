@@ -12,6 +12,8 @@ import csv
 import json
 import os
 import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -96,6 +98,17 @@ def test_the_pass_flags_copies_and_readable_code_and_no_answer_of_ones_own(tmp_p
     result = json.loads((tmp_path / "results" / "dave.json").read_text())
     assert (result["status"], result["review"], result["total"]) == ("review", True, 1.0)  # a person decides
     assert similarity.mark(tmp_path, A, _release_answers(A)) == []  # a rerun replaces, never repeats
+
+
+def test_fingerprints_are_the_same_in_every_process():
+    """copydetect hashes k-grams with Python's hash(), which PYTHONHASHSEED changes: which fingerprints winnowing
+    keeps, and how many, moved a solution across MIN_FINGERPRINTS in a run of CI (frank flagged). Two processes with two
+    seeds must agree, on the answer and on its count."""
+    code = ("import json, sys; from mha_course.grade.similarity import fingerprints; "
+            "print(json.dumps(sorted(fingerprints(sys.stdin.read()))))")
+    runs = [subprocess.run([sys.executable, "-c", code], input=OWN_SPLIT, capture_output=True, text=True, check=True,
+                           cwd=gs.ROOT, env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")]
+    assert runs[0] == runs[1] == runs[2] and len(json.loads(runs[0])) == len(similarity.fingerprints(OWN_SPLIT)) == 26
 
 
 def test_the_pass_flags_a_judge_file_pasted_as_an_answer(tmp_path):

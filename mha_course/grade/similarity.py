@@ -4,7 +4,7 @@ After a class is graded (``python -m mha_course.safegrade``), :func:`mark` compa
 cell with the same cell of every classmate, and with the code a learner can read: ``mha_kit``'s
 source (public by design: the book computes everything with it) and the judge's files the browser
 edition packs (``solutions/<assignment>/grading_questions.py``, the judge and the kernel side). The
-comparison is the winnowing of copydetect (the MOSS approach): each answer, with
+comparison is the winnowing of copydetect (the MOSS approach, with a hash that is the same in every process): each answer, with
 comments and names normalised away (``V`` for every name), becomes a set of k-gram fingerprints;
 the release's stub (the signature and docstring every answer starts from) and fingerprints that
 more than a quarter of the class share (the plain way to write a short answer) are left out, as
@@ -16,6 +16,7 @@ link) are always flagged. A flag changes no score: a person decides.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -40,16 +41,31 @@ _EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
 def fingerprints(source, boilerplate=()):
-    """The set of copydetect fingerprints of Python ``source``, the hashes in ``boilerplate`` left out."""
-    from copydetect import CodeFingerprint
+    """The set of winnowed fingerprints of Python ``source``, the hashes in ``boilerplate`` left out.
+
+    copydetect's tokenising filter and its winnowing, with a hash of each k-gram that is the same in every
+    process: copydetect hashes with Python's ``hash()``, which changes from one run to the next
+    (``PYTHONHASHSEED``), and with it which fingerprints winnowing keeps and how many, so a flag near a
+    threshold would come and go between two gradings of the same class.
+    """
+    from copydetect.utils import filter_code, winnow
     import numpy as np
 
     try:
-        found = CodeFingerprint("answer.py", NOISE, GUARANTEE - NOISE + 1, np.array(sorted(boilerplate), dtype=np.int64),
-                                fp=io.StringIO(source))
+        filtered, _ = filter_code(source, "answer.py")
     except Exception:  # noqa: BLE001 (pygments reads anything; a failure is no reason to stop a class)
         return frozenset()
-    return frozenset(int(h) for h in found.hashes)
+    grams = [filtered[i:i + NOISE] for i in range(len(filtered) - NOISE + 1)]
+    if not grams:
+        return frozenset()
+    hashes = np.array([_stable_hash(g) for g in grams], dtype=np.int64)
+    selected, _ = winnow(hashes, GUARANTEE - NOISE + 1, remove_duplicates=False)
+    return frozenset(int(h) for h in selected) - frozenset(boilerplate)
+
+
+def _stable_hash(text):
+    """A signed 64-bit hash of ``text`` that does not depend on the process (BLAKE2b, 8 bytes)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
 
 
 def readable_files(root=REPO_ROOT):
