@@ -23,6 +23,8 @@ UNIT = frozenset({
     "test_chapter_fx11b.py",
     "test_chapter_fix8a.py",
     "test_chapter_serving_reliability_sram.py",
+    "test_chapter_serving_reliability_weight_streaming.py",
+    "test_chapter_disaggregated_serving_cross_vendor.py",
     "test_chapter_attention_backends_padding.py",
     "test_chapter_multi_tenant_serving_snapshots.py",
     "test_claims_fix7a.py",
