@@ -122,6 +122,7 @@ UNIT = frozenset({
     "test_tenancy.py",
     "test_tenancy_mm_profile.py",
     "test_chapter_multi_tenant_serving.py",
+    "test_chapter_multi_tenant_serving_mm_voice.py",
     "test_chapter_weight_quantization.py",
     "test_chapter_serving_operations.py",
     "test_chapter_tree_attention.py",
