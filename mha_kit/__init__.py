@@ -186,6 +186,7 @@ from .gpu_kernels import (accumulator_registers, attention_program, attention_ti
 from .gpu_kernels import pipelined_time
 from .reliability import drain_seconds, offload_token_seconds
 from .tenancy import max_load_d_choices, request_cost
+from .tenancy import vllm_mm_profile_items
 from .reliability import erlang_c, k_of_n_availability, kingman_wait, mm1_wait, mmc_wait, replicas_for_availability
 
 from .cuda_model import (LadderStep, TreeCosts, bank_conflict_degree, divergent_warps, fatbin_code_for,

@@ -175,6 +175,31 @@ def qwen2_vl_image_tokens(height, width, *, patch_size=14, merge_size=2, min_pix
     return (h_bar // factor) * (w_bar // factor) + 2
 
 
+def vllm_mm_profile_items(tokens_per_item, limit_per_prompt, max_model_len, max_num_seqs,
+                          max_num_batched_tokens) -> tuple:
+    """Items of one modality per prompt, and per encoder batch, that vLLM's start-up profile assumes.
+
+    The encoder budget is the step's token budget raised to the largest item
+    (``compute_mm_encoder_budget``); a prompt holds ``limit_per_prompt`` items, but no more than fit
+    ``max_model_len`` and never fewer than one; the profiled encoder batch is as many worst-case items
+    as the budget holds, at most ``max_num_seqs`` prompts' worth (``MultiModalBudget._get_max_items``,
+    vllm/multimodal/encoder_budget.py, vLLM 0.34.0, chunked prefill on).
+
+    Returns ``(items_per_prompt, items_per_batch)``, two ints; ``(0, 0)`` when the limit is 0.
+
+    Book: chapter "Many models, adapters and tenants".
+    """
+    per_item = check_positive_int("tokens_per_item", tokens_per_item)
+    seqs, budget = check_positive_int("max_num_seqs", max_num_seqs), max(
+        check_positive_int("max_num_batched_tokens", max_num_batched_tokens), per_item)
+    if not isinstance(limit_per_prompt, int) or limit_per_prompt < 0:
+        raise ValueError(f"limit_per_prompt must be an int >= 0 (0 disables the modality), got {limit_per_prompt!r}")
+    if limit_per_prompt == 0:
+        return 0, 0
+    per_prompt = max(1, min(limit_per_prompt, check_positive_int("max_model_len", max_model_len) // per_item))
+    return per_prompt, max(1, min(budget // per_item, seqs * per_prompt))
+
+
 def allreduce_latency_per_step(num_layers, tp, per_call_s) -> float:
     """Seconds one decode step spends on the fixed cost of its tensor-parallel all-reduces.
 
