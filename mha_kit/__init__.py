@@ -269,3 +269,7 @@ from .training_memory import ADAM_STATE_BYTES, one_f_one_b_in_flight, zero_bytes
 from .mrope import mrope_position_ids
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# Admission queue depth from a TTFT budget (chapter "Overload, failures and rollouts")
+from .admission import admission_queue_depth
+
+__all__ = [name for name in dir() if not name.startswith("_")]

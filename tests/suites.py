@@ -205,6 +205,11 @@ UNIT = frozenset({
 
     "test_policy.py",
     "test_reliability.py",
+    "test_admission.py",
+    "test_chapter_serving_reliability_queue.py",
+    "test_chapter_serving_operations_cotenant.py",
+    "test_chapter_scheduler_design_app_stampede.py",
+    "test_chapter_prefix_caching_summarise.py",
     "test_ops3.py",
     "test_chapter_serving_reliability.py",
     "test_prefix_cache.py",
