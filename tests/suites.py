@@ -135,6 +135,7 @@ UNIT = frozenset({
     "test_chapter_positions_rotation.py",
     "test_chapter_cross_and_masked_attention_no_mask.py",
     "test_chapter_state_space_models_w13j.py",
+    "test_chapter_state_space_models_gbt_convention.py",
 
     "test_chapter_long_context_structure.py",
     "test_chapter_state_space_models.py",
