@@ -76,6 +76,7 @@ UNIT = frozenset({
     "test_gpu_kernels.py",
     "test_chapter_gpu_kernels.py",
     "test_chapter_gpu_kernels_wide_gemm.py",
+    "test_chapter_gpu_kernels_wide_gemm_fx13.py",
     "test_chapter_tensor_parallel.py",
     "test_chapter_softmax_numerics.py",
     "test_misc2.py",
@@ -135,7 +136,10 @@ UNIT = frozenset({
     "test_chapter_why_attention_w13j.py",
     "test_chapter_why_several_heads_w13j.py",
     "test_chapter_positions_w13j.py",
+    "test_chapter_positions_rotation.py",
+    "test_chapter_cross_and_masked_attention_no_mask.py",
     "test_chapter_state_space_models_w13j.py",
+    "test_chapter_state_space_models_gbt_convention.py",
 
     "test_chapter_long_context_structure.py",
     "test_chapter_state_space_models.py",
