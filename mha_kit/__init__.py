@@ -273,3 +273,10 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 from .admission import admission_queue_depth
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# w14k2 (unseen14k U14k-25/26/27/34/36): FSDP x TP compute-bound batch, DDP gradient buckets, the rank mean
+# (chapter "Tensor parallelism"); AWQ's fixed scale s (chapter "Weight quantization for serving")
+from .dp_training import (ddp_bucket_overhead, ddp_optimal_buckets, dp_average_gradient, fsdp_tp_batch_floor,
+                          fsdp_tp_min_batch)
+from .awq_scaling import awq_scale_sweep
+
+__all__ = [name for name in dir() if not name.startswith("_")]
