@@ -36,7 +36,7 @@ UNIT = frozenset({
     "test_training_memory.py",
     "test_dp_training.py",
     "test_awq_scaling.py",
-    "test_chapter_w14k2_claims.py",
+    "test_chapter_dp_and_awq_scale.py",
     "test_mrope.py",
     "test_chapter_r11a.py",
     "test_format_grids.py",
