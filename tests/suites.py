@@ -153,6 +153,7 @@ UNIT = frozenset({
     "test_eviction.py",
     "test_flash.py",
     "test_attention_backward.py",
+    "test_chapter_w14k1.py",
     "test_generation.py",
     "test_grading_expect.py",
     "test_gpu_math.py",
