@@ -159,6 +159,8 @@ UNIT = frozenset({
     "test_disaggregation.py",
     "test_eviction.py",
     "test_flash.py",
+    "test_attention_backward.py",
+    "test_chapter_attention_cost_training_profile.py",
     "test_generation.py",
     "test_grading_expect.py",
     "test_gpu_math.py",
