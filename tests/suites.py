@@ -81,7 +81,7 @@ UNIT = frozenset({
     "test_chapter_gpu_kernels_wide_gemm.py",
     "test_chapter_gpu_kernels_wide_gemm_fx13.py",
     "test_chapter_notation_widths.py",
-    "test_chapter_multi_tenant_serving_fxp14.py",
+    "test_chapter_multi_tenant_serving_cold_start.py",
     "test_chapter_tensor_parallel.py",
     "test_chapter_softmax_numerics.py",
     "test_misc2.py",
