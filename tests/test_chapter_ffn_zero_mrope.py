@@ -1,4 +1,4 @@
-"""Claims of the round-11a sections, recomputed independently (products written out).
+"""Claims of the feed-forward, ZeRO, training-FLOPs and M-RoPE sections, recomputed independently (products written out).
 
 transformer_block-ffn (the formulas), transformer_block-read-config, tensor_parallel-zero (the one-GPU fine-tune),
 cuda_basics-training-flops, positions-rope-decay-bands, positions-mrope, tensor_parallel-colossal-nd,

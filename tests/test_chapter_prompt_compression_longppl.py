@@ -1,4 +1,4 @@
-"""Claims of the round-11d sections, recomputed by hand (not read back from the notebooks).
+"""Claims of the prompt-compression, LongPPL and quantized-speculation sections, recomputed by hand (not read back from the notebooks).
 
 long_context_structure-prompt-compression, long_context_structure-perplexity-key-tokens,
 speculative_decoding-with-quantization.

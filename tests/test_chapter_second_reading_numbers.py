@@ -1,4 +1,4 @@
-"""Numbers added by the grade11b fixes, recomputed by hand: cuda_basics (outer product), deployment_plan
+"""Numbers added after a second reading, recomputed by hand: cuda_basics (outer product), deployment_plan
 (TPU and Trainium replicas), gpu_kernels (L40S), long_context_structure (window tiles), serving_operations
 (p99 case), tensor_parallel (KV transfer of an 8K prompt)."""
 import json

@@ -1,4 +1,4 @@
-"""Round-12e claims: Qwen GQA cache saving (transformer_block-qwen-generations), the H100 compute hierarchy
+"""Claims of three sections: Qwen GQA cache saving (transformer_block-qwen-generations), the H100 compute hierarchy
 (gpu_kernels-gpu-architecture) and the distillation temperature argument (weight_quantization-distillation-loss).
 Each number is recomputed here from its source, not read from the notebooks."""
 import math

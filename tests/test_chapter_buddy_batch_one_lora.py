@@ -1,4 +1,4 @@
-"""Claims of the round-12 (reader f) sections, recomputed independently of the notebooks.
+"""Claims of the buddy-allocator, batch-one quantization and quantized-base LoRA sections, recomputed independently of the notebooks.
 
 kv_cache_basics-buddy, weight_quantization-batch-one, multi_tenant_serving-lora-quantized-base.
 """

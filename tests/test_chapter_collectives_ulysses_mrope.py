@@ -1,4 +1,4 @@
-"""The round-11c sections' numbers, recomputed by hand (products written out), not read from the notebooks."""
+"""Numbers of the collectives, Ulysses, M-RoPE and MLA sections, recomputed by hand (products written out), not read from the notebooks."""
 import numpy as np
 
 import mha_kit as mk
