@@ -55,5 +55,7 @@ def test_the_section_is_labelled_and_cited():
     text = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert "(disaggregated_serving-cross-vendor)=" in text
     for key in ("awscerebras2026", "cerebrasdisagg2026", "nvidiarubincpx2025", "alcfcerebrassc24",
-                "register2024cerebrasinference"):
+                "register2024cerebrasinference", "tomshw2026cpxroadmap", "tomshw2026buckqa",
+                "nvidiagroq3lpx2026"):
         assert key in text
+    assert "we've pulled CPX" in text  # CPX dropped at GTC 2026: the section must not present it as coming

@@ -2,7 +2,8 @@
 
 Llama 3 70B's shape is written out from its config (tests/data/model_configs.json); the link is a CS
 system's 1.2 Tb/s of I/O (ALCF SC24 tutorial, Cerebras/README.MD; Cerebras's SwarmX glossary for the
-CS-2), the resident rate Cerebras's 450 tokens/s launch figure, the SRAM 21 PB/s (WSE-3).
+CS-2), the resident rate Cerebras's 450 tokens/s launch figure (August 2024) and its 2,100 tokens/s of
+October 2024 (speculative decoding added), the SRAM 21 PB/s (WSE-3).
 """
 import json
 import math
@@ -39,10 +40,16 @@ def test_streaming_against_the_resident_launch_figure():
     assert f"{21e15 / LINK:,.0f}" == "140,000"  # WSE-3 SRAM bandwidth over the external link
 
 
+def test_streaming_against_the_october_2024_rate():
+    w16, later = 2 * llama70_params(), 1 / 2100
+    assert f"{1e3 * later:.2f}" == "0.48"
+    assert f"{w16 / LINK / later:,.0f}" == "1,976"
+
+
 def test_the_section_is_labelled_and_cited():
     nb = json.loads((REPO_ROOT / "book" / "serving_reliability.ipynb").read_text())
     text = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert "(serving_reliability-weight-streaming)=" in text
     for key in ("cerebrasmemoryx", "cerebrasswarmx", "alcfcerebrassc24", "cerebrasinference2024",
-                "register2024cerebrasinference"):
+                "register2024cerebrasinference", "cerebrasinference3x2024"):
         assert f"`{key}" in text
