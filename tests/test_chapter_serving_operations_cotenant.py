@@ -37,3 +37,6 @@ def test_multimodal_profile_v1_item_count():
     assert [items(8_192, 1), items(16_384, 1), items(65_536, 1)] == [1, 1, 4]
     assert [items(8_192, 10), items(16_384, 10), items(65_536, 10)] == [1, 1, 4]  # the limit does not bind
     assert items(65_536, 1) * T == 65_536  # four items fill the budget
+    for batched in (8_192, 16_384, 65_536):
+        for limit in (1, 10):
+            assert mk.vllm_mm_profile_items(T, limit, model_len, seqs, batched)[1] == items(batched, limit)
