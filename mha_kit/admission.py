@@ -24,8 +24,10 @@ def admission_queue_depth(ttft_slo, fixed, prefill, replicas=1) -> int:
     The wait a request may spend in the queue is ``ttft_slo - fixed - prefill`` (its own prefill
     runs after the wait). Each request ahead of it holds ``prefill`` seconds of prefill work, which
     ``replicas`` replicas behind one queue clear in parallel, so the depth is
-    ``floor(replicas * (ttft_slo - fixed - prefill) / prefill)``. A floor: decode steps that share
-    the GPU with the prefills only lower it.
+    ``floor(replicas * (ttft_slo - fixed - prefill) / prefill)``. An upper bound, not a forecast:
+    decode steps that share the GPU with the prefills, chunked prefill (which spreads a request's
+    own prefill over several steps) and the prefill already in service when a request arrives
+    (worst case: one request fewer) only lower it.
 
     Parameters
     ----------

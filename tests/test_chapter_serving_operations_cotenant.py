@@ -23,3 +23,20 @@ def test_multimodal_profile_worst_case():
     # vLLM's profiler reserves 16,384 tokens per Qwen2.5-VL image and per video (issue 20123's warning);
     # ten images and a video give the 180,224 of issue 22173.
     assert 10 * 16_384 + 16_384 == 180_224
+
+
+def test_multimodal_profile_v1_item_count():
+    # vLLM 0.34.0, MultiModalBudget._get_max_items: items profiled =
+    # max(1, min(budget // T, max_num_seqs * max(1, min(limit, max_model_len // T)))), budget = max(batched, T).
+    T, seqs, model_len = 16_384, 256, 32_768
+
+    def items(batched, limit):
+        budget = max(batched, T)
+        return max(1, min(budget // T, seqs * max(1, min(limit, model_len // T))))
+
+    assert [items(8_192, 1), items(16_384, 1), items(65_536, 1)] == [1, 1, 4]
+    assert [items(8_192, 10), items(16_384, 10), items(65_536, 10)] == [1, 1, 4]  # the limit does not bind
+    assert items(65_536, 1) * T == 65_536  # four items fill the budget
+    for batched in (8_192, 16_384, 65_536):
+        for limit in (1, 10):
+            assert mk.vllm_mm_profile_items(T, limit, model_len, seqs, batched)[1] == items(batched, limit)
