@@ -15,7 +15,10 @@ def test_fsdp16_tp4_numbers():
     assert round(alpha / 3) == 852  # FSDP alone on three axes, per chip
     assert round(4 * alpha**2 / (2 * 53248)) == 245  # the best split's floor
     assert round(math.sqrt(b * 2 * 64 / 53248), 1) == 7.8  # the communication-minimising X at that batch
-    assert round(989e12 / 450e9) == 2198 and round(989e12 / 50e9) == 19780  # H100 bf16 over NVLink 4, one NDR port
+    # H100 bf16: inside a node W is one GPU's NVLink 4; across nodes it is the node's egress, 8 NDR ports of
+    # 400 Gb/s (Scaling Book Part 12, "Cross-node collectives": B / 400e9 on an H100 SuperPod), not one port
+    assert round(989e12 / 450e9) == 2198 and f"{989e12 / (8 * 50e9):,.0f}" == "2,472"
+    assert round(989e12 / 50e9) == 19780  # one port per GPU: the count the book no longer uses
 
 
 def test_bucket_numbers():
@@ -26,6 +29,19 @@ def test_bucket_numbers():
     assert round(2 * math.sqrt(s * o / w) * 1e3, 1) == 2.3
     n25 = round(s / (25 * 2**20))
     assert n25 * o + s / (n25 * w) > 5 * 2 * math.sqrt(s * o / w)  # 25 MiB buckets cost several times the optimum
+
+
+def test_bucket_numbers_across_16_nodes():
+    # 128 GPUs on 16 nodes: the rings' bus bandwidth is the node's egress, 8 x 400 Gb/s = 400 GB/s
+    s, n = 6e9, 128
+    w = 8 * 50e9 * n / (2 * (n - 1))
+    o = mk.nccl_allreduce_latency_s(8, 16, "ring", "Simple")
+    assert round(o * 1e6) == 1190
+    assert round(math.sqrt(s * w * o) / 2**20) == 1144  # best bucket, MiB
+    assert round(2 * math.sqrt(s * o / w) * 1e3, 1) == 11.9  # at best, ms
+    n25 = round(s / (25 * 2**20))
+    assert round((n25 * o + s / (n25 * w)) * 1e3, 1) == 272.6  # 25 MiB buckets
+    assert round((o + s / w) * 1e3, 1) == 31.0  # one bucket
 
 
 def test_rank_mean_weights():
