@@ -230,6 +230,7 @@ UNIT = frozenset({
     "test_presets.py",
     "test_quantization.py",
     "test_question_index.py",
+    "test_glue_keys.py",
     "test_references.py",
     "test_rope_scaling.py",
     "test_sampling.py",
