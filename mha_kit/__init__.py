@@ -280,5 +280,6 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 from .dp_training import (ddp_bucket_overhead, ddp_optimal_buckets, dp_average_gradient, fsdp_tp_batch_floor,
                           fsdp_tp_min_batch)
 from .awq_scaling import awq_scale_sweep
+from .gpt2_params import gpt2_params
 
 __all__ = [name for name in dir() if not name.startswith("_")]
