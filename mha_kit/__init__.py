@@ -282,3 +282,7 @@ from .dp_training import (ddp_bucket_overhead, ddp_optimal_buckets, dp_average_g
 from .awq_scaling import awq_scale_sweep
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# w15b (unseen15o U15o-8/9): a VLIW machine's per-engine lower bound and list scheduling (chapter "CUDA basics")
+from .vliw import engine_cycle_bound, list_schedule
+
+__all__ = [name for name in dir() if not name.startswith("_")]
