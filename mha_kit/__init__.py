@@ -283,3 +283,7 @@ from .awq_scaling import awq_scale_sweep
 from .gpt2_params import gpt2_params
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# w15b (unseen15o U15o-8/9): a VLIW machine's per-engine lower bound and list scheduling (chapter "CUDA basics")
+from .vliw import engine_cycle_bound, list_schedule
+
+__all__ = [name for name in dir() if not name.startswith("_")]
