@@ -16,5 +16,5 @@ def test_activation_bytes_by_mode():
 def test_recompute_flops():
     assert round(2 / 6, 2) == 0.33  # one more forward (2N) on 6N
     scores = 4 * B * S * S * H
-    share = scores / (3 * (24 * B * S * H * H + scores))
+    share = scores / (3 * (24 * B * S * H * H + scores))  # the book's own count, not a figure quoted from the paper
     assert round(100 * share, 1) == 0.9
