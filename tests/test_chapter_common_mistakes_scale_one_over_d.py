@@ -1,0 +1,20 @@
+"""common_mistakes-scale-one-over-d: dividing unit-variance dot products by d_h leaves a score std of 1/sqrt(d_h)."""
+
+import numpy as np
+
+
+def test_one_over_d_std_and_near_uniform_rows():
+    rng = np.random.default_rng(0)
+    d_h, s = 128, 16
+    q = rng.standard_normal((1000, d_h))
+    k = rng.standard_normal((1000, s, d_h))
+    scores = np.einsum("nd,nsd->ns", q, k) / d_h  # (n, s)
+    assert abs(scores.std() - 1 / np.sqrt(d_h)) < 0.01  # 0.088 at d_h = 128
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    p = e / e.sum(-1, keepdims=True)
+    assert round(float(p.max(-1).mean()), 2) == 0.07  # the chapter's printed value
+    assert p.max(-1).mean() < 2 / s  # near uniform (1/16 = 0.0625)
+
+
+def test_mup_8_over_d_equals_one_over_sqrt_d_at_64():
+    assert 8 / 64 == 1 / np.sqrt(64)
