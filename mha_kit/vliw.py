@@ -52,7 +52,7 @@ def list_schedule(engines, deps, slot_limits):
     height = np.ones(n, dtype=np.int64)  # (n,) cycles from issuing op i to the end, i included
     for i in range(n - 1, -1, -1):
         height[i] += max((height[c] for c in succs[i]), default=0)
-    cycle, t = np.full(n, -1, dtype=np.int64), 0
+    cycle, t = np.full(n, -1, dtype=np.intp), 0  # indices: np.bincount takes them on 32-bit numpy too (Pyodide)
     while (cycle < 0).any():
         ready = [i for i in range(n) if cycle[i] < 0 and all(0 <= cycle[p] < t for p in preds[i])]
         used = dict.fromkeys(slot_limits, 0)
