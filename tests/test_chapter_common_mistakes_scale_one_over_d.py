@@ -18,3 +18,18 @@ def test_one_over_d_std_and_near_uniform_rows():
 
 def test_mup_8_over_d_equals_one_over_sqrt_d_at_64():
     assert 8 / 64 == 1 / np.sqrt(64)
+
+
+def test_one_over_d_softmax_jacobian_sits_at_the_uniform_rows():
+    rng = np.random.default_rng(0)
+    d_h, s = 128, 16
+    q = rng.standard_normal((1000, d_h))
+    k = rng.standard_normal((1000, s, d_h))
+    scores = np.einsum("nd,nsd->ns", q, k) / d_h  # (n, s)
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    p = e / e.sum(-1, keepdims=True)
+    norms = [np.linalg.norm(np.diag(row) - np.outer(row, row)) for row in p]  # ||diag(p) - p p^T||_F per row
+    # a uniform row: diagonal (s-1)/s^2, off-diagonal -1/s^2, so the norm is sqrt(s-1)/s
+    assert f"{np.sqrt(s - 1) / s:.3f}" == "0.242"
+    assert f"{np.median(norms):.3f}" == "0.243"  # the chapter's printed value
+    assert abs(np.median(norms) - np.sqrt(s - 1) / s) < 0.005
