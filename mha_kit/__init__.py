@@ -287,3 +287,9 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 from .vliw import engine_cycle_bound, list_schedule
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# w17a (unseen17u U17u-4/20/31): tensor2tensor's concatenated sinusoid table (chapter "Where positions
+# come from"); one block's activations per GPU under TP and PP, a quantized cache with a residual window
+from .sinusoid_layouts import timing_signal_concat
+from .engine_memory import block_activation_bytes, residual_window_cache_bytes
+
+__all__ = [name for name in dir() if not name.startswith("_")]
