@@ -139,6 +139,7 @@ UNIT = frozenset({
     "test_quantization_e4m3.py",
     "test_slo.py",
     "test_tenancy.py",
+    "test_chapter_w17b_deploy.py",
     "test_tenancy_mm_profile.py",
     "test_chapter_multi_tenant_serving.py",
     "test_chapter_multi_tenant_serving_mm_voice.py",
