@@ -60,7 +60,11 @@ def test_every_entry_has_the_fields_its_type_needs():
     database = parse_string(BIB, "bibtex")
     style = find_plugin("pybtex.style.formatting", "alpha")()
     missing = []
+    # @misc is left out: every field of its template is optional (pybtex's unsrt.get_misc_template), and
+    # formatting its 1,300 entries would take most of this test's time.
     for key, entry in database.entries.items():
+        if entry.type == "misc":
+            continue
         try:
             style.format_entry(key, entry)
         except FieldIsMissing as error:
