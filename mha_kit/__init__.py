@@ -287,3 +287,7 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 from .vliw import engine_cycle_bound, list_schedule
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# w17c (unseen17w U17w-14/15/16): integer-only requantization, M = 2^-n M0 (chapter "Weight quantization")
+from .requantize import quantize_multiplier, requantize
+
+__all__ = [name for name in dir() if not name.startswith("_")]
