@@ -291,5 +291,7 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 # come from"); one block's activations per GPU under TP and PP, a quantized cache with a residual window
 from .sinusoid_layouts import timing_signal_concat
 from .engine_memory import block_activation_bytes, residual_window_cache_bytes
+# w17c (unseen17w U17w-14/15/16): integer-only requantization, M = 2^-n M0 (chapter "Weight quantization")
+from .requantize import quantize_multiplier, requantize
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -11,6 +11,8 @@ module is placed on purpose, never silently left out of `make check`.
 UNIT = frozenset({
     "test_engine_memory.py",
     "test_chapter_w17a_claims.py",
+    "test_requantize.py",
+    "test_chapter_weight_quantization_w17c.py",
     "test_chapter_qwen_gqa_h100_distillation.py",
     "test_chapter_buddy_batch_one_lora.py",
     "test_chapter_prompt_compression_longppl.py",
