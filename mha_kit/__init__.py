@@ -291,5 +291,7 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 # come from"); one block's activations per GPU under TP and PP, a quantized cache with a residual window
 from .sinusoid_layouts import timing_signal_concat
 from .engine_memory import block_activation_bytes, residual_window_cache_bytes
+# fx17a (grade17a): the KV pool vLLM, SGLang and TensorRT-LLM size from one fraction (chapter "The KV cache")
+from .engine_memory import ENGINE_POOL_RULES, EnginePool, engine_kv_pool
 
 __all__ = [name for name in dir() if not name.startswith("_")]
