@@ -293,5 +293,7 @@ from .sinusoid_layouts import timing_signal_concat
 from .engine_memory import block_activation_bytes, residual_window_cache_bytes
 # w17c (unseen17w U17w-14/15/16): integer-only requantization, M = 2^-n M0 (chapter "Weight quantization")
 from .requantize import quantize_multiplier, requantize
+# fx17a (grade17a): the KV pool vLLM, SGLang and TensorRT-LLM size from one fraction (chapter "The KV cache")
+from .engine_memory import ENGINE_POOL_RULES, EnginePool, engine_kv_pool
 
 __all__ = [name for name in dir() if not name.startswith("_")]

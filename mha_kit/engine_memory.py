@@ -1,4 +1,5 @@
-"""Engine memory: one block's activations per GPU, and a KIVI-style quantized cache's bytes.
+"""Engine memory: one block's activations per GPU, a KIVI-style quantized cache's bytes, and the KV pool
+each serving engine builds from its memory fraction.
 
 * :func:`block_activation_bytes`: the main tensors one decoder block holds during an inference
   step, on one GPU of a tensor-parallel group (TensorRT-LLM's memory reference, "Activation size",
@@ -7,10 +8,14 @@
 * :func:`residual_window_cache_bytes`: the stored bytes of Hugging Face transformers' ``QuantizedCache``,
   quantized history plus a full-precision window of at most ``residual_length`` tokens
   (``src/transformers/cache_utils.py``, ``QuantizedLayer.update``).
+* :func:`engine_kv_pool`: the KV pool that vLLM, SGLang and TensorRT-LLM size from the same memory
+  fraction, each by its own rule, and the memory each leaves unclaimed.
 
-Book: chapters "Tensor parallelism and the cache" and "Serving in production".
+Book: chapters "Tensor parallelism and the cache", "Serving in production" and "The KV cache".
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from .config import check_positive_int
 
@@ -86,3 +91,61 @@ def residual_window_cache_bytes(num_tokens, elements_per_token, nbits, residual_
     full = min(num_tokens, residual_length - 1)
     quantized = num_tokens - full
     return full * elements_per_token * full_bytes + (quantized * elements_per_token * nbits + 7) // 8
+
+
+class EnginePool(NamedTuple):
+    """The KV pool an engine builds at startup, and what it leaves of its memory base (bytes)."""
+
+    pool_bytes: int  # becomes KV blocks
+    spare_bytes: int  # base - weights - runtime - pool; negative: the process runs out of memory
+
+
+ENGINE_POOL_RULES = ("vllm", "sglang", "tensorrt-llm")
+
+
+def engine_kv_pool(engine, fraction, base_bytes, weight_bytes, runtime_bytes) -> EnginePool:
+    """The KV pool ``engine`` sizes from ``fraction``, each engine by its own rule.
+
+    * ``"vllm"``, ``gpu_memory_utilization``: a share of the device total that holds the weights,
+      the profiled activations and CUDA graphs, and the pool: ``f * base - weights - runtime``.
+    * ``"sglang"``, ``--mem-fraction-static``: a share of the memory free before the weights load
+      that holds the weights and the pool only, ``f * base - weights``; the activations and CUDA graphs
+      must fit in the ``(1 - f) * base`` left outside (``profile_max_num_token``:
+      ``rest = available_after_load - base * (1 - f)``).
+    * ``"tensorrt-llm"``, ``free_gpu_memory_fraction``: a share of what is free after the weights and
+      the profiled peak, ``f * (base - weights - runtime)`` (``KvCacheCreator._cal_max_memory``).
+
+    Parameters
+    ----------
+    engine : {"vllm", "sglang", "tensorrt-llm"}
+    fraction : float
+        The engine's fraction, ``0 < fraction <= 1``.
+    base_bytes : int
+        The memory the fraction applies to: the device total (vLLM, TensorRT-LLM); for SGLang the
+        memory free just before the weights load (about the total on an otherwise empty GPU).
+    weight_bytes, runtime_bytes : int
+        The weights; the activations, CUDA graphs and workspaces a step needs.
+
+    Returns
+    -------
+    EnginePool
+        ``pool_bytes`` (ValueError if not positive: the engine refuses to start) and ``spare_bytes``.
+    """
+    if engine not in ENGINE_POOL_RULES:
+        raise ValueError(f"engine must be one of {ENGINE_POOL_RULES}, got {engine!r}")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    for name, value in (("base_bytes", base_bytes), ("weight_bytes", weight_bytes)):
+        check_positive_int(name, value)
+    if not isinstance(runtime_bytes, int) or runtime_bytes < 0:
+        raise ValueError(f"runtime_bytes must be a non-negative int, got {runtime_bytes!r}")
+    if engine == "vllm":
+        pool = int(fraction * base_bytes) - weight_bytes - runtime_bytes
+    elif engine == "sglang":
+        pool = int(fraction * base_bytes) - weight_bytes  # activations live outside the fraction
+    else:
+        pool = int(fraction * (base_bytes - weight_bytes - runtime_bytes))
+    if pool <= 0:
+        raise ValueError(f"{engine} at fraction {fraction}: weights ({weight_bytes}) and runtime "
+                         f"({runtime_bytes}) leave no KV pool in {base_bytes} bytes")
+    return EnginePool(pool, base_bytes - weight_bytes - runtime_bytes - pool)

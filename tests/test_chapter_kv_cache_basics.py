@@ -121,3 +121,26 @@ def test_an_edit_keeps_the_full_blocks_before_the_change():
     apc = mk.PrefixBlockCache(block_size=block, capacity_blocks=1000)
     apc.insert(rng_tokens)
     assert apc.match(rng_tokens[:500] + [5000] + rng_tokens[501:]) == 496
+
+
+def test_engine_fractions_sglang_reading():
+    # kv_cache_basics-engine-fractions: H100 taken as 80 GB, Llama 3 8B bf16, 4 GB assumed runtime
+    total, weights, act = 80 * 10**9, 2 * 8_030_261_248, 4 * 10**9
+    # SGLang: pool = f * base - weights (profile_max_num_token), activations outside the fraction
+    assert round((0.9 * total - weights) / 1e9, 1) == 55.9
+    assert round((0.5 * total - weights) / 1e9, 1) == 23.9
+    assert round((0.9 * total - weights - act) / 1e9, 1) == 51.9  # vLLM, activations inside
+    # at 0.9 SGLang's process holds weights + pool + runtime = 0.9 * total + runtime
+    assert round((weights + (0.9 * total - weights) + act) / 1e9, 1) == 76.0
+    # vLLM's 0.9 leaves SGLang 8 GB; SGLang's heuristic reserves (9.5 + 1/2) GiB on an 80 GB-class card
+    mib = total / 2**20
+    assert round((1 - 0.9) * total / 1e9, 1) == 8.0 < 10 * 2**30 / 1e9
+    assert f"{(mib - 10 * 1024) / mib:.2f}" == "0.87"
+    # a second server at 0.5 after a first at 0.5: SGLang's base is what the first left (44 GB held)
+    first_sglang = 0.5 * total + act
+    assert round((0.5 * (total - first_sglang) - weights) / 1e9, 1) == 1.9
+    # TensorRT-LLM: the first holds weights + act + 0.5 * (total - weights - act) = 50 GB; the second
+    # counts it in its peak
+    first_trt = weights + act + 0.5 * (total - weights - act)
+    assert round(first_trt / 1e9, 1) == 50.0
+    assert round(0.5 * (total - first_trt - weights - act) / 1e9, 1) == 5.0

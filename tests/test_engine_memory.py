@@ -6,6 +6,11 @@
 * residual_window_cache_bytes: transformers cache_utils.py, QuantizedLayer.update (window of at most
   residual_length - 1 full-precision tokens).
 * timing_signal_concat: tensor2tensor common_attention.py get_timing_signal_1d (v1.15.7).
+* engine_kv_pool: SGLang model_runner_kv_cache_mixin.py profile_max_num_token (rest_memory =
+  available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static), the total being the memory free
+  before the weights load); TensorRT-LLM _util.py KvCacheCreator._cal_max_memory ((total - peak +
+  allocated_bytes) * fraction, the peak including the estimation run's temporary cache); vLLM
+  determine_available_memory (requested = utilization * total, minus weights and the profiled peak).
 """
 import math
 
@@ -72,3 +77,50 @@ def test_timing_signal_concat_matches_tensor2tensor_formula():
         mk.timing_signal_concat(4, 7)
     with pytest.raises(ValueError, match="min_timescale"):
         mk.timing_signal_concat(4, 8, min_timescale=10.0, max_timescale=1.0)
+
+
+GIB = 2**30
+
+
+def test_engine_kv_pool_sglang_matches_profile_max_num_token():
+    # SGLang works in GiB: free before load 79 GiB, weights 15 GiB, f = 0.88
+    total_gpu_memory, weights, f = 79 * GIB, 15 * GIB, 0.88
+    available_gpu_memory = total_gpu_memory - weights  # measured after the weights load
+    rest_memory = available_gpu_memory - total_gpu_memory * (1 - f)  # profile_max_num_token
+    got = mk.engine_kv_pool("sglang", f, total_gpu_memory, weights, runtime_bytes=6 * GIB)
+    assert abs(got.pool_bytes - rest_memory) <= 1  # int() of f * base
+    # the activations are not subtracted: the same pool whatever the runtime needs ...
+    assert got.pool_bytes == mk.engine_kv_pool("sglang", f, total_gpu_memory, weights, 0).pool_bytes
+    # ... and they must fit in (1 - f) * base: 9.48 GiB here, 3.48 GiB spare after 6 GiB
+    assert abs(got.spare_bytes - (total_gpu_memory * (1 - f) - 6 * GIB)) <= 1
+    # vLLM's 0.9 copied over with a 10 GiB runtime: 7.9 GiB outside the fraction, out of memory
+    assert mk.engine_kv_pool("sglang", 0.9, total_gpu_memory, weights, 10 * GIB).spare_bytes < 0
+
+
+def test_engine_kv_pool_vllm_and_tensorrt_llm():
+    total, weights, act, f = 80 * 10**9, 16 * 10**9, 4 * 10**9, 0.9
+    vllm = mk.engine_kv_pool("vllm", f, total, weights, act)
+    assert vllm.pool_bytes == 72 * 10**9 - weights - act  # requested = f * total, minus what runs
+    assert vllm.spare_bytes == 8 * 10**9  # (1 - f) of the total, whatever the runtime
+    # TensorRT-LLM: peak = weights + activations + the estimation run's temporary cache, added back
+    temp_cache = 3 * 10**9
+    peak = weights + act + temp_cache
+    trt = mk.engine_kv_pool("tensorrt-llm", f, total, weights, act)
+    assert trt.pool_bytes == int((total - peak + temp_cache) * f) == 54 * 10**9
+    assert trt.spare_bytes == 6 * 10**9  # a tenth of what was free
+    # at 0.5 the readings part: vLLM's process holds half the GPU, TensorRT-LLM's well over half
+    assert total - mk.engine_kv_pool("vllm", 0.5, total, weights, act).spare_bytes == total // 2
+    assert total - mk.engine_kv_pool("tensorrt-llm", 0.5, total, weights, act).spare_bytes == 50 * 10**9
+
+
+def test_engine_kv_pool_errors():
+    with pytest.raises(ValueError, match="engine must be one of"):
+        mk.engine_kv_pool("tgi", 0.9, 80 * 10**9, 16 * 10**9, 0)
+    with pytest.raises(ValueError, match="fraction"):
+        mk.engine_kv_pool("vllm", 1.2, 80 * 10**9, 16 * 10**9, 0)
+    with pytest.raises(ValueError, match="runtime_bytes"):
+        mk.engine_kv_pool("vllm", 0.9, 80 * 10**9, 16 * 10**9, -1)
+    with pytest.raises(ValueError, match="weight_bytes"):
+        mk.engine_kv_pool("vllm", 0.9, 80 * 10**9, 0, 0)
+    with pytest.raises(ValueError, match="leave no KV pool"):
+        mk.engine_kv_pool("sglang", 0.2, 80 * 10**9, 16 * 10**9, 0)
