@@ -87,3 +87,20 @@ def test_conv_tile_window_reads_two_way_conflict():
     assert sorted(b for b, n in per_bank.items() if n == 2) == [0, 1]  # lanes 30, 31 wrap onto lanes 0, 1
     assert mk.bank_conflict_degree(words) == 2
     assert mk.bank_conflict_degree(list(range(32))) == 1  # a 32-wide block: one tile row per warp
+
+
+def test_training_step_mfu_example():
+    # Llama-3-8B: embeddings in and out, 32 layers of attention (32 query, 8 KV heads of 128) and SwiGLU MLP
+    d, vocab, layers, ff, kv = 4096, 128_256, 32, 14_336, 8 * 128
+    per_layer = (d * d + 2 * d * kv + d * d) + 3 * d * ff + 2 * d
+    params = 2 * vocab * d + layers * per_layer + d
+    assert params == 8_030_261_248 == mk.model_params(mk.MODEL_FACTS["llama-3-8b"])
+    n_matmul = params - vocab * d  # the input table is a lookup
+    seq, seqs = 4096, 4
+    per_token = 6 * n_matmul + 6 * layers * seq * (32 * 128)  # 6N + three times Kaplan's forward context term
+    step = seqs * seq * per_token
+    assert f"{step / 1e12:.0f}" == "791"
+    assert f"{step / 989e12:.2f}" == "0.80"
+    mfu = step / 2.0 / 989e12
+    assert mk.flops_utilisation(step, 2.0, mk.GPUS["h100-sxm"].bf16_flops) == pytest.approx(mfu)
+    assert f"{mfu:.0%}" == "40%"
