@@ -62,6 +62,7 @@ from .counting import (
     attention_macs,
     cache_reduction,
     crossover_length,
+    decode_streamed_params,
     dense_decoder_params,
     flash_attention_io,
     flash_block_sizes,

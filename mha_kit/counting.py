@@ -190,6 +190,21 @@ def dense_decoder_params(facts) -> int:
     return v * d + cfg.num_layers * per_layer + d + v * d
 
 
+def decode_streamed_params(facts) -> int:
+    """Parameters one batch-1 decode step streams from memory: all but the input embedding table.
+
+    The embedding lookup gathers one row of the ``V x d`` table per token, so a step reads
+    ``d`` of its ``V*d`` parameters; every other matrix (attention, FFN, norms, the untied
+    output head) is read whole. Returns ``dense_decoder_params(facts) - V*d`` (``param_layout
+    == "llama"``, untied head); the ``d`` gathered parameters are left out. Raises
+    ``ValueError`` for a record :func:`dense_decoder_params` cannot count.
+
+    Book: chapter "Serving reliability" (the CPU and Apple-silicon decode bound).
+    """
+    total = dense_decoder_params(facts)  # ValueError for records it cannot count
+    return total - facts.vocab_size * facts.config.d_model  # drop the (V, d) input table
+
+
 def model_params(facts) -> int:
     """Parameters of a whole model, from its :class:`mha_kit.ModelFacts` record.
 

@@ -174,6 +174,7 @@ UNIT = frozenset({
     "test_claims_c.py",
     "test_config.py",
     "test_counting.py",
+    "test_counting_decode_streamed.py",
     "test_disaggregation.py",
     "test_eviction.py",
     "test_flash.py",
