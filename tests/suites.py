@@ -217,6 +217,7 @@ UNIT = frozenset({
     "test_pipeline.py",
     "test_offline_site.py",
     "test_website.py",
+    "test_bibtex_plugins.py",
     "test_packaging.py",
     "test_plots.py",
     "test_plots_context.py",
