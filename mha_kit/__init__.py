@@ -298,3 +298,7 @@ from .requantize import quantize_multiplier, requantize
 from .engine_memory import ENGINE_POOL_RULES, EnginePool, engine_kv_pool
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# w18a (unseen18x U18x-15/17): MiniKV's grouped 2-bit bits per number, xKV's cross-layer SVD (chapter "Beyond the KV cache")
+from .kv_compress import cross_layer_svd, cross_layer_svd_numbers, group_quant_bits
+
+__all__ = [name for name in dir() if not name.startswith("_")]
