@@ -298,3 +298,7 @@ from .requantize import quantize_multiplier, requantize
 from .engine_memory import ENGINE_POOL_RULES, EnginePool, engine_kv_pool
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+from .mx_layout import mx_bytes, shuffle_weight_16x16
+from .comm_overlap import chunked_overlap_time
+
+__all__ = [name for name in dir() if not name.startswith("_")]

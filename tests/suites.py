@@ -28,6 +28,8 @@ UNIT = frozenset({
     "test_engine_plumbing.py",
     "test_vision_tokens.py",
     "test_amd_gpus.py",
+    "test_mx_layout.py",
+    "test_comm_overlap.py",
     "test_chip_memory.py",
     "test_chapter_second_reading_numbers.py",
     "test_chapter_fix8a.py",
