@@ -5,7 +5,6 @@ pre-shuffle their weights).
 """
 from __future__ import annotations
 
-import numpy as np
 
 
 def mx_bytes(num_values: int, bits: int = 4, block: int = 32, scale_bytes: int = 1) -> int:
