@@ -300,5 +300,7 @@ from .engine_memory import ENGINE_POOL_RULES, EnginePool, engine_kv_pool
 __all__ = [name for name in dir() if not name.startswith("_")]
 # w18a (unseen18x U18x-15/17): MiniKV's grouped 2-bit bits per number, xKV's cross-layer SVD (chapter "Beyond the KV cache")
 from .kv_compress import cross_layer_svd, cross_layer_svd_numbers, group_quant_bits
+from .mx_layout import mx_bytes, shuffle_weight_16x16
+from .comm_overlap import chunked_overlap_time
 
 __all__ = [name for name in dir() if not name.startswith("_")]

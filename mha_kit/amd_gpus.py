@@ -4,7 +4,11 @@ Capacities and bandwidths are the data sheets' (decimal gigabytes, bytes/s) (``a
 target (gfx942 for CDNA 3, gfx950 for CDNA 4) is the ROCm specification table's. vLLM's ROCm platform
 (vllm/platforms/rocm.py) uses the FNUZ FP8 variant, ``float8_e4m3fnuz``, on gfx94x GPUs only
 (``vllmrocmfp8``), so CDNA 4 is back on the OCP ``float8_e4m3fn`` that NVIDIA GPUs use.
-These records are kept apart from :data:`mha_kit.GPUS`, whose entries also carry tensor-core peaks.
+These records are kept apart from :data:`mha_kit.GPUS`. Matrix-core (MFMA) peaks are filled in only where
+AMD's own documentation was read: the MI300X's, from the ROCm "AMD Instinct MI300 series microarchitecture"
+page, table "Peak-performance capabilities of the MI300X" (304 CUs; per CU and clock 2,048 dense BF16 and
+4,096 dense FP8 FLOPs; 1,307.4 and 2,614.9 TFLOPS) (``amdmi300arch``). The MI325X and MI355X data sheets
+could not be read from here, so their peaks stay ``None``.
 
 Book: chapter "Attention backends in 2026", section "Porting a vLLM deployment from H100 to MI300X".
 """
@@ -16,7 +20,8 @@ from typing import NamedTuple
 
 class AmdGpu(NamedTuple):
     """One AMD Instinct GPU: ``hbm_bytes`` (bytes), ``hbm_bandwidth`` (bytes/s), ``gfx`` (LLVM target),
-    ``fp8`` (the E4M3 dtype vLLM uses on it)."""
+    ``fp8`` (the E4M3 dtype vLLM uses on it), and where read from AMD: ``num_cus`` (compute units),
+    ``bf16_flops`` and ``fp8_flops`` (dense matrix-core FLOP/s, no sparsity)."""
 
     name: str
     title: str
@@ -24,6 +29,9 @@ class AmdGpu(NamedTuple):
     hbm_bandwidth: float
     gfx: str
     fp8: str
+    num_cus: int | None = None
+    bf16_flops: float | None = None
+    fp8_flops: float | None = None
 
 
 def _fp8(gfx):  # vllm/platforms/rocm.py: is_fp8_fnuz() is true on gfx94x
@@ -31,7 +39,7 @@ def _fp8(gfx):  # vllm/platforms/rocm.py: is_fp8_fnuz() is true on gfx94x
 
 
 AMD_GPUS = MappingProxyType({g.name: g for g in (
-    AmdGpu("mi300x", "MI300X", 192 * 10**9, 5.3e12, "gfx942", _fp8("gfx942")),
+    AmdGpu("mi300x", "MI300X", 192 * 10**9, 5.3e12, "gfx942", _fp8("gfx942"), 304, 1307.4e12, 2614.9e12),
     AmdGpu("mi325x", "MI325X", 256 * 10**9, 6.0e12, "gfx942", _fp8("gfx942")),
     AmdGpu("mi355x", "MI355X", 288 * 10**9, 8.0e12, "gfx950", _fp8("gfx950")),
 )})

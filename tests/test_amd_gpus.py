@@ -23,3 +23,13 @@ def test_weights_fit_errors():
         mk.weights_fit(1, 1, 0)
     with pytest.raises(ValueError, match="0 < utilization <= 1"):
         mk.weights_fit(1, 1, 1, utilization=1.5)
+
+
+def test_mi300x_peaks_from_rocm_table():
+    g = mk.AMD_GPUS["mi300x"]
+    clock = 2.1e9  # the clock the table's products imply: 1307.4e12 / (304 * 2048)
+    assert g.bf16_flops == pytest.approx(304 * 2048 * clock, rel=1e-4)
+    assert g.fp8_flops == 2614.9e12 and g.fp8_flops == pytest.approx(2 * g.bf16_flops, rel=1e-4)
+    assert mk.AMD_GPUS["mi355x"].fp8_flops is None  # not read from AMD here
+    # The GPU MODE fp8-mm task's first speed-of-light row: 8.63 us for 1024 x 1536 x 7168.
+    assert 2 * 1024 * 1536 * 7168 / g.fp8_flops * 1e6 == pytest.approx(8.63, abs=0.01)
