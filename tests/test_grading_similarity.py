@@ -107,8 +107,8 @@ def test_fingerprints_are_the_same_in_every_process():
     code = ("import json, sys; from mha_course.grade.similarity import fingerprints; "
             "print(json.dumps(sorted(fingerprints(sys.stdin.read()))))")
     runs = [subprocess.run([sys.executable, "-c", code], input=OWN_SPLIT, capture_output=True, text=True, check=True,
-                           cwd=gs.ROOT, env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")]
-    assert runs[0] == runs[1] == runs[2] and len(json.loads(runs[0])) == len(similarity.fingerprints(OWN_SPLIT)) == 26
+                           cwd=gs.ROOT, env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
+    assert runs[0] == runs[1] and len(json.loads(runs[0])) == len(similarity.fingerprints(OWN_SPLIT)) == 26
 
 
 def test_the_pass_flags_a_judge_file_pasted_as_an_answer(tmp_path):
