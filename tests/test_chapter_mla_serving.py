@@ -33,3 +33,18 @@ def test_gqa8_is_eight_flops_per_byte():
     assert flops / nbytes == 8
     assert mk.arithmetic_intensity(mk.PRESETS["llama-3-70b"], 8192) == 8
     assert f"{(865e12 / 3.35e12) / 8:.0f}" == "32"  # times below the throttled ridge
+
+
+def test_mxfp4_latent_against_the_tasks_fp8_and_its_measured_speedups():
+    """mla_serving-mxfp4-latent: gpu-mode/reference-kernels problems/amd_202602/mixed-mla/README.md.
+
+    The task's FP8 cache is per tensor, one byte for each of 576 dims; MXFP4 packs 576 E2M1 values two a
+    byte plus one E8M0 byte per 32; the README's MI355X latency table gives a8w8 and a16w16 in us.
+    """
+    task_fp8 = 576 * 1
+    mxfp4 = 576 // 2 + 576 // 32
+    assert (task_fp8, mxfp4) == (576, 306)
+    assert f"{task_fp8 / mxfp4:.2f}" == "1.88"
+    assert mk.mx_bytes(576) == mxfp4
+    speedups = [162 / 118, 177 / 113, 353 / 171, 814 / 349]
+    assert [f"{s:.1f}" for s in speedups] == ["1.4", "1.6", "2.1", "2.3"]
