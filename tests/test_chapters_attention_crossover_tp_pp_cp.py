@@ -1,4 +1,5 @@
-"""The numbers the round-9 (reader b) sections quote, recomputed with the products written out."""
+"""The numbers of the sections on attention's exact cost and crossover, tensor-parallel gathers, 2D weight-stationary
+sharding, mixed pipeline batches and context parallelism, recomputed with the products written out."""
 import math
 
 import mha_kit as mk

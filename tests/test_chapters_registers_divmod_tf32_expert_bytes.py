@@ -1,6 +1,7 @@
-"""The numbers of the round-4 U5b sections (cuda_basics, gpu_kernels, serving_operations,
-tensor_parallel, weight_quantization), recomputed by hand with products written out, never read back
-from the notebooks."""
+"""The numbers of the sections on registers against warps, CUTLASS's fast divmod, TF32, the GEMV floor, sort passes,
+TP=2 INT8 weights, the safetensors layout, expert-parallel bytes, RDMA translation entries, AQLM codebooks and links
+(cuda_basics, gpu_kernels, serving_operations, tensor_parallel, weight_quantization), recomputed by hand with
+products written out, never read back from the notebooks."""
 import json
 import struct
 from math import comb

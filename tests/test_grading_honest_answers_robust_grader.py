@@ -1,4 +1,4 @@
-"""Grading, round 3 (issue 37): honest answers graded as written, and a grader no answer can break.
+"""Grading: honest answers graded as written, and a grader no answer can break (issue 37).
 
 Graded as the instructor grades, through the one pipeline (:mod:`mha_course.grade.pipeline`), on exercise
 01: a ``logging.warning`` left in a right answer (stderr is a note, never a loss), an answer written

@@ -1,6 +1,6 @@
-"""The numbers of the round-7 U7b sections (softmax_numerics online-cost; gpu_kernels fusion-slower,
-num-stages, no-shared-memory, spmv; cuda_basics strides, histogram), recomputed by hand with the
-products written out, never read back from the notebooks."""
+"""The numbers of the sections on online softmax's cost, pipeline stages, occupancy, SpMV, strides and a privatised
+histogram (softmax_numerics online-cost; gpu_kernels fusion-slower, num-stages, no-shared-memory, spmv; cuda_basics
+strides, histogram), recomputed by hand with the products written out, never read back from the notebooks."""
 import math
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""The numbers fix6b's sections print, recomputed independently (products written out)."""
+"""The numbers of the sections on a naive transpose's writes, a scan's work and span, Blackwell's ratios, DualPipe,
+weight sync over a 400G port and NVLink 5 against the NIC, recomputed independently (products written out)."""
 import math
 
 import mha_kit as mk

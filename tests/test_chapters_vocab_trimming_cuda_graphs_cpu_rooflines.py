@@ -1,4 +1,5 @@
-"""Claims of the round-4 sections by fix4eng, recomputed with the products written out.
+"""Claims on vocabulary trimming, CUDA graphs, vLLM V0's preemption rule, SGLang's fork and CPU rooflines, recomputed
+with the products written out.
 
 Chapters: decoding_sampling (vocabulary trimming), attention_backends (CUDA-graph count and memory),
 scheduler_design (vLLM V0 preemption rule), prefix_caching (SGLang fork), serving_reliability

@@ -1,4 +1,5 @@
-"""Claims of fix8a's sections (unseen8a), recomputed from written-out products, not from the notebooks."""
+"""Claims on a ROCm port (MI300X sizing), W4A16 on one H100, visual tokens and their cache, Ollama's slots, the
+incremental detokenizer and the persistent batch, recomputed from written-out products, not from the notebooks."""
 import mha_kit as mk
 
 

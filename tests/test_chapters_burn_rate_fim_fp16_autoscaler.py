@@ -1,4 +1,5 @@
-"""Claims of fix5c's sections, recomputed independently of the notebooks.
+"""Claims on error-budget burn, fill-in-the-middle order, an fp16 overflow and an autoscaler replay, recomputed
+independently of the notebooks.
 
 serving_operations-error-budget, serving_operations-code-completion, weight_quantization-error-spike,
 multi_tenant_serving-autoscaler-replay.

@@ -1,4 +1,5 @@
-"""Prose claims of the fix5a sections (unseen5a), recomputed independently of the notebooks."""
+"""Prose claims on zero-point row sums, HFU, Amdahl with an FP8 cache, cross-layer sharing, LongNet, linear probing
+and MBR, recomputed independently of the notebooks."""
 import pytest
 
 import mha_kit as mk

@@ -1,5 +1,6 @@
-"""The numbers the fix9a sections print, recomputed by hand (kv_cache_basics, tree_attention,
-continuous_batching, speculative_decoding, serving_kv_cache)."""
+"""The numbers of the sections on evicted tokens against freed blocks, chunked prefill beside a chat, speculation on
+mixed traffic, hybrid block counts and prefill's need for every query, recomputed by hand (kv_cache_basics,
+tree_attention, continuous_batching, speculative_decoding, serving_kv_cache)."""
 import math
 
 import numpy as np

@@ -1,6 +1,6 @@
-"""Claims added after the grade7c reading, recomputed independently: the MoE rank-deficiency threshold
-(weight_quantization), QuaRot's split of the W_o Hadamard into a foldable per-head part and an online
-cross-head part, and the offset-free streaming entropy update (softmax_numerics)."""
+"""Claims recomputed independently: the MoE calibration rank-deficiency threshold (weight_quantization), QuaRot's
+split of the W_o Hadamard into a foldable per-head part and an online cross-head part, and the offset-free streaming
+entropy update (softmax_numerics)."""
 import numpy as np
 
 import mha_kit as mk

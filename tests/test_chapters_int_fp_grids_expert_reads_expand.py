@@ -1,4 +1,5 @@
-"""The numbers of fix7c's sections (unseen7b U7b-16, 21, 23, 26), recomputed without the chapters' code.
+"""The numbers of four sections (INT against FP grids, two-batch overlap's expert reads, expand against repeat,
+matrix units), recomputed without the chapters' code.
 
 weight_quantization-fp4-uniform: INT4 against FP4 on uniform data, in closed form and by explicit grids;
 moe_serving-tbo-slower: the expert weights two micro-batches read; follow_up_questions-expand-repeat:

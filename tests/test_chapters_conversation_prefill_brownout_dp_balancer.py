@@ -1,4 +1,5 @@
-"""Claims of the fix7d sections (unseen7c), recomputed by hand, not read from the notebooks."""
+"""Claims on a growing conversation's prefill, guard-model chunks, brownout, a draft on the CPU, an encoder's output
+against its KV and the DP balancer, recomputed by hand, not read from the notebooks."""
 
 import pytest
 

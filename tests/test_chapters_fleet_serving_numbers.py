@@ -1,4 +1,4 @@
-"""Claims of the fix4fleet sections (heterogeneous fleet, MBU/MFU, prefill-only, spot, edge, query of death,
+"""Claims of the fleet-serving sections (heterogeneous fleet, MBU/MFU, prefill-only, spot, edge, query of death,
 checkpoint regression, many models, weight pulls, SJF prediction, early exit, code completion), recomputed
 from the model's shape and the datasheets, not read back from the notebooks."""
 from collections import OrderedDict

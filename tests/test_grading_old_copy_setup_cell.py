@@ -2,8 +2,8 @@
 
 Its setup cell imports ``mha_course.judge.cases``, which moved to ``mha_course.kernel.cases``: every test
 cell then fails with ``NameError: name 'run' is not defined``. ``python -m mha_course.check`` says so once,
-first, with the setup cell's real error, its line and what to do, and points each failing test at it
-(the second reading of Q6 and Q7, finding 4; the judge's side is in ``tests/test_grading_learn36.py``).
+first, with the setup cell's real error, its line and what to do, and points each failing test at it (finding 4 of
+Q6 and Q7 as a learner meets them; the judge's side is in ``tests/test_grading_fp8_scales_chunked_prefill.py``).
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Claims of the fix7f sections, recomputed by hand (moe_serving, softmax_numerics, decoding_sampling,
+"""Claims on the MoE router's expert groups, float32 exp overflow, a confident row at half temperature, semantic
+entropy, CoPE's counts and trained distances, recomputed by hand (moe_serving, softmax_numerics, decoding_sampling,
 position_encodings, long_context_structure)."""
 import math
 

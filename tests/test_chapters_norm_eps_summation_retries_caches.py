@@ -1,6 +1,7 @@
-"""The numbers the fix10a sections print, recomputed independently (softmax_numerics, kv_cache_basics,
-why_several_heads, weight_quantization, serving_operations, cross_and_masked_attention,
-long_context_structure)."""
+"""The numbers of the sections on norm epsilons against fp16, summation error, training activations, Vaswani's
+table 3, K2VV and Fast-dLLM, retries and backoff, a VLM's cross-attention cache, Transformer-XL and embedding
+indexes, recomputed independently (softmax_numerics, kv_cache_basics, why_several_heads, weight_quantization,
+serving_operations, cross_and_masked_attention, long_context_structure)."""
 import math
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Tests for the spec38 additions to mha_kit.speculative: Jacobi decoding, lookahead's step size,
+"""Tests for mha_kit.speculative's Jacobi decoding, lookahead's step size,
 the early-exit (self-speculative) walltime model and the goodput choice of draft length."""
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""The numbers the fix7a sections print, recomputed by hand (cuda_basics, softmax_numerics, serving_operations)."""
+"""The numbers of the sections on convolution, TPU padding buckets, format limits, stream metrics and the loss scale,
+recomputed by hand (cuda_basics, softmax_numerics, serving_operations)."""
 import math
 
 import pytest

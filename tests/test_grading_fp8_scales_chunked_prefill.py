@@ -1,7 +1,8 @@
-"""A second reader of exercise 11's Q6 (``fp8_scales``) and Q7 (``chunked_prefill``), as a learner.
+"""Exercise 11's Q6 (``fp8_scales``) and Q7 (``chunked_prefill``) as a learner meets them: the judge's messages,
+the intros, the rules.
 
-Each finding of that reading, checked through the judge's own functions (no notebook is run here;
-``tests/test_grading_learn36_check.py`` runs ``check`` on a copy whose setup cell fails):
+Each finding, checked through the judge's own functions (no notebook is run here;
+``tests/test_grading_old_copy_setup_cell.py`` runs ``check`` on a copy whose setup cell fails):
 
 1. a per-tensor scale computed in float32, as vLLM's quantiser computes it, passes; ``expect_float``
    prints enough digits to show two close numbers apart, and names a float32-sized gap;
