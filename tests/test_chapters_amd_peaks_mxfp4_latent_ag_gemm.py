@@ -1,4 +1,4 @@
-"""Round 18 (reader y) claims in gpu_kernels, tensor_parallel and mla_serving, recomputed by hand
+"""Claims of the kernel-engineer sections in gpu_kernels (MI300X peaks, block-scaled MMA), tensor_parallel (AllGather-GEMM) and mla_serving (an MXFP4 latent), recomputed by hand
 (products written out), not read back from the notebooks."""
 import pytest
 

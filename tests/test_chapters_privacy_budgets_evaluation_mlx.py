@@ -1,4 +1,4 @@
-"""Claims of the w17b sections, recomputed by hand: serving_operations-privacy (KV left in the pool),
+"""Claims of the deployment sections, recomputed by hand: serving_operations-privacy (KV left in the pool),
 multi_tenant_serving-spend-budgets (reserve at admission), serving_reliability-llm-evaluation (golden-set
 noise) and serving_reliability-mlx (mlx-lm's default 4-bit format).
 

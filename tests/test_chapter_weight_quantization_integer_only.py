@@ -1,4 +1,4 @@
-"""weight_quantization-integer-only (int32 bias, requantization, fused ReLU), recomputed with the sums written out (w17c)."""
+"""weight_quantization-integer-only (int32 bias, requantization, fused ReLU), recomputed with the sums written out."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Claims of the w17a sections, recomputed independently of the notebooks.
+"""Claims of four sections (why sine and cosine, pipeline-stage activations, transformers' cache classes, engines' memory fractions), recomputed independently of the notebooks.
 
 positions-sin-and-cos; tensor_parallel-pp-activation-memory; serving_operations-hf-cache-classes;
 kv_cache_basics-engine-fractions.
