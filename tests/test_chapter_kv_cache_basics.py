@@ -132,10 +132,13 @@ def test_engine_fractions_sglang_reading():
     assert round((0.9 * total - weights - act) / 1e9, 1) == 51.9  # vLLM, activations inside
     # at 0.9 SGLang's process holds weights + pool + runtime = 0.9 * total + runtime
     assert round((weights + (0.9 * total - weights) + act) / 1e9, 1) == 76.0
-    # vLLM's 0.9 leaves SGLang 8 GB; SGLang's heuristic reserves (9.5 + 1/2) GiB on an 80 GB-class card
+    # vLLM's 0.9 leaves SGLang 8 GB; SGLang's heuristic (server_args.py, _handle_gpu_memory_settings)
+    # on an 80 GB-class card, tp = pp = 1: chunked prefill 8192, largest graph batch 256, in MiB
     mib = total / 2**20
-    assert round((1 - 0.9) * total / 1e9, 1) == 8.0 < 10 * 2**30 / 1e9
-    assert f"{(mib - 10 * 1024) / mib:.2f}" == "0.87"
+    reserve = 512 + 8192 * 3 // 2 + 256 * 2 + 1024 // 8  # metadata + prefill + graphs + tp * pp
+    assert reserve == 13_440 and reserve > 10 * 1024  # above the 10 GiB floor
+    assert round((1 - 0.9) * total / 1e9, 1) == 8.0 < reserve * 2**20 / 1e9
+    assert round((mib - reserve) / mib, 3) == 0.824  # on the data sheet's 80 GB
     # a second server at 0.5 after a first at 0.5: SGLang's base is what the first left (44 GB held)
     first_sglang = 0.5 * total + act
     assert round((0.5 * (total - first_sglang) - weights) / 1e9, 1) == 1.9
