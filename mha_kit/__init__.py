@@ -204,48 +204,48 @@ from .positions import round_bf16
 from .sampling import beam_search_stopping, gnmt_length_penalty
 from .sampling import cfg_logits, mirostat_v2_step, token_healing_mask, typical_mask
 
-# fix4fleet (unseen4b U4b-4..37, unseen4c U4c-28, U4c-32): fleet operations in numbers
+# fleet operations in numbers
 from .fleet_ops import (aimd_batch_trace, bandwidth_utilisation, batched_early_exit_layers, edge_decode_ceiling,
                         flops_utilisation, isolation_replays, weight_pull_seconds)
 
 
-# fix4blk: the block around attention (chapter "The block around attention")
+# the block around attention (chapter "The block around attention")
 from .block import (BLOCK_LAYOUTS, PLACEMENTS, deepnorm_constants, distance_from_rank_one, layer_norm,
                     row_stats_blocked, swiglu_ffn, swiglu_hidden_dim, toy_attention_stack, untied_head_share, welford_merge)
-# fix4fund (unseen4a U4a-1..32, unseen4c U4c-2, U4c-26)
+# document packing and its masks; positions across chunks (DCA, GLM, log-n scaling)
 from .packing import dense_mask_bytes, pack_documents, padding_fraction
 from .chunk_positions import dca_distances, glm_position_ids, logn_scale
 from .attention_extras import attention_rollout, efficient_attention_entries, swin_attention_flops
 
-# fix5a (unseen5a U5a-2, 3, 4, 6, 11, 12, 13, 15, 16)
+# calibration and integer GEMMs; search and decoding helpers
 from .quant_gemm import calibration_amax, llm_int8_matmul, zero_point_gemm_terms
 from .search_decoding import (amdahl_speedup, contrastive_select, linear_probe_expected_probes,
                               longnet_attention_flops, mbr_select)
-# fix5c (unseen5c U5c-13, U5c-14): error-budget burn rates and a capacity forecast
+# error-budget burn rates and a capacity forecast
 from .sre import burn_rate_threshold, forecast_replicas, replay_autoscaler
 
-# fix7a (unseen7a U7a-1, 8, 9, 11, 13, 14, 15): stream metrics, loss scaling, log-probs, convolution, TPU buckets
+# stream metrics, loss scaling, log-probs, convolution, TPU buckets
 from .stream_metrics import StreamStats, stream_stats
 from .training_numerics import dynamic_loss_scale, first_nonfinite, log_softmax
 from .conv import conv2d_direct, halo_load_factor, im2col, winograd_f23, winograd_multiplies
 from .compilers import padded_tokens, tpu_token_paddings
-# fix7c (unseen7b U7b-26): integer against floating-point grids of one width
+# integer against floating-point grids of one width
 from .format_grids import BLOCK_ELEMENTS, qsnr_db, round_blocks, uniform_rounding_mse
-# fix7b (unseen7b U7b-3, 9, 13, 14, 28): pipeline stages, softmax costs, CSR, strided reads, histogram atomics
+# pipeline stages, softmax costs, CSR, strided reads, histogram atomics
 from .kernel_choices import (contiguous_strides, csr_from_dense, csr_scalar_lane_use, csr_spmv, histogram_atomics,
                              max_pipeline_stages, min_pipeline_stages, softmax_counts, strided_read)
-# fix7f (unseen7d U7d-1, 2, 5, 16, 17, 18): the MoE router and its losses, trained distances,
+# the MoE router and its losses, trained distances,
 # content-dependent positions, confidence, and a streamed vocabulary softmax
 from .routing import grouped_topk_gates, load_balance_loss, router_z_loss, topk_gates
 from .train_distances import trained_distance_counts
 from .content_positions import cope_position_logits, cope_positions, xl_score_terms
 from .confidence import discrete_semantic_entropy, token_entropy
 from .vocab_stream import stream_logz_entropy
-# fix7e (unseen7d U7d-8, -10, -11, -15): GPTQ's knobs, the importance matrix, Hadamard rotations, eval noise
+# GPTQ's knobs, the importance matrix, Hadamard rotations, eval noise
 from .quant_practice import (accuracy_stderr, gptq_hessian_quantize, hadamard_rotate, imatrix_quantize,
                              paired_diff_stderr)
 
-# fix8a (unseen8a U8a-2, 8, 10, 14): AMD ports, visual tokens, persistent batch, incremental detokenizer
+# AMD ports, visual tokens, persistent batch, incremental detokenizer
 from .amd_gpus import AMD_GPUS, AmdGpu, weights_fit
 from .chip_memory import CHIP_MEMORY, ChipMemory, chips_for_weights
 from .engine_plumbing import BatchUpdate, detokenize_stream, persistent_batch_update
@@ -256,17 +256,17 @@ from .parallel_bounds import (attention_only_intensity, attention_op_counts, pip
                               weight_stationary_comm)
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-# fix7d (unseen7c U7c-5, U7c-6, U7c-8): a growing conversation's prefill, a replica's request rate
+# a growing conversation's prefill, a replica's request rate
 from .serving_design import conversation_prefill_tokens, multi_model_batches, replica_request_rate
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-# fix10b (unseen10b U10b-1, U10b-14): a causal top-c mask, balanced pipeline stages
+# a causal top-c mask, balanced pipeline stages
 from .sparse_select import balanced_stages, indegree_topk_mask
 
 __all__ = [name for name in dir() if not name.startswith("_")]
 from .compression_memory import (EMBEDDING_BITS, activation_bytes_per_layer, block_influence,
                                  embedding_index_bytes, wanda_mask)
-# round 11 (r11a, r11c; merged by m11): ZeRO's model-state bytes per GPU and the 1F1B micro-batches in
+# ZeRO's model-state bytes per GPU and the 1F1B micro-batches in
 # flight per stage (chapter "Tensor parallelism"); Qwen2-VL's M-RoPE position ids (chapter "Position encodings")
 from .training_memory import ADAM_STATE_BYTES, one_f_one_b_in_flight, zero_bytes_per_gpu
 from .mrope import mrope_position_ids
@@ -276,7 +276,7 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 from .admission import admission_queue_depth
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-# w14k2 (unseen14k U14k-25/26/27/34/36): FSDP x TP compute-bound batch, DDP gradient buckets, the rank mean
+# FSDP x TP compute-bound batch, DDP gradient buckets, the rank mean
 # (chapter "Tensor parallelism"); AWQ's fixed scale s (chapter "Weight quantization for serving")
 from .dp_training import (ddp_bucket_overhead, ddp_optimal_buckets, dp_average_gradient, fsdp_tp_batch_floor,
                           fsdp_tp_min_batch)
@@ -284,21 +284,21 @@ from .awq_scaling import awq_scale_sweep
 from .gpt2_params import gpt2_params
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-# w15b (unseen15o U15o-8/9): a VLIW machine's per-engine lower bound and list scheduling (chapter "CUDA basics")
+# a VLIW machine's per-engine lower bound and list scheduling (chapter "CUDA basics")
 from .vliw import engine_cycle_bound, list_schedule
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-# w17a (unseen17u U17u-4/20/31): tensor2tensor's concatenated sinusoid table (chapter "Where positions
+# tensor2tensor's concatenated sinusoid table (chapter "Where positions
 # come from"); one block's activations per GPU under TP and PP, a quantized cache with a residual window
 from .sinusoid_layouts import timing_signal_concat
 from .engine_memory import block_activation_bytes, residual_window_cache_bytes
-# w17c (unseen17w U17w-14/15/16): integer-only requantization, M = 2^-n M0 (chapter "Weight quantization")
+# integer-only requantization, M = 2^-n M0 (chapter "Weight quantization")
 from .requantize import quantize_multiplier, requantize
-# fx17a (grade17a): the KV pool vLLM, SGLang and TensorRT-LLM size from one fraction (chapter "The KV cache")
+# the KV pool vLLM, SGLang and TensorRT-LLM size from one fraction (chapter "The KV cache")
 from .engine_memory import ENGINE_POOL_RULES, EnginePool, engine_kv_pool
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-# w18a (unseen18x U18x-15/17): MiniKV's grouped 2-bit bits per number, xKV's cross-layer SVD (chapter "Beyond the KV cache")
+# MiniKV's grouped 2-bit bits per number, xKV's cross-layer SVD (chapter "Beyond the KV cache")
 from .kv_compress import cross_layer_svd, cross_layer_svd_numbers, group_quant_bits
 from .mx_layout import mx_bytes, shuffle_weight_16x16
 from .comm_overlap import chunked_overlap_time

@@ -338,14 +338,16 @@ LONGEST_FIRST = (
     # busy during the build, and the other two right after. Before 2026-12-06 (second session) they were one module,
     # whose 254 CPU-seconds in a row (build 35, page reports 95, other pages 20, browser edition 100) were the
     # run's long pole: 8:30 of its 10:13 in CI.
+    # The other two wait behind two more grading modules: when they came right after, the workers that took them
+    # waited for the build beside it, one core idle for about 25 seconds (vmstat, fresh-clone CI, 2026-12-06).
     "tests/test_site_pages_a.py",  # page reports, half the pages: about 65 (2026-12-06)
     "tests/test_safegrade.py",  # 41
     "tests/test_site_pages_b.py",  # the other half
     "tests/test_grading_scores_d.py",  # 37 (29 submissions graded)
-    "tests/test_site_lite.py",  # the browser edition: its exercises and every chapter in one kernel, about 60
-    "tests/test_site.py",  # the calculator, planner, drills, flashcards, search from disk, leaks: about 25
     "tests/test_grading_benchmark.py",  # 16 (both graders on a class of 4)
     "book/instructor_guide.ipynb",  # 32 (nbgrader commands, autograde and safegrade of a class)
+    "tests/test_site_lite.py",  # the browser edition: its exercises and every chapter in one kernel, about 60
+    "tests/test_site.py",  # the calculator, planner, drills, flashcards, search from disk, leaks: about 25
     "tests/test_grading_scores_a.py",  # 31 (26 submissions)
     "tests/test_grading_hostile.py",  # 28
     "tests/test_grading_scores_c.py",  # 28 (25 submissions)
