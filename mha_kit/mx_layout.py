@@ -6,7 +6,6 @@ pre-shuffle their weights).
 from __future__ import annotations
 
 
-
 def mx_bytes(num_values: int, bits: int = 4, block: int = 32, scale_bytes: int = 1) -> int:
     """Bytes of ``num_values`` numbers stored as ``bits``-bit elements with one scale per ``block``.
 

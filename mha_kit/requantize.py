@@ -1,4 +1,4 @@
-"""Integer-only requantization of an int32 accumulator to the next layer's 8-bit codes (w17c).
+"""Integer-only requantization of an int32 accumulator to the next layer's 8-bit codes.
 
 Jacob et al. (2018), "Quantization and Training of Neural Networks for Efficient
 Integer-Arithmetic-Only Inference": the multiplier M = s_x s_w / s_y (Eq. 5) written as

@@ -25,9 +25,9 @@ def test_nvfp4_gemm_on_b200_is_memory_bound_near_the_tasks_9_us():
 
 
 def test_mxfp4_latent_bytes():
-    assert 576 // 2 + 576 // 32 == 306  # whole row in MXFP4
-    assert 512 // 2 + 512 // 32 + 64 * 2 == 400  # rotary key in bf16
-    assert 576 * 2 / 306 == pytest.approx(3.76, abs=0.01)
+    assert mk.mx_bytes(576) == 576 // 2 + 576 // 32 == 306  # whole row in MXFP4
+    assert mk.mx_bytes(512) + 64 * 2 == 512 // 2 + 512 // 32 + 64 * 2 == 400  # rotary key in bf16
+    assert 576 * 2 / mk.mx_bytes(576) == pytest.approx(3.76, abs=0.01)  # against the bf16 row
 
 
 def test_ag_gemm_hides_the_all_gather_for_llama_70b():

@@ -1,4 +1,4 @@
-"""mha_kit.requantize against Jacob et al. (2018) Sec. 2.2 / App. B and gemmlowp's fixedpoint.h (w17c)."""
+"""mha_kit.requantize against Jacob et al. (2018) Sec. 2.2 / App. B and gemmlowp's fixedpoint.h."""
 import numpy as np
 import pytest
 
