@@ -70,3 +70,18 @@ def test_every_entry_has_the_fields_its_type_needs():
         except FieldIsMissing as error:
             missing.append(f"{key}: {error}")
     assert not missing, "entries without a field their type needs:\n  " + "\n  ".join(missing)
+
+
+def test_citation_locators_carry_no_markdown_escapes():
+    """A role's text is literal: ``{cite:p}`key{gpu\\_worker.py}``` printed "gpu\\_worker.py", backslash and all, on
+    34 citations of the site (seen in a screenshot, 2026-12-06). Underscores need no escape inside a role."""
+    import json
+
+    role = re.compile(r"\{cite:[a-z]+\}`([^`]*)`")
+    book = Path(__file__).resolve().parents[1] / "book"
+    found = []
+    for path in sorted(book.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                found += [f"{path.name}: {text}" for text in role.findall("".join(cell["source"])) if "\\" in text]
+    assert not found, "citations whose text shows a backslash on the page:\n  " + "\n  ".join(found)
