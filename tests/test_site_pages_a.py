@@ -8,6 +8,7 @@ from site_pages import (  # noqa: F401
     page_reports,
     pytest_generate_tests,
     test_chapter_renders_offline,
+    test_code_tokens_are_left_out_only_where_nothing_but_their_colours_is_checked,
     test_colour_contrast_is_checked_on_every_kind_of_element,
     test_colour_rules_skip_repeats_but_not_a_new_kind_inside_them,
     test_pages_pass_the_accessibility_checker,
