@@ -65,3 +65,31 @@ def test_nbval_kernels_start_without_a_debugger():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_message_log_lines_are_formatted_only_when_written(caplog):
+    """nbval's get_message formats each message for its debug line with the name pformat: after install() that
+    is nbval_kernels.Lazy, so a message is formatted only when the line is written, as pprint would format it."""
+    import logging
+
+    nbval_kernel = pytest.importorskip("nbval.kernel")
+    import nbval_kernels
+
+    nbval_kernels.install()
+    assert nbval_kernel.pformat is nbval_kernels.Lazy
+    assert "pformat(msg)" in inspect.getsource(nbval_kernel.RunningKernel.get_message)
+    formatted = []
+
+    class Message(dict):
+        def __repr__(self):
+            formatted.append(1)
+            return dict.__repr__(self)
+
+    message = Message(header={"msg_type": "stream"}, content={"text": "x" * 100})
+    nbval_kernel.logger.debug("Kernel message (%s):\n%s", "iopub", nbval_kernel.pformat(message))
+    assert formatted == []  # debug lines are off in a test run: nothing formatted
+    with caplog.at_level(logging.DEBUG, logger=nbval_kernel.logger.name):
+        nbval_kernel.logger.debug("Kernel message (%s):\n%s", "iopub", nbval_kernel.pformat(message))
+    import pprint
+
+    assert caplog.records[-1].getMessage() == f"Kernel message (iopub):\n{pprint.pformat(message)}"
