@@ -67,8 +67,6 @@ def without_debugger(get_kernel_spec):
 class Lazy:
     """``pprint.pformat(value)``, computed when the text is asked for (a log line written), not before."""
 
-    lazy = True
-
     def __init__(self, value):
         self.value = value
 

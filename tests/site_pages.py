@@ -203,8 +203,8 @@ ELEMENT_KINDS = """
 # page, whether it is checked or not: the rules visit each one, and the colour rules lay out a grid of every element
 # before they compare one colour. Tokens were half the elements of the longest chapters (16,844 of 33,823 on
 # weight_quantization); the page reports' axe-core time on one module's 28 pages went from 47 to 32 CPU-seconds with
-# the same violations found (measured on 2 cores, 2026-12-06, fourth session). test_code_tokens_are_left_out_only_
-# where_nothing_but_their_colours_is_checked shows on a page of planted violations that what is found is the same.
+# the same violations found (measured on 2 cores, 2026-12-06, fourth session). On a page of planted violations,
+# test_code_tokens_are_left_out_only_where_nothing_but_their_colours_is_checked shows that what is found is the same.
 # Returns the number of tokens replaced.
 FLATTEN_CODE_TOKENS = """
 () => {

@@ -1,5 +1,7 @@
 """nbval's kernels are started again when one dies before it answers (tests/nbval_kernels.py)."""
 import inspect
+import logging
+import pprint
 
 import pytest
 from nbval_kernels import ATTEMPTS, DIED, retried
@@ -70,8 +72,6 @@ def test_nbval_kernels_start_without_a_debugger():
 def test_message_log_lines_are_formatted_only_when_written(caplog):
     """nbval's get_message formats each message for its debug line with the name pformat: after install() that
     is nbval_kernels.Lazy, so a message is formatted only when the line is written, as pprint would format it."""
-    import logging
-
     nbval_kernel = pytest.importorskip("nbval.kernel")
     import nbval_kernels
 
@@ -90,6 +90,4 @@ def test_message_log_lines_are_formatted_only_when_written(caplog):
     assert formatted == []  # debug lines are off in a test run: nothing formatted
     with caplog.at_level(logging.DEBUG, logger=nbval_kernel.logger.name):
         nbval_kernel.logger.debug("Kernel message (%s):\n%s", "iopub", nbval_kernel.pformat(message))
-    import pprint
-
     assert caplog.records[-1].getMessage() == f"Kernel message (iopub):\n{pprint.pformat(message)}"
