@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
 import tempfile
 import time
@@ -83,7 +84,12 @@ class SandboxedExecute(Execute):
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
         km.mode, km.pythonpath = self._mode, [kit_path(self._assignment)]
-        if self._mode == "bwrap":  # no network in the sandbox: Unix sockets in a short folder of their own
+        # Unix sockets in a short folder of their own: the only way to the kernel in a sandbox without a network and,
+        # without a sandbox, no TCP port for another process to take between jupyter_client's choosing it and the
+        # kernel's binding it (jupyter_client issue 487; a limits-only kernel on TCP died at start, "Kernel died before
+        # replying to kernel_info", in one full test run on 2 cores, 2026-12-06). TCP stays only where there are no
+        # Unix sockets.
+        if self._mode == "bwrap" or os.name == "posix":
             km.transport, km.ip = "ipc", str(Path(self._sockets) / "k")
         return km
 

@@ -22,7 +22,9 @@ here. :func:`kernel_argv` is the command nbgrader's ``Execute`` starts every ker
 * stays as the sandbox's supervisor: when the grading process is gone (a killed batch), it kills
   the sandbox and with it the kernel;
 * without bubblewrap, runs the kernel as an ordinary process with the limits only; the grader
-  prints a banner and writes ``"isolation": "limits-only"`` into every report.
+  prints a banner and writes ``"isolation": "limits-only"`` into every report. Its kernel talks over
+  Unix sockets too (on POSIX): a TCP port jupyter_client picks can be taken by another process before
+  the kernel binds it (jupyter_client issue 487).
 """
 from __future__ import annotations
 
