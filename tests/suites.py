@@ -83,6 +83,7 @@ UNIT = frozenset({
     "test_block.py",
     "test_block_ffn.py",
     "test_chapter_deployment_plan_accelerators.py",
+    "test_chapter_deployment_plan_pcie.py",
     "test_chapter_transformer_block_ffn.py",
     "test_chapter_transformer_block.py",
     "test_claims_fund.py",
