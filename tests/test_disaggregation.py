@@ -39,6 +39,7 @@ def test_link_and_node_records():
     assert mk.LINKS["pcie5-x16"].bytes_per_s == 64e9
     assert mk.LINKS["ib-ndr"].bytes_per_s == 400e9 / 8  # 400 Gb/s
     assert mk.LINKS["pcie4-x4"].bytes_per_s == 16e9 * 4 / 8  # 16 GT/s per lane, 4 lanes
+    assert mk.LINKS["pcie4-x16"].bytes_per_s == 16e9 * 16 / 8  # 16 lanes: half the L40S datasheet's 64 GB/s both ways
     node = mk.NODES["dgx-h100"]
     assert (node.num_gpus, node.host_memory_bytes, node.ssd_bytes) == (8, 2 * 10**12, 30_720 * 10**9)
     assert mk.GPUS[node.gpu].hbm_bytes == 80 * 10**9
