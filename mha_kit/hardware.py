@@ -199,8 +199,8 @@ _LINKS = (
          source="DGX H100 datasheet: 8 single-port ConnectX-7, up to 400 Gb/s each (one per GPU); 400 Gb/s = 50 GB/s",
          bytes_per_s=50e9),
     Link(name="pcie4-x16", title="PCIe 4.0 x16 (a PCIe card: the L40S)", cite="pcisig,nvidial40s",
-         source="PCI-SIG: PCIe 4.0 runs 16 GT/s per lane; 16 lanes = 32 GB/s each way (the L40S datasheet's "
-                "64 GB/s counts both ways)",
+         source="PCI-SIG: PCIe 4.0 runs 16 GT/s per lane; 16 lanes = 32 GB/s each way, the raw rate before "
+                "128b/130b encoding (31.5 GB/s after); the L40S datasheet's 64 GB/s counts both ways",
          bytes_per_s=32e9),
     Link(name="pcie4-x4", title="PCIe 4.0 x4 (one NVMe SSD)", cite="pcisig",
          source="PCI-SIG: PCIe 4.0 runs 16 GT/s per lane; 4 lanes = 8 GB/s each way, the ceiling of a drive on it",
