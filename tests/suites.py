@@ -98,6 +98,7 @@ UNIT = frozenset({
     "test_chapter_gpu_kernels.py",
     "test_chapter_gpu_kernels_wide_gemm.py",
     "test_chapter_gpu_kernels_wide_gemm_memory.py",
+    "test_chapter_gpu_kernels_littles_law.py",
     "test_chapter_notation_widths.py",
     "test_chapter_multi_tenant_serving_cold_start.py",
     "test_chapter_tensor_parallel.py",
