@@ -304,3 +304,6 @@ from .mx_layout import mx_bytes, shuffle_weight_16x16
 from .comm_overlap import chunked_overlap_time
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+from .task_tail import any_call_slow, per_call_quantile
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -241,6 +241,8 @@ UNIT = frozenset({
 
     "test_policy.py",
     "test_reliability.py",
+    "test_task_tail.py",
+    "test_chapter_serving_reliability_task_tail.py",
     "test_admission.py",
     "test_chapter_serving_reliability_queue.py",
     "test_chapter_serving_operations_cotenant.py",
