@@ -242,6 +242,10 @@ UNIT = frozenset({
 
     "test_policy.py",
     "test_reliability.py",
+    "test_task_tail.py",
+    "test_overflow.py",
+    "test_chapter_multi_tenant_serving_overflow.py",
+    "test_chapter_serving_reliability_task_tail.py",
     "test_admission.py",
     "test_chapter_serving_reliability_queue.py",
     "test_chapter_serving_operations_cotenant.py",
