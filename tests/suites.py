@@ -153,6 +153,7 @@ UNIT = frozenset({
     "test_chapter_multi_tenant_serving.py",
     "test_chapter_multi_tenant_serving_mm_voice.py",
     "test_chapter_weight_quantization.py",
+    "test_chapter_weight_quantization_kbit.py",
     "test_chapter_serving_operations.py",
     "test_chapter_tree_attention.py",
 
