@@ -304,7 +304,7 @@ from .mx_layout import mx_bytes, shuffle_weight_16x16
 from .comm_overlap import chunked_overlap_time
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-from .task_tail import any_call_slow, per_call_quantile
+from .task_tail import any_call_slow, lognormal_call_times, per_call_quantile
 from .overflow import owned_plus_api_cost, stacked_replica_utilisation
 
 __all__ = [name for name in dir() if not name.startswith("_")]

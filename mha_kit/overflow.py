@@ -21,10 +21,14 @@ from .config import check_positive_int, check_positive_number
 
 
 def _check_demand(demand):
-    d = np.asarray(demand, dtype=np.float64)  # (T,) tokens/s in each of T equal periods
+    rule = "demand must be a non-empty 1-D array of finite rates >= 0"
+    try:
+        d = np.asarray(demand, dtype=np.float64)  # (T,) tokens/s in each of T equal periods
+    except (TypeError, ValueError):
+        raise ValueError(f"{rule}, got {demand!r}, which is not numeric") from None
     if d.ndim != 1 or d.size == 0 or not np.all(np.isfinite(d)) or np.any(d < 0):
-        raise ValueError(f"demand must be a non-empty 1-D array of finite rates >= 0, got shape "
-                         f"{d.shape} with min {d.min() if d.size else None!r}")
+        low, high = (float(np.min(d)), float(np.max(d))) if d.size else (None, None)
+        raise ValueError(f"{rule}, got shape {d.shape} with min {low} and max {high}")
     return d
 
 

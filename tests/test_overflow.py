@@ -48,3 +48,38 @@ def test_errors():
         mk.owned_plus_api_cost(np.array([1.0]), 1.0, -1, 1.0, 1.0)
     with pytest.raises(ValueError, match="api_price_per_million"):
         mk.owned_plus_api_cost(np.array([1.0]), 1.0, 1, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("bad, shown", [
+    (np.array([[1.0]]), "shape (1, 1)"),
+    (np.array([]), "shape (0,) with min None and max None"),
+    (np.array([1.0, np.nan]), "with min nan"),
+    (np.array([1.0, -2.0]), "with min -2.0"),
+    (np.array([1.0, np.inf]), "with min 1.0 and max inf"),
+    (["a", "b"], "not numeric"),
+    ([1.0, None], "with min nan")  # None becomes nan,
+])
+def test_demand_errors_name_demand_and_the_value(bad, shown):
+    for call in (lambda: mk.stacked_replica_utilisation(bad, 1.0, 1),
+                 lambda: mk.owned_plus_api_cost(bad, 1.0, 1, 1.0, 1.0)):
+        with pytest.raises(ValueError, match="demand must be") as err:
+            call()
+        assert shown in str(err.value)
+
+
+def test_scalar_argument_errors():
+    d = np.array([1.0, 2.0])
+    with pytest.raises(ValueError, match="replica_capacity must be a positive number"):
+        mk.stacked_replica_utilisation(d, 0.0, 1)
+    with pytest.raises(ValueError, match="replicas"):
+        mk.stacked_replica_utilisation(d, 1.0, 0)
+    with pytest.raises(ValueError, match=r"replicas must be an integer >= 0, got -1"):
+        mk.owned_plus_api_cost(d, 1.0, -1, 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"replicas must be an integer >= 0, got 1.5"):
+        mk.owned_plus_api_cost(d, 1.0, 1.5, 1.0, 1.0)
+    with pytest.raises(ValueError, match="replica_cost_per_hour must be a positive number"):
+        mk.owned_plus_api_cost(d, 1.0, 1, 0.0, 1.0)
+    with pytest.raises(ValueError, match="api_price_per_million must be a positive number"):
+        mk.owned_plus_api_cost(d, 1.0, 1, 1.0, -1.0)
+    with pytest.raises(ValueError, match="hours_per_period must be a positive number"):
+        mk.owned_plus_api_cost(d, 1.0, 1, 1.0, 1.0, hours_per_period=0)
