@@ -173,6 +173,7 @@ UNIT = frozenset({
 
     "test_chapter_long_context_structure.py",
     "test_chapter_state_space_models.py",
+    "test_chapter_state_space_models_delta_online.py",
     "test_chapter_speculative_decoding.py",
     "test_chapter_speculative_decoding_break_even_goodput.py",
     "test_chapters_read_records.py",
