@@ -130,6 +130,7 @@ UNIT = frozenset({
     "test_chapter_tradeoffs.py",
     "test_vllm_max_model_len.py",
     "test_chapter_rope_scaling.py",
+    "test_chapter_rope_scaling_critical_dimension.py",
     "test_chapter_positions.py",
     "test_chapter_scheduler_design.py",
     "test_chapter_disaggregated_serving.py",
