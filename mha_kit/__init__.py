@@ -145,7 +145,7 @@ from .engine_rules import cuda_graph_count, lm_head_step_share, v0_preemption_mo
 from .long_context_eval import (RULER_LENGTHS, RULER_RESULTS, RULER_THRESHOLD, RulerResult, derived_max_model_len,
                                 effective_length)
 from .compressed_cache import compressed_cache_numbers
-from .sparse_patterns import (bigbird_block_mask, document_windows, dsa_decode_tokens, longformer_mask, lsh_bucket_mask,
+from .sparse_patterns import (bigbird_block_mask, document_windows, dsa_decode_tokens, dsa_query_macs, longformer_mask, lsh_bucket_mask,
                               lsh_buckets, mask_density, moba_decode_tokens, nsa_decode_tokens, prefix_lm_mask,
                               shifted_sparse_masks, strided_masks)
 from .ssm import (HYBRID_MODELS, NEMOTRON_H_8B_PATTERN, WKV_FORMS, HybridModel, associative_recall_error,

@@ -269,3 +269,38 @@ def dsa_decode_tokens(context_len, top_k=2048) -> tuple[int, int]:
     """
     s, k = check_positive_int("context_len", context_len), check_positive_int("top_k", top_k)
     return s, min(k, s)
+
+
+def dsa_query_macs(context_len, attention_macs_per_key, index_heads=64, index_head_dim=128,
+                   top_k=2048) -> dict:
+    """Multiply-adds of one query at position ``context_len``: DSA against dense attention.
+
+    The lightning indexer scores every preceding token: each of its ``index_heads`` heads takes a
+    dot product of ``index_head_dim`` with the token's one shared key, and the head's weight
+    multiplies its ReLU score, ``index_heads * (index_head_dim + 1)`` per token
+    (DeepSeek-V3.2-Exp ``inference/model.py``, ``Indexer.forward``). The core attention then costs
+    ``attention_macs_per_key`` for each of the ``min(top_k, context_len)`` selected entries;
+    dense attention costs it for every entry. The indexer's own projections are left out.
+
+    Parameters
+    ----------
+    context_len : int
+        Tokens the query may see (its position, counting itself).
+    attention_macs_per_key : int
+        Multiply-adds per (query, key) pair of the core attention, scores and values, all heads.
+    index_heads, index_head_dim, top_k : int
+        DeepSeek-V3.2-Exp's ``index_n_heads`` 64, ``index_head_dim`` 128, ``index_topk`` 2048.
+
+    Returns
+    -------
+    dict of int
+        ``{"indexer", "attention", "dsa", "dense"}``, with ``dsa = indexer + attention``.
+
+    Book: chapter "After GQA and MLA: sparse, linear and state-space hybrids".
+    """
+    s, per_key = (check_positive_int(n, v) for n, v in (("context_len", context_len),
+                                                          ("attention_macs_per_key", attention_macs_per_key)))
+    h, d, k = (check_positive_int(n, v) for n, v in (("index_heads", index_heads),
+                                                      ("index_head_dim", index_head_dim), ("top_k", top_k)))
+    indexer, attention = s * h * (d + 1), per_key * min(k, s)
+    return {"indexer": indexer, "attention": attention, "dsa": indexer + attention, "dense": per_key * s}
