@@ -199,6 +199,10 @@ _LLAMA31_SCALING = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, hig
 _QWEN25_ROPE = ("Qwen/Qwen2.5-7B config.json (rope_theta); Qwen2.5 Instruct model card, 'Processing Long "
                 "Texts': the YaRN block to add for inputs over 32,768 tokens")
 _QWEN25_SCALING = dict(type="yarn", factor=4.0, original_max_position_embeddings=32768)
+_LLAMA32_1B = "meta-llama/Llama-3.2-1B config.json (tie_word_embeddings true)"
+_LLAMA32_ROPE = "meta-llama/Llama-3.2-1B config.json (rope_theta 500000.0, rope_scaling rope_type llama3, factor 32)"
+_LLAMA32_SCALING = dict(rope_type="llama3", factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                        original_max_position_embeddings=8192)
 _DSV2_ROPE = "DeepSeek-V2 family config.json rope_scaling; DeepSeek-V2 arXiv:2405.04434 sec. 3.1.4"
 _DSV2_SCALING = dict(type="yarn", factor=40, original_max_position_embeddings=4096, beta_fast=32, beta_slow=1,
                      mscale=0.707, mscale_all_dim=0.707)
@@ -293,6 +297,11 @@ _RECORDS = (
         config=AttentionConfig(d_model=2048, num_heads=32, num_kv_heads=4, head_dim=128, num_layers=48),
         context_length=32768, vocab_size=151936, intermediate_size=6144,  # native; config max_position 40,960
         num_experts=128, experts_per_token=8, moe_intermediate_size=768),  # every layer MoE, no shared expert
+    ModelFacts(  # embedding tied to the output head: no param_layout counts that, so none is set
+        name="llama-3.2-1b", title="Llama 3.2 1B", cite="llama32config", source=_LLAMA32_1B,
+        config=AttentionConfig(d_model=2048, num_heads=32, num_kv_heads=8, head_dim=64, num_layers=16),
+        context_length=131072, vocab_size=128256, intermediate_size=8192,
+        rope_theta=500000.0, rope_scaling=_LLAMA32_SCALING, rope_source=_LLAMA32_ROPE),
 )
 
 #: Read-only mapping from a preset name to its :class:`ModelFacts` record.

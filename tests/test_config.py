@@ -194,7 +194,7 @@ def test_latent_bad_integer_fields(field, bad):
 EXPECTED_PRESET_NAMES = [
     "transformer-base", "gpt2", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mistral-7b", "falcon-7b",
     "falcon-40b", "deepseek-67b", "qwen2.5-7b", "gemma-2-9b", "deepseek-v2", "deepseek-v2-lite",
-    "deepseek-v3", "qwen3-30b-a3b",
+    "deepseek-v3", "qwen3-30b-a3b", "llama-3.2-1b",
 ]
 
 
@@ -214,7 +214,7 @@ def test_presets_are_read_only():
 
 
 def test_get_preset_unknown_name():
-    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, gpt2, .*qwen3-30b-a3b$"):
+    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, gpt2, .*qwen3-30b-a3b, llama-3\.2-1b$"):
         mk.get_preset("llama-4")
 
 

@@ -34,6 +34,7 @@ PRESET_FOR = {
     "Gemma 2 9B": "gemma-2-9b",
     "DeepSeek-V3 (671B total / 37B active, MoE)": "deepseek-v3",
     "Qwen3-30B-A3B (30.5B total / 3.3B active, MoE)": "qwen3-30b-a3b",
+    "Meta Llama 3.2 1B": "llama-3.2-1b",
 }
 
 MLA_FIELDS = ["kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank"]
@@ -43,7 +44,7 @@ IDS = [m["name"] for m in MODELS]
 def test_facts_file_is_inside_the_repository():
     # A plain clone has it: nothing here may read ../shared.
     assert FACTS.is_file() and REPO in FACTS.parents
-    assert len(MODELS) == 15
+    assert len(MODELS) == 16
 
 
 def test_every_model_is_mapped_and_every_preset_is_covered():
@@ -125,7 +126,7 @@ def test_records_are_read_only():
 
 
 def test_get_model_facts_unknown_name():
-    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, .*qwen3-30b-a3b$"):
+    with pytest.raises(ValueError, match=r"^unknown preset 'llama-4'; known presets: transformer-base, .*qwen3-30b-a3b, llama-3\.2-1b$"):
         mk.get_model_facts("llama-4")
 
 

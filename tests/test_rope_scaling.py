@@ -238,7 +238,7 @@ def test_rope_rejects_frequencies_of_the_wrong_shape():
 
 PRESET_FOR = {"Meta Llama 3 8B": "llama-3-8b", "Meta Llama 3 70B": "llama-3-70b",
               "Meta Llama 3.1 405B": "llama-3.1-405b", "Qwen2.5-7B": "qwen2.5-7b",
-              "DeepSeek-V2 (236B total / 21B active, MoE)": "deepseek-v2"}
+              "DeepSeek-V2 (236B total / 21B active, MoE)": "deepseek-v2", "Meta Llama 3.2 1B": "llama-3.2-1b"}
 
 
 @pytest.mark.parametrize("model", [m for m in FACTS if "rope_theta" in m], ids=lambda m: m["name"])
