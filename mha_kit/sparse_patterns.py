@@ -298,9 +298,8 @@ def dsa_query_macs(context_len, attention_macs_per_key, index_heads=64, index_he
 
     Book: chapter "After GQA and MLA: sparse, linear and state-space hybrids".
     """
-    s, per_key = (check_positive_int(n, v) for n, v in (("context_len", context_len),
-                                                          ("attention_macs_per_key", attention_macs_per_key)))
-    h, d, k = (check_positive_int(n, v) for n, v in (("index_heads", index_heads),
-                                                      ("index_head_dim", index_head_dim), ("top_k", top_k)))
-    indexer, attention = s * h * (d + 1), per_key * min(k, s)
+    s, selected = dsa_decode_tokens(context_len, top_k)  # every preceding token, and the top-k of them
+    per_key = check_positive_int("attention_macs_per_key", attention_macs_per_key)
+    h, d = check_positive_int("index_heads", index_heads), check_positive_int("index_head_dim", index_head_dim)
+    indexer, attention = s * h * (d + 1), per_key * selected
     return {"indexer": indexer, "attention": attention, "dsa": indexer + attention, "dense": per_key * s}

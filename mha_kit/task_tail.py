@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import statistics
 
 import numpy as np
 
 from .config import check_positive_int, check_positive_number
 
-_Z99 = 2.3263478740408408  # the standard normal's 0.99 quantile
+_Z99 = statistics.NormalDist().inv_cdf(0.99)  # the standard normal's 0.99 quantile, 2.326
 
 
 def _check_probability(name, value, low_open):

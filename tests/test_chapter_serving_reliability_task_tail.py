@@ -1,22 +1,17 @@
 """Claims of serving_reliability's section on an agent task's latency (calls in series), recomputed."""
+import pytest
+
 import mha_kit as mk
 
 
-def test_twenty_calls_meet_a_p99_call_about_18_percent():
-    # 1 - 0.99^20 written as a product of 20 factors
+@pytest.mark.parametrize("calls, percent", [(20, 18), (30, 26)])
+def test_calls_in_series_meet_a_p99_call(calls, percent):
+    # 1 - 0.99^calls written as a product of `calls` factors
     all_fast = 1.0
-    for _ in range(20):
+    for _ in range(calls):
         all_fast *= 0.99
-    assert round(100 * (1 - all_fast)) == 18
-    assert round(100 * mk.any_call_slow(20, 0.01)) == 18
-
-
-def test_thirty_calls_meet_a_p99_call_about_26_percent():
-    all_fast = 1.0
-    for _ in range(30):
-        all_fast *= 0.99
-    assert round(100 * (1 - all_fast)) == 26
-    assert round(100 * mk.any_call_slow(30, 0.01)) == 26
+    assert round(100 * (1 - all_fast)) == percent
+    assert round(100 * mk.any_call_slow(calls, 0.01)) == percent
 
 
 def test_per_call_target_for_a_95_percent_task_over_20_calls():
