@@ -110,12 +110,28 @@ release: learner-book
 # Measured on 2 cores (2026-12-06): the chapters' and solutions' nbval, 159 CPU-seconds without caches, 142 with.
 # tests/assertion_cache.py does the same for pytest's caches of the test modules with their asserts rewritten, which
 # each worker would otherwise write for itself: 4 CPU-seconds on both cores instead of 7 in each of the workers.
+#
+# The unit tests (tests/suites.py's UNIT, what make check runs) run in one process of their own, beside the
+# workers that run the rest: handed to the workers, their ~6,300 tests cost 69 CPU-seconds instead of 31 run
+# in one process (each test's reports go from a worker to pytest-xdist's controller, and each worker collects
+# every module; measured on 2 cores, 2026-12-07). Their output is printed when the workers are done, from
+# _build/unit-tests.log; either run failing fails make test. Their own cache folder keeps --lf's record of each.
+UNIT_LOG := _build/unit-tests.log
 test: $(STAMP) $(LITE_STAMP)
 	$(BIN)/python -m compileall -q -j 0 mha_kit mha_course website benchmarks tests
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python tests/assertion_cache.py
+	@mkdir -p $(dir $(UNIT_LOG)); rm -f $(UNIT_LOG); \
+	echo "make test: the unit tests in one process (output: $(UNIT_LOG), printed at the end), the rest on $(WORKERS) workers"; \
+	env -u PYTHONDONTWRITEBYTECODE OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -o cache_dir=.pytest_cache/unit \
+		--durations=5 $$($(BIN)/python tests/suites.py) > $(UNIT_LOG) 2>&1 & unit=$$!; \
 	env -u PYTHONDONTWRITEBYTECODE OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 \
-		tests $(CHAPTERS) $(SOLUTIONS) \
-		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+		$$($(BIN)/python tests/suites.py full) $(CHAPTERS) $(SOLUTIONS) \
+		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg; rest=$$?; \
+	wait $$unit; units=$$?; \
+	echo "================ the unit tests (tests/suites.py UNIT, one process): $(UNIT_LOG) ================"; \
+	cat $(UNIT_LOG); \
+	echo "make test: unit tests exited $$units, the rest $$rest"; \
+	test $$units -eq 0 -a $$rest -eq 0
 
 # The unit tests: the modules tests/suites.py lists as UNIT (tests/conftest.py also marks their
 # tests `unit`, so `pytest -m unit` picks the same ones); collecting only those files keeps the

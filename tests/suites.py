@@ -393,5 +393,9 @@ LONGEST_FIRST = (
 )
 
 
-if __name__ == "__main__":  # `make check` runs these files: python tests/suites.py
-    print(" ".join(f"tests/{name}" for name in sorted(UNIT)))
+if __name__ == "__main__":  # `make check` runs these files: python tests/suites.py; `make test` also FULL's (full)
+    import sys
+
+    if sys.argv[1:] not in ([], ["full"]):
+        sys.exit(f"usage: python tests/suites.py [full] (UNIT's modules, or FULL's with 'full'), not {sys.argv[1:]}")
+    print(" ".join(f"tests/{name}" for name in sorted(FULL if sys.argv[1:] else UNIT)))
