@@ -54,3 +54,23 @@ def test_zero_weight_zero_point_drops_the_run_time_row_sum():
     assert t["const"] == 0
     t3 = mk.zero_point_gemm_terms(qx, qw, zx=128, zw=3)
     assert not np.array_equal(t3["main"] - 128 * t3["w_colsum"] + t3["const"], (qx - 128) @ (qw - 3))
+
+
+def test_int4_build_with_an_int8_head():
+    head = VOCAB * D  # the tied embedding / output head
+    assert head == 262_668_288
+    mixed = (PARAMS - head) // 2 + head  # bytes: 4-bit body, 8-bit head
+    assert mixed == 749_241_344
+    assert f"{mixed / 1e9:.2f}" == "0.75" and f"{BW / mixed:.0f}" == "103"
+
+
+def test_kv_cache_bytes_per_token_and_at_4k():
+    kv = LAYERS * 2 * KV * 2  # K and V, 8 KV heads of 64, 2 bytes each
+    assert kv == 32 * 1024 and f"{kv / 1024:.0f}" == "32"
+    assert f"{4096 * kv / 1e9:.2f}" == "0.13"
+    assert 0.2 < 4096 * kv / (PARAMS / 2) < 0.25  # about a fifth of the INT4 codes
+
+
+def test_group_scale_overhead_on_4_bit_codes():
+    assert f"{(4 / 64) / 4:.1%}" == "1.6%"  # a 4-bit scale per 64 weights
+    assert f"{(16 / 32) / 4:.1%}" == "12.5%"  # an fp16 scale per 32 weights
