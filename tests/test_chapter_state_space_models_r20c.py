@@ -1,5 +1,6 @@
 """state_space_models-bidirectional: mixing FLOPs of bidirectional attention against two selective scans,
-the scan state, and why a bidirectional layer cannot decode token by token.
+per-layer and whole-model FLOPs with projections counted, the scan state, and why a bidirectional layer
+cannot decode incrementally.
 
 Recomputed from the formulas (4 n^2 d for Q K^T and P V; 9 FLOPs per token, channel and state element per
 scan, two scans) and the Mamba 2.8B config (d_model 2560, expand 2, d_state 16, d_conv 4), with an
@@ -76,3 +77,48 @@ def test_appending_a_token_changes_bidirectional_outputs_only():
     assert np.allclose(mk.selective_scan(x, delta, A, B, C)[0], fwd(L + 1), rtol=1e-12, atol=1e-12)
     g = _glued()
     assert (g["bidir_changed_causal"], g["bidir_changed_bidirectional"], g["bidir_L"]) == ("0", "32", "32")
+
+
+def test_causal_mixing_ratio_halves_and_crossover_doubles():
+    g = _glued()
+    n = 65536
+    assert f"{2 * n * n * D_MODEL / (18 * n * D_INNER * N_STATE):.0f}" == "228" == g["bidir_ratio_causal_65536"]
+    assert 2 * 288**2 * D_MODEL == 18 * 288 * D_INNER * N_STATE and g["bidir_crossover_causal"] == "288"
+
+
+def _layer_flops():
+    """Per token, from the module shapes in Vim's mamba_simple.py (in_proj d -> 2 d_inner, out_proj d_inner -> d,
+    x_proj d_inner -> dt_rank + 2N, dt_proj dt_rank -> d_inner, depthwise conv of width 4) and 9 d_inner N for the scan."""
+    dt_rank = -(-D_MODEL // 16)
+    shared = 2 * (D_MODEL * 2 * D_INNER) + 2 * (D_INNER * D_MODEL)
+    per_dir = 2 * 4 * D_INNER + 2 * D_INNER * (dt_rank + 32) + 2 * dt_rank * D_INNER + 9 * D_INNER * N_STATE
+    return shared + per_dir, shared + 2 * per_dir, 2 * (shared + per_dir)
+
+
+def test_layer_costs_depend_on_what_is_shared():
+    g = _glued()
+    causal, vim, cad = _layer_flops()
+    assert (causal, vim, cad) == (83_025_920, 87_408_640, 166_051_840)
+    assert (g["bidir_layer_causal"], g["bidir_layer_vim"], g["bidir_layer_cad"]) == ("83.0", "1.05", "2")
+    assert 9 * D_INNER * N_STATE / causal < 0.01  # the scan is under 1% of a causal layer
+
+
+def test_whole_model_ratios_and_crossovers():
+    g = _glued()
+    _, vim, cad = _layer_flops()
+
+    def pythia(n, c):  # 32 layers of 12 d^2 weights plus c n^2 d mixing (c = 4 non-causal, 2 causal)
+        return 32 * (24 * D_MODEL**2 * n + c * n * n * D_MODEL)
+
+    n = 65536
+    assert f"{pythia(n, 4) / (64 * vim * n):.1f}" == "4.7" == g["bidir_model_ratio"]
+    assert f"{pythia(n, 2) / (64 * vim * n):.1f}" == "2.8" == g["bidir_model_ratio_causal"]
+    assert f"{pythia(n, 2) / (64 * cad * n):.1f}" == "1.5" == g["bidir_model_ratio_cad"]
+    for per_token, key, nc, c in ((vim, "vim", 1712, 3424), (cad, "cad", 17072, 34144)):
+        assert 64 * per_token * nc == pythia(nc, 4) and 64 * per_token * c == pythia(c, 2)
+        assert (g[f"bidir_model_crossover_{key}"], g[f"bidir_model_crossover_{key}_causal"]) == (f"{nc:,}", f"{c:,}")
+    assert 64 * vim * 1024 > pythia(1024, 4)  # at 1K the bidirectional stack needs more FLOPs
+
+
+def test_activation_bytes_at_64k():
+    assert 65536 * D_INNER * 2 == 640 * 2**20 and _glued()["bidir_x_act"] == "640 MiB"
