@@ -35,6 +35,29 @@ def test_weights_bytes_from_the_shape():
     assert kv == 2**30 and LAYERS * per_layer // kv == 128
 
 
+def test_eager_transient_peak():
+    # eager_attention_forward: masked scores (bf16), softmax in float32, its bf16 copy, all alive at once
+    scores = HEADS * N * N
+    assert scores * 2 + scores * 4 + scores * 2 == 16 * 2**30
+
+
+def test_gap_to_the_kv_cache_grows_linearly():
+    # weights / cache = (L * H * n^2 * 2) / (2 * L * H_kv * d_h * n * 2) = H * n / (2 * H_kv * d_h)
+    for n, ratio in ((N, 128), (16 * N, 2048)):
+        assert HEADS * n * n * 2 * LAYERS // (2 * KV_HEADS * HEAD_DIM * 2 * LAYERS * n) == ratio
+        assert HEADS * n // (2 * KV_HEADS * HEAD_DIM) == ratio
+
+
+def test_sink_logit_changes_the_row():
+    # a learned sink logit in the denominator: the weights over real keys no longer sum to 1
+    rng = np.random.default_rng(3)
+    s = rng.standard_normal(9)
+    sink = 1.5
+    p = np.exp(s) / (np.exp(s).sum() + np.exp(sink))
+    assert p.sum() < 1 and np.exp(s - np.log(np.exp(s).sum())).sum() == pytest.approx(1.0, abs=1e-12)
+    assert p.sum() == pytest.approx(np.exp(s).sum() / (np.exp(s).sum() + np.exp(sink)), abs=1e-15)
+
+
 def test_weights_exceed_an_h100():
     assert LAYERS * HEADS * N * N * 2 > 80e9
 
@@ -69,7 +92,8 @@ def test_glued_values():
     expected = {"aw_n": f"{N:,}", "aw_layer_gib": str(per_layer // 2**30), "aw_all_gib": str(LAYERS * per_layer // 2**30),
                 "aw_all_gb": str(round(LAYERS * per_layer / 1e9)), "aw_h100_gb": "80", "aw_kv_gib": str(kv // 2**30),
                 "aw_kv_ratio": str(LAYERS * per_layer // kv), "aw_row": "11", "aw_ntok": "16",
-                "aw_row_err": "below 1e-12", "aw_lse_sum": "1.000000"}
+                "aw_row_err": "below 1e-12", "aw_lse_sum": "1.000000", "aw_peak_gib": "16",
+                "aw_n_long": f"{16 * N:,}", "aw_kv_ratio_long": f"{HEADS * 16 * N // (2 * KV_HEADS * HEAD_DIM):,}"}
     for key, value in expected.items():
         assert g.get(key) == value, key
 
@@ -78,6 +102,14 @@ def test_section_cites_its_sources():
     text = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
     sec = text[text.index("(attention_backends-attention-weights)="):text.index("(attention_backends-platforms)=")]
     for key in ("qa_nowcoder_zebra", "vllm034noattnprobs", "vllm034logprobsfields", "hf525outputattentions",
-                "dao2022flashattention", "dao2023flashattention2"):
+                "dao2022flashattention", "dao2023flashattention2", "vllm034sparseindexer", "vllm034noattnprobsb",
+                "vllm034maxlogprobs", "hf525capturedattentions", "vllm034extpoints"):
         assert key in sec, key
+    flat = " ".join(sec.split())
+    assert "wrong on every point" not in flat
+    for phrase in ("--max-logprobs -1", "the default cap is 20", "never passes it to the kernel",
+                   "`outputs.attentions` is an empty tuple", "FlexAttention on a GPU it holds each row's log-sum-exp",
+                   "a decoder without MLA", "FlashInfer, Triton, FlexAttention", "`reduce_segments`",
+                   "`AttentionInterface.register(\"rows\", fn)`"):
+        assert phrase in flat, phrase
     assert re.search(r"\{doc\}`attention_sinks`", sec) and "{ref}`attention_sinks-gated-attention`" in sec
