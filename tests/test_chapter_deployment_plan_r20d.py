@@ -74,21 +74,30 @@ def test_nccl_fixed_cost_per_step():
     assert f"{1e3 * nccl_fixed(8):.1f}" == "2.4" == glued("dp_e2e_ar8")
 
 
+def real(gpu, tp, wb):  # batch 1: floor at MBU 0.5 plus the fixed all-reduce cost
+    return decode(gpu, tp, wb, 1, PROMPT + N) / MBU + nccl_fixed(tp)
+
+
 def test_h100_corrections_in_turn():
     floor = decode("h100", 8, 1, 1, PROMPT + N)
-    ar = floor + nccl_fixed(8)
-    got = [f"{1e3 * t:.1f}" for t in (floor, ar, ar / SPEC, (floor / MBU + nccl_fixed(8)) / SPEC)]
-    assert got == ["2.6", "5.0", "2.8", "4.2"]
-    assert [glued(f"dp_e2e_h100_{k}") for k in ("floor", "ar", "spec", "mbu")] == got
+    got = [f"{1e3 * t:.1f}" for t in (floor, floor + nccl_fixed(8), real("h100", 8, 1))]
+    assert got == ["2.6", "5.0", "7.6"]
+    assert [glued(f"dp_e2e_h100_{k}") for k in ("floor", "ar", "mbu")] == got
+    assert f"{real('h100', 8, 1) / BUDGET:.2f}" == "2.36" == glued("dp_e2e_h100_need")
     assert f"{1e3 * decode('h100', 8, 2, 1, PROMPT + N):.1f}" == "5.2" == glued("dp_e2e_h100_bf16_floor")
     assert decode("h100", 8, 2, 1, PROMPT + N) > BUDGET  # bf16 misses before any correction
 
 
-def test_only_b200_fp8_tp8_meets_the_budget_with_every_correction():
-    meets = {(g, tp, wb) for g in GPU for tp, wb in ((8, 2), (8, 1), (4, 1))
-             if (decode(g, tp, wb, 1, PROMPT + N) / MBU + nccl_fixed(tp)) / SPEC <= BUDGET}
-    assert meets == {("b200", 8, 1)}
-    assert f"{1e3 * (decode('b200', 8, 1, 1, PROMPT + N) / MBU + nccl_fixed(8)) / SPEC:.1f}" == "2.6"
+def test_speculation_each_shape_needs():
+    need = {(g, tp, wb): real(g, tp, wb) / BUDGET for g in GPU for tp, wb in ((8, 2), (8, 1), (4, 1))}
+    assert min(need.values()) > 1  # no shape meets the budget without speculation
+    assert f"{need['b200', 8, 1]:.2f}" == "1.45" == glued("dp_e2e_b200_need")
+    assert f"{1e3 * real('b200', 8, 1):.1f}" == "4.7" == glued("dp_e2e_b200_mbu")
+    rest = min(v for k, v in need.items() if k != ("b200", 8, 1))
+    assert f"{rest:.2f}" == "1.87" == glued("dp_e2e_next_need")  # H200, FP8, TP8
+    assert {k for k, v in need.items() if v <= SPEC} == {("b200", 8, 1)}  # only if DeepSeek-V3's 1.8 carried over
+    assert glued("dp_e2e_mtp_fits") == "B200 (HGX) FP8 TP8"
+    assert {k for k, v in need.items() if v <= 2.0} == {("b200", 8, 1), ("h200", 8, 1), ("b200", 4, 1)}  # 2x would admit more
 
 
 def fleet(tp, target):
@@ -98,27 +107,68 @@ def fleet(tp, target):
     tpot, pre = decode("h100", tp, wb, batch, ctx), prefill("h100", tp, wb, ctx)
     in_flight = RATE * (pre + N * tpot)  # Little's law
     replicas = math.ceil(in_flight / batch + RATE * pre)
-    return batch, replicas * tp, 1e6 * tp * PRICE / 3600 * tpot / batch, pre, fit
+    cost = 1e6 * replicas * tp * PRICE / (RATE * N * 3600)  # whole fleet's GPU-hours over its output tokens
+    return dict(batch=batch, gpus=replicas * tp, cost=cost, pre=pre, fit=fit, in_flight=in_flight,
+                replicas=replicas, tpot=tpot)
 
 
 def test_fleet_strict_against_restated():
-    s_batch, s_gpus, s_cost, _, _ = fleet(8, BUDGET)
-    r_batch, r_gpus, r_cost, r_pre, r_fit = fleet(4, 0.040)
-    _, r8_gpus, _, _, _ = fleet(8, 0.040)
-    assert (s_batch, s_gpus, f"{s_cost:.2f}") == (36, 88, "0.40")
-    assert (r_batch, r_gpus, f"{r_cost:.2f}") == (1323, 44, "0.06")
-    assert r_batch == r_fit  # TP4 is capped by memory, not by the 40 ms target
-    assert r8_gpus == 64
-    assert f"{s_cost / r_cost:.1f}" == "6.7"
-    assert f"{1e3 * r_pre:.0f}" == "30" and f"{RATE * r_pre:.1f}" == "9.1"
-    assert RATE * r_pre > r_gpus / 4 / 2  # prompts keep most of the TP4 replicas busy
-    assert [glued(k) for k in ("dp_e2e_strict_batch", "dp_e2e_strict_gpus", "dp_e2e_slo4_batch",
-                               "dp_e2e_slo4_gpus", "dp_e2e_slo8_gpus", "dp_e2e_cost_ratio")] == \
-        ["36", "88", "1,323", "44", "64", "6.7"]
+    s, r, r8 = fleet(8, BUDGET), fleet(4, 0.040), fleet(8, 0.040)
+    assert (s["batch"], s["gpus"], f"{s['cost']:.2f}") == (36, 88, "1.09")
+    assert (r["batch"], r["gpus"], f"{r['cost']:.2f}") == (1323, 44, "0.54")
+    assert r["batch"] == r["fit"]  # TP4 is capped by memory, not by the 40 ms target
+    assert r8["gpus"] == 64
+    assert f"{s['cost'] / r['cost']:.1f}" == "2.0" == glued("dp_e2e_cost_ratio")
+    assert [glued(k) for k in ("dp_e2e_strict_cost", "dp_e2e_slo4_cost")] == ["1.09", "0.54"]
+    assert (f"{r['in_flight']:,.0f}", r["replicas"], f"{r['in_flight'] / r['replicas']:.0f}") == ("1,600", 11, "145")
+    assert r["in_flight"] / r["replicas"] < r["batch"] / 9  # no replica runs near its memory cap
+    assert f"{s['in_flight'] / s['replicas']:.0f}" == "14" == glued("dp_e2e_strict_per_replica")
+    assert [glued(k) for k in ("dp_e2e_strict_batch", "dp_e2e_strict_gpus", "dp_e2e_slo4_batch", "dp_e2e_slo4_gpus",
+                               "dp_e2e_slo8_gpus", "dp_e2e_slo4_in_flight", "dp_e2e_slo4_replicas",
+                               "dp_e2e_slo4_per_replica")] == ["36", "88", "1,323", "44", "64", "1,600", "11", "145"]
+
+
+def test_prefill_share_set_by_the_token_mix_not_the_rate():
+    r = fleet(4, 0.040)
+    pre1000 = prefill("h100", 4, 1, PROMPT)
+    decode_share = r["in_flight"] / r["batch"]
+    assert (f"{RATE * pre1000:.1f}", f"{decode_share:.1f}", f"{RATE * r['pre']:.1f}") == ("7.9", "1.2", "9.1")
+    assert [glued(k) for k in ("dp_e2e_prefill_1000", "dp_e2e_decode_share", "dp_e2e_prefill_share")] == \
+        ["7.9", "1.2", "9.1"]
+    assert f"{1e3 * r['pre']:.0f}" == "30" == glued("dp_e2e_slo4_prefill")
+    for rate in (3, 30, 300):  # L / B and rate * prefill both scale with the rate: the share does not move
+        share = rate * pre1000 / (rate * pre1000 + rate * (r["pre"] + N * r["tpot"]) / r["batch"])
+        assert f"{share:.3f}" == f"{RATE * pre1000 / (RATE * pre1000 + decode_share):.3f}"
+    busy = (decode_share + RATE * r["pre"]) / r["replicas"]
+    assert f"{busy:.0%}" == "93%" == glued("dp_e2e_busy")
+
+
+def test_strict_shape_needs_a_prefill_pool():
+    s = fleet(8, BUDGET)
+    per_tok = s["pre"] / (PROMPT + N)
+    assert f"{1e6 * per_tok:.0f}" == "19" == glued("dp_e2e_prefill_us")
+    assert f"{RATE * s['pre'] / s['replicas']:.0%}" == "59%" == glued("dp_e2e_strict_prefill_time")
+    chunk = (BUDGET - decode("h100", 8, 1, 1, PROMPT + N)) / per_tok
+    assert f"{chunk:.0f}" == "33" == glued("dp_e2e_chunk")
+    assert chunk < PROMPT / 10
+
+
+def test_restated_tpot_is_a_floor():
+    r = fleet(4, 0.040)
+    assert f"{1e3 * (r['tpot'] / MBU + nccl_fixed(4)):.0f}" == "72" == glued("dp_e2e_slo4_real_step")
+    real = fleet(4, (0.040 - nccl_fixed(4)) * MBU)
+    assert real["batch"] == 613 and glued("dp_e2e_slo4_real_batch") == "613"
+    assert f"{RATE * PROMPT * 0.040 / r['replicas']:,.0f}" == "1,091" == glued("dp_e2e_step_prompt_tokens")
+
+
+def test_quoted_question_is_the_sources():
+    nb = (BOOK / "deployment_plan.ipynb").read_text()
+    assert '\\"What is LLM System Design, and why is it important?\\"' in nb
 
 
 @pytest.mark.parametrize("chapter, label", [
-    ("deployment_plan", "deployment_plan-500ms-slo"), ("multi_tenant_serving", "multi_tenant_serving-routing"),
+    ("deployment_plan", "deployment_plan-500ms-slo"), ("serving_reliability", "serving_reliability-multi-region"),
+    ("multi_tenant_serving", "multi_tenant_serving-routing"),
     ("prefix_caching", "prefix_caching-rag-path"), ("serving_operations", "serving_operations-guard-models"),
     ("serving_reliability", "serving_reliability-llm-evaluation"), ("serving_reliability", "serving_reliability-rollouts"),
     ("serving_operations", "serving_operations-request-path"), ("multi_tenant_serving", "multi_tenant_serving-latency-targets"),
