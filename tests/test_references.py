@@ -85,3 +85,18 @@ def test_citation_locators_carry_no_markdown_escapes():
             if cell["cell_type"] == "markdown":
                 found += [f"{path.name}: {text}" for text in role.findall("".join(cell["source"])) if "\\" in text]
     assert not found, "citations whose text shows a backslash on the page:\n  " + "\n  ".join(found)
+
+
+def test_no_field_holds_an_unescaped_percent_sign():
+    """pybtex reads each field as LaTeX, where an unescaped % starts a comment that swallows the rest of the field,
+    closing brace included: the site build stopped with "unbalanced braces" on a URL with %20 in it (2026-12-07).
+    Write \\% (a URL's %20 as \\%20 inside \\url{...}); the page shows a plain %."""
+    from pybtex.richtext import Text
+
+    with pytest.raises(Exception, match="unbalanced braces"):
+        Text.from_latex(r"\url{https://example.org/a%20b}")
+    assert "a%20b" in str(Text.from_latex(r"\url{https://example.org/a\%20b}"))
+    database = parse_string(BIB, "bibtex")
+    found = [f"{key}.{name}" for key, entry in database.entries.items() for name, value in entry.fields.items()
+             if re.search(r"(?<!\\)%", value)]
+    assert not found, f"unescaped % (a LaTeX comment to pybtex) in: {found}"
