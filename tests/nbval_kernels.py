@@ -19,9 +19,15 @@ the logger knows whether debug lines are wanted (nbval/kernel.py, ``get_message`
 instead, which formats only when a line is written (0.8 of the 9.5 CPU-seconds four long chapters took, measured
 on 2 cores, 2026-12-06, fourth session).
 """
+import atexit
 import functools
+import os
 import pprint
+import shutil
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 ATTEMPTS = 3
 DIED = "Kernel died before replying to kernel_info"  # jupyter_client's words
@@ -49,15 +55,45 @@ WITHOUT_DEBUGGER = ("import runpy, sys; sys.modules['debugpy'] = None; "
                     "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)")
 
 
+#: ``MHA_NBVAL_FORK=0`` starts every nbval kernel as a fresh interpreter (:data:`WITHOUT_DEBUGGER`)
+#: instead of forking it from this process's warm zygote (tests/kernel_fork.py).
+FORK = os.environ.get("MHA_NBVAL_FORK", "1") != "0" and hasattr(os, "fork") and sys.platform == "linux"
+KERNEL_FORK = Path(__file__).with_name("kernel_fork.py")
+_zygote = {}
+
+
+def zygote_socket():
+    """The socket of this process's zygote (tests/kernel_fork.py), started at the first call."""
+    if _zygote.get("pid") != os.getpid():  # none yet, or one a parent process started
+        folder = tempfile.mkdtemp(prefix="mha_zygote_")
+        path = os.path.join(folder, "socket")
+        process = subprocess.Popen([sys.executable, str(KERNEL_FORK), "--zygote", path, str(os.getpid())],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        if process.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the kernel zygote ({KERNEL_FORK}) did not start: exit status {process.wait()}")
+
+        def stop():
+            process.kill()
+            process.wait()
+            shutil.rmtree(folder, ignore_errors=True)
+
+        atexit.register(stop)
+        _zygote.update(pid=os.getpid(), path=path)
+    return _zygote["path"]
+
+
 def without_debugger(get_kernel_spec):
     """``get_kernel_spec`` of nbval's kernel spec manager, its current environment's kernel started by
-    :data:`WITHOUT_DEBUGGER`."""
+    :data:`WITHOUT_DEBUGGER`, or forked from the warm zygote with the same effect (:data:`FORK`)."""
 
     @functools.wraps(get_kernel_spec)
     def get(self, kernel_name):
         spec = get_kernel_spec(self, kernel_name)
         if spec.argv[:3] == [sys.executable, "-m", "ipykernel_launcher"]:
-            spec.argv = [sys.executable, "-c", WITHOUT_DEBUGGER, *spec.argv[3:]]
+            if FORK:
+                spec.argv = [sys.executable, "-I", str(KERNEL_FORK), zygote_socket(), *spec.argv[3:]]
+            else:
+                spec.argv = [sys.executable, "-c", WITHOUT_DEBUGGER, *spec.argv[3:]]
         return spec
 
     get.without_debugger = True

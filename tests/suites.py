@@ -310,6 +310,7 @@ FULL = frozenset({
     "test_grading_carry.py",
     "test_grading_commands.py",
     "test_grading_hostile.py",
+    "test_kernel_fork.py",  # starts a dozen kernels, forked and fresh
     "test_grading_pipeline.py",
     "test_grading_records.py",  # the instructor's gradebook after a batch killed while adding the assignment
     "test_grading_rebuild_once.py",  # counts the rebuilds of a graded submission
