@@ -308,3 +308,7 @@ from .task_tail import any_call_slow, lognormal_call_times, per_call_quantile
 from .overflow import owned_plus_api_cost, stacked_replica_utilisation
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+# a set-associative LRU cache and its compulsory, capacity and conflict misses (chapter "Attention kernels on the GPU")
+from .set_associative import CacheMisses, classify_misses, line_numbers, lru_hits, num_sets
+
+__all__ = [name for name in dir() if not name.startswith("_")]
