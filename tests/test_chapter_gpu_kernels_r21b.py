@@ -166,7 +166,7 @@ def test_section_sits_after_littles_law_and_cites_what_it_read():
     last = next(i for i, t in enumerate(text) if t.startswith("(gpu_kernels-hopper-blackwell)="))
     section = "\n".join(text[first:last])
     assert section.count("```{admonition} In the interview") == 2
-    for key in ("qa_medium_nvidia_ssse", "patterson2014cod", "jia2018volta", "luo2024hopper", "luo2025hopper",
+    for key in ("qa_medium_nvidia_sse", "patterson2014cod", "jia2018volta", "luo2024hopper", "luo2025hopper",
                 "cudaguidel2", "nvidiaforumcachelines", "nsightcomputeguide"):
         assert key in section and f"{{{key}," in BIB, key
     for api in ("cudaLimitPersistingL2CacheSize", "cudaAccessPolicyWindow", "hitRatio", "hitProp", "missProp",

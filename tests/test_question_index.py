@@ -6,11 +6,14 @@ list item::
     17. **[M]** <the question> {cite:p}`key,key{page}`\\
         Answer: {ref}`label`          (or {doc}`chapter` when the whole chapter is the answer)
 
-(a source's post-text in braces names the page of a collection cited by one entry)
+(a source's post-text in braces names the page of a collection cited by one entry; an answer that
+spans two sections names both, ``Answer: {ref}`label`, {ref}`other```, the first one the main answer,
+whose target these tests check; the built-site test checks every link)
 optionally followed by a note on a source's wrong answer. These tests parse the source, not the
 built page (tests/test_site.py checks the built links): at least 200 questions, each
-with a difficulty tag, a topic, sources that references.bib holds, and a link whose target exists
-in the book's sources, so a question can never point at a label that no chapter defines.
+with a difficulty tag, a topic, sources that references.bib holds, and a main link whose target exists
+in the book's sources, so a question's answer can never point at a label that no chapter defines (the
+book build fails on any other link to a missing label).
 """
 import re
 from dataclasses import dataclass
@@ -23,7 +26,8 @@ CHAPTER = "question_index"
 BUILT_HEADING = "## How this index was built"
 ITEM = re.compile(r"^(?P<number>\d+)\. \*\*\[(?P<tag>[EMH])\]\*\* (?P<text>.+?) "
                   r"\{cite:[pt]\}`(?P<keys>[^`]+)`\\$")
-ANSWER = re.compile(r"^ +Answer: \{(?P<kind>ref|doc)\}`(?P<target>[^`<>]+)`(\\)?$")
+ANSWER = re.compile(r"^ +Answer: \{(?P<kind>ref|doc)\}`(?P<target>[^`<>]+)`"
+                    r"(?P<also>(?:, \{(?:ref|doc)\}`[^`<>]+`)*)(\\)?$")
 LABEL = re.compile(r"^\((?P<label>[A-Za-z0-9_.:-]+)\)=\s*$", re.M)
 BIB_KEYS = set(re.findall(r"^@\w+\{([^,\s]+),", (REPO_ROOT / "references.bib").read_text(encoding="utf-8"), re.M))
 
@@ -169,6 +173,11 @@ def test_a_page_of_a_collection_is_cited_by_its_key():
     (q,) = parse([GOOD.replace("`qa_kalyanks`", "`qa_faisal{serving grill},qa_kalyanks`")])
     assert [bib_key(s) for s in q.sources] == ["qa_faisal", "qa_kalyanks"]
     assert bib_key("qa_faisal{serving grill}") in BIB_KEYS
+
+
+def test_the_parser_reads_an_answer_with_two_links():
+    (q,) = parse([GOOD.replace("{doc}`first_principles`", "{doc}`first_principles`, {ref}`kv_cache_basics-why-not-q`")])
+    assert (q.kind, q.target) == ("doc", "first_principles")
 
 
 @pytest.mark.parametrize("broken, problem", [
