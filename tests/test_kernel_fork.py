@@ -104,14 +104,21 @@ def test_two_kernels_draw_different_random_numbers(tmp_path):
 def test_an_interrupt_reaches_the_forked_kernel(kernel):
     km, kc = kernel
     started = time.monotonic()
-    msg_id = kc.execute("import time; time.sleep(60)")
-    time.sleep(1)
+    msg_id = kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
+    while True:  # interrupt once the cell is running, not while the kernel still reads the request
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            break
     km.interrupt_kernel()
     reply = kc.get_shell_msg(timeout=20)
     assert reply["parent_header"]["msg_id"] == msg_id
     assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
     assert time.monotonic() - started < 30
-    assert run(kc, "print(6 * 7)")[0] == "42"  # the kernel goes on
+    while True:  # the interrupted cell's last message: the kernel idle again
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["content"].get("execution_state") == "idle":
+            break
+    assert run(kc, "print(6 * 7)") == ("42", [], "ok")  # the kernel goes on
 
 
 def test_the_kernels_exit_status_is_the_launched_processs(kernel):
