@@ -146,9 +146,13 @@ def zygote(path, parent):
     process ``parent`` (the pytest process that started it) is gone."""
     sys.modules["debugpy"] = None  # no debugger in nbval's kernels (nbval_kernels.WITHOUT_DEBUGGER)
     os.environ["MPLBACKEND"] = INLINE
+    import gc
     import importlib
     for name in WARM:
         importlib.import_module(name)
+    # the imported objects out of the collector's reach: a collection in a kernel would otherwise touch
+    # every one of them and copy the zygote's pages into the kernel (copy-on-write)
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
