@@ -4,7 +4,8 @@ llama2.c's decode loop.
 Independent of the chapter's code: llama2.c's ``forward`` is written out again from run.c (rotate the new
 query and key at ``pos``, write slot ``pos`` of a zero-filled cache, softmax over slots ``0..pos``), RoPE as
 a rotation of dimension pairs and attention as an explicit softmax; the C offsets from the stories15M
-shape in llama2.c's README. The results are compared with the chapter's stored outputs.
+shape in llama2.c's README. The results are compared with the chapter's stored outputs. A two-layer toy
+with a residual stream checks which of the equivalences survive in a model with more than one layer.
 """
 import json
 import re
@@ -149,6 +150,21 @@ def test_hole_mass_and_the_shrunk_output(d):
         assert glued(f"kb_pos_holes_{d}") == f"{mass:.1%}"
 
 
+@pytest.mark.parametrize("shift", [-4, 4])
+def test_the_hole_share_depends_on_the_level_of_the_real_scores(shift):
+    """The holes score 0 whatever the real scores do: move them all by `shift` and the share of 8 holes moves."""
+    q, k, _ = data()
+    real = np.array([rotate(k[j], j) @ rotate(q[P], P) for j in range(P + 1)]) / np.sqrt(D_H) + shift
+    w = np.exp(np.r_[real[:P], np.zeros(8), real[P:]])
+    mass = w[P:P + 8].sum() / w.sum()
+    line = next(s for s in cell_text("hole_mass = {}").splitlines() if s.startswith(f"8 hole(s), real scores {shift:+d}:"))
+    assert f"softmax mass {mass:.2%}" in line and line.endswith(": True")
+    if shift < 0:
+        assert mass > 0.5 and glued("kb_pos_holes_8_low") == f"{mass:.0%}"  # the prose: "dominated"
+    else:
+        assert mass < 0.01 and glued("kb_pos_holes_8_high") == f"{mass:.2%}"  # "barely notices"
+
+
 def test_more_holes_take_more_mass_and_one_hole_is_less_than_the_shifted_error():
     masses = [holes(d)[0] for d in (1, 2, 8)]
     assert masses == sorted(masses) and masses[0] > 0
@@ -159,6 +175,12 @@ def test_past_the_end():
     with pytest.raises(IndexError):
         run_c(SEQ, decode_off_by(S - P))
     assert f"IndexError: index {S} is out of bounds for axis 0 with size {S}" in cell_text("hole_mass = {}")
+
+
+def test_a_negative_position_wraps_in_numpy():
+    slots = np.arange(S)
+    assert slots[-1] == S - 1  # no IndexError: the last slot
+    assert f"pos = -1 in numpy: no error, writes slot {S - 1}" in cell_text("hole_mass = {}")
 
 
 def test_llama2c_offsets_for_stories15m():
@@ -172,6 +194,61 @@ def test_llama2c_offsets_for_stories15m():
     text = cell_text("hole_mass = {}")
     assert f"layer 0, pos {seq_len}: writes at float {first:,}, layer 1's slot 0" in text
     assert f"layer {n_layers - 1}, pos {seq_len}: writes at float {last:,}, past the end of the {size:,}-float" in text
+    below = -1 * kv_dim  # layer 0, pos = -1: loff = 0
+    prev = (n_layers - 1) * seq_len * kv_dim - kv_dim  # last layer, pos = -1: the layer before's slot seq_len - 1
+    assert divmod(prev, seq_len * kv_dim) == (n_layers - 2, (seq_len - 1) * kv_dim)
+    assert f"layer 0, pos -1: writes at float {below:,}, before the start of key_cache" in text
+    assert f"layer {n_layers - 1}, pos -1: writes at float {prev:,}, layer {n_layers - 2}'s slot {seq_len - 1}" in text
+    att_size = n_heads * seq_len  # calloc(p->n_heads * p->seq_len, sizeof(float))
+    last_head = (n_heads - 1) * seq_len + seq_len  # att + h * seq_len, att[t] for t = pos = seq_len
+    assert last_head == att_size  # one float past the end
+    assert f"the last head writes att[{last_head:,}] of a {att_size:,}-float att" in text
+
+
+def test_llama2_export_overflows_before_the_trained_context():
+    meta_max_seq_len = 2048  # llama2.c export.py, load_meta_model: config.max_seq_len = 2048
+    trained = 4096  # Llama 2 paper, App. A.2.1: context window expanded from 2048 to 4096 tokens
+    text = cell_text("hole_mass = {}")
+    assert (f"the cache ends at token {meta_max_seq_len:,}, {trained - meta_max_seq_len:,} tokens before the "
+            f"trained {trained:,}") in text
+    prose = " ".join(section().split())
+    assert "load_meta_model" in prose and "trained at 4096" in prose and "cache ends at token 2048, 2048 tokens before" in prose
+
+
+def run_layers(tokens, pos_at=lambda i: i, n_layers=2):
+    """A two-layer, one-head decoder with a residual stream: x += attention(x) per layer, caches zeroed.
+
+    Token BLANK has a zero embedding, so its layer-0 key and value are zero; its layer-1 key is not.
+    Returns the last T outputs and the key caches, (n_layers, S, D_H)."""
+    rng = np.random.default_rng(7)
+    emb = rng.standard_normal((P + T + 1, D_H))
+    emb[BLANK] = 0
+    w = rng.standard_normal((n_layers, 3, D_H, D_H)) / np.sqrt(D_H)  # (layer, q/k/v, d, d)
+    key_cache, value_cache = np.zeros((2, n_layers, S, D_H))
+    out = []
+    for i, t in enumerate(tokens):
+        pos, x = pos_at(i), emb[t].copy()
+        for layer in range(n_layers):
+            q, k, v = w[layer] @ x
+            key_cache[layer, pos], value_cache[layer, pos] = rotate(k, pos), v
+            x = x + attend(rotate(q, pos), key_cache[layer, :pos + 1], value_cache[layer, :pos + 1])
+        out.append(x)
+    return np.array(out)[-T:], key_cache
+
+
+def test_in_a_deeper_model_too_small_and_stuck_stay_exact_and_too_large_does_not():
+    """The prose: deleting tokens (too small, stuck) holds in a full model; inserting zero tokens (too large) does not."""
+    for d in (-8, -1):
+        assert np.allclose(run_layers(SEQ, decode_off_by(d))[0], run_layers(SEQ[:P + d] + SEQ[P:])[0])
+    stuck = run_layers(SEQ, decode_off_by(None))[0]
+    assert all(np.allclose(stuck[j], run_layers(SEQ[:P] + [P + j])[0][-1]) for j in range(T))
+    for d in (1, 8):
+        wrong = run_layers(SEQ, decode_off_by(d))[0]
+        assert not np.allclose(wrong, run_layers(SEQ[:P] + [BLANK] * d + SEQ[P:])[0], atol=1e-6)
+    _, keys = run_layers(SEQ[:P] + [BLANK] + SEQ[P:])
+    assert not keys[0, P].any() and np.abs(keys[1, P]).max() > 0.1  # zero at layer 0, not at layer 1
+    prose = " ".join(section().split())
+    assert "holds only in this one-head toy" in prose and "These two hold in a full model too" in prose
 
 
 def test_a_one_off_slip_deletes_a_token_and_leaves_a_hole():
@@ -185,18 +262,37 @@ def test_a_one_off_slip_deletes_a_token_and_leaves_a_hole():
     assert np.allclose(key_cache[P - 1], rotate(k[P], P - 1))  # token P - 1's key is gone
 
 
+KEYS = ("qa_handsonllama", "karpathy_llama2c", "touvron2023llama2", "hftf449positions", "hftf53positions",
+        "hftf525positions", "vllm034positions", "vllm034rollback")
+
+
 def test_the_section_cites_its_sources_and_its_rubrics_are_in_the_answers():
     text = section()
-    for key in ("qa_handsonllama", "karpathy_llama2c", "hfllamacacheposition", "hfstaticcache", "vllmprepareinputs"):
-        assert key in text
     bib = (NB.parents[1] / "references.bib").read_text()
-    for key in ("qa_handsonllama", "karpathy_llama2c", "hfllamacacheposition", "hfstaticcache", "vllmprepareinputs"):
+    for key in KEYS:
+        assert re.search(rf"[`,]{key}\{{", text), key
         assert f"{{{key}," in bib
     blocks = text.split(":::{admonition}")[1:]
     assert len(blocks) == 3
+    assert all(block.split("\n")[1] == ":class: dropdown" for block in blocks)  # dropdowns, not flashcards
     for block in blocks:
         answer = block.split("**Strong answer.**")[1].split("**Listening for.**")[0]
         rubric = block.split("**Listening for.**")[1].split("**Trap.**")[0].strip().splitlines()
         for line in rubric:
             anchor = re.match(r'^- [^"]+: "([^"]+)"$', line).group(1)
             assert " ".join(anchor.split()).casefold() in " ".join(answer.split()).casefold(), anchor
+
+
+def test_the_engines_are_described_version_by_version():
+    """Hugging Face: the angle (position_ids) apart from the slot (cache_position up to 5.3, the static cache's
+    cumulative_length from 5.4); vLLM 0.34's kernels, with M-RoPE's own positions; rollback in the [H] answer."""
+    prose = " ".join(section().split())
+    for phrase in ("From transformers 4.38 to 5.3", "From 5.4, `cache_position` is gone", "`cumulative_length`",
+                   "`attention_mask.cumsum(-1) - 1`", "left padding", "`_prepare_pos_seq_lens_kernel`",
+                   "M-RoPE models", "no longer ships", "rejected speculative tokens", "preemption"):
+        assert phrase in prose, phrase
+    for stale in ("keep no separate counter", "nothing to pass", "The text stays fluent and the logits are wrong"):
+        assert stale not in prose, stale
+    bib = (NB.parents[1] / "references.bib").read_text()
+    for version in ("transformers 4.49.0", "transformers 5.3.0", "transformers 5.25.0", "vLLM 0.34.0"):
+        assert version in bib
