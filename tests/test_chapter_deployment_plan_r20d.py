@@ -4,11 +4,11 @@ The 500 ms question: the per-token budget, the batch-1 floors with their correct
 300 requests/s, recomputed from the datasheet rates and Llama 3 70B's shape written out (not through
 mk.plan_deployment), and NCCL's latency constants. The framing section: the labels it links exist.
 """
-import json
 import math
 import pathlib
 
 import pytest
+import chapter_outputs
 
 BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"
 
@@ -54,12 +54,7 @@ BUDGET = (0.5 - TTFT) / (N - 1)
 
 
 def glued(key):
-    nb = json.loads((BOOK / "deployment_plan.ipynb").read_text())
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
-                return out["data"]["application/papermill.record/text/plain"].strip("'")
-    raise KeyError(key)
+    return chapter_outputs.glued(chapter_outputs.notebook("deployment_plan"), key)
 
 
 def test_budget_per_token():

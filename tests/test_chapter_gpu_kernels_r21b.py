@@ -11,6 +11,7 @@ import math
 import pathlib
 
 import pytest
+import chapter_outputs
 
 BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"
 NB = json.loads((BOOK / "gpu_kernels.ipynb").read_text())
@@ -62,17 +63,12 @@ def three_cs(lines, sets, ways):
 
 
 def glued(key):
-    for cell in NB["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
-                return out["data"]["application/papermill.record/text/plain"].strip("'")
-    raise KeyError(key)
+    return chapter_outputs.glued(NB, key)
 
 
 def printed(marker):
     """The stdout of the code cell whose source contains ``marker``, as lines."""
-    cell = next(c for c in NB["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout").splitlines()
+    return chapter_outputs.printed(NB, marker).splitlines()
 
 
 def test_patterson_hennessy_example():

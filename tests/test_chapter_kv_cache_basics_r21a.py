@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import chapter_outputs
 
 NB = Path(__file__).resolve().parents[1] / "book" / "kv_cache_basics.ipynb"
 S, P, T, D_H = 64, 48, 8, 16  # cache slots, prompt, decode steps, head size (the chapter's setting)
@@ -65,18 +66,11 @@ def rel(out):
 
 
 def cell_text(marker):
-    nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
+    return chapter_outputs.printed(json.loads(NB.read_text()), marker)
 
 
 def glued(key):
-    nb = json.loads(NB.read_text())
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
-                return out["data"]["application/papermill.record/text/plain"].strip("'")
-    raise KeyError(key)
+    return chapter_outputs.glued(json.loads(NB.read_text()), key)
 
 
 def section():

@@ -10,6 +10,7 @@ import pathlib
 import ml_dtypes
 import numpy as np
 import pytest
+import chapter_outputs
 
 NB = pathlib.Path(__file__).resolve().parents[1] / "book" / "low_precision_kv.ipynb"
 E4M3_MAX = 448.0  # float8_e4m3fn: 1.75 * 2^8 (OCP FP8 E4M3)
@@ -56,9 +57,7 @@ def _table():
 
 
 def _stored(marker):
-    nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout").splitlines()
+    return chapter_outputs.printed(json.loads(NB.read_text()), marker).splitlines()
 
 
 def test_stored_table_matches_recomputation():

@@ -12,6 +12,7 @@ import pathlib
 import numpy as np
 
 import mha_kit as mk
+import chapter_outputs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NB = json.loads((ROOT / "book" / "moe_serving.ipynb").read_text())
@@ -24,17 +25,12 @@ ROW_GFLOP = 2 * 3 * D * DFF / 1e9  # gate, up and down projections, 2 FLOPs a mu
 
 
 def glued(key):
-    for cell in NB["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
-                return out["data"]["application/papermill.record/text/plain"].strip("'")
-    raise KeyError(key)
+    return chapter_outputs.glued(NB, key)
 
 
 def printed(marker):
     """The stdout of the code cell whose source contains ``marker``, as lines."""
-    cell = next(c for c in NB["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout").splitlines()
+    return chapter_outputs.printed(NB, marker).splitlines()
 
 
 def schemes(counts):

@@ -7,6 +7,7 @@ mha_kit, and compared with the values the chapter glues.
 import json
 import math
 import pathlib
+import chapter_outputs
 
 BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"
 LABEL = "(multi_tenant_serving-weight-distribution-design)="
@@ -21,12 +22,7 @@ NODES, REGIONS, VERSIONS, ORIGIN, NODE_BW, CHUNK = 1000, 3, 4, 25e9, 25e9, 256 *
 
 
 def glued(key):
-    nb = json.loads((BOOK / "multi_tenant_serving.ipynb").read_text())
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
-                return out["data"]["application/papermill.record/text/plain"].strip("'")
-    raise KeyError(key)
+    return chapter_outputs.glued(chapter_outputs.notebook("multi_tenant_serving"), key)
 
 
 def test_checkpoint_and_replica():

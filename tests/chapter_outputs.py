@@ -1,0 +1,30 @@
+"""A chapter's stored outputs as its tests read them: the values its cells glued and the lines a cell printed.
+
+Standard library only, so a chapter test that reads outputs through it still runs in ``make test-numpy-floor``
+(tests/numpy_floor.py admits this module; tests/test_lite.py checks that it stays standard library only).
+"""
+import json
+from pathlib import Path
+
+BOOK = Path(__file__).resolve().parent.parent / "book"
+GLUE_TEXT = "application/papermill.record/text/plain"
+
+
+def notebook(name):
+    """The chapter ``book/<name>.ipynb`` as a dict."""
+    return json.loads((BOOK / f"{name}.ipynb").read_text(encoding="utf-8"))
+
+
+def glued(nb, key):
+    """The text of the value glued under ``key`` (myst-nb's glue), without its repr quotes."""
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
+                return out["data"][GLUE_TEXT].strip("'")
+    raise KeyError(key)
+
+
+def printed(nb, marker):
+    """What the code cell whose source contains ``marker`` printed (stdout), as one string."""
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
+    return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
