@@ -7,13 +7,12 @@ list item::
         Answer: {ref}`label`          (or {doc}`chapter` when the whole chapter is the answer)
 
 (a source's post-text in braces names the page of a collection cited by one entry; an answer that
-spans two sections names both, ``Answer: {ref}`label`, {ref}`other```, the first one the main answer,
-whose target these tests check; the built-site test checks every link)
+spans two sections names both, ``Answer: {ref}`label`, {ref}`other```, the first one the main answer;
+these tests check every target)
 optionally followed by a note on a source's wrong answer. These tests parse the source, not the
 built page (tests/test_site.py checks the built links): at least 200 questions, each
-with a difficulty tag, a topic, sources that references.bib holds, and a main link whose target exists
-in the book's sources, so a question's answer can never point at a label that no chapter defines (the
-book build fails on any other link to a missing label).
+with a difficulty tag, a topic, sources that references.bib holds, and links whose targets exist
+in the book's sources, so a question can never point at a label that no chapter defines.
 """
 import re
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ class Question:
     sources: tuple  # the citations as written, "key" or "key{page}"
     kind: str  # "ref" or "doc"
     target: str
+    also: tuple = ()  # further links of a two-section answer, as (kind, target)
 
 
 def parse(cells):
@@ -66,7 +66,8 @@ def parse(cells):
                 raise ValueError(f"question {item['number']} comes before any topic heading")
             questions.append(Question(int(item["number"]), item["tag"], item["text"], topic,
                                       tuple(k.strip() for k in item["keys"].split(",")),
-                                      answer["kind"], answer["target"]))
+                                      answer["kind"], answer["target"],
+                                      tuple(re.findall(r"\{(ref|doc)\}`([^`<>]+)`", answer["also"]))))
     return questions
 
 
@@ -129,13 +130,13 @@ def test_question_sources_are_in_the_bibliography(q):
 
 def test_every_ref_target_is_a_label_of_the_book():
     labels = defined_labels()
-    missing = sorted({q.target for q in QUESTIONS if q.kind == "ref"} - labels)
+    missing = sorted({t for q in QUESTIONS for k, t in ((q.kind, q.target), *q.also) if k == "ref"} - labels)
     assert not missing, f"questions link to labels no chapter defines: {missing}"
 
 
 def test_every_doc_target_is_a_page_of_the_book():
     pages = {name.split("/", 1)[1] for name in toc_docnames() if name.startswith("book/")}
-    missing = sorted({q.target for q in QUESTIONS if q.kind == "doc"} - pages)
+    missing = sorted({t for q in QUESTIONS for k, t in ((q.kind, q.target), *q.also) if k == "doc"} - pages)
     assert not missing, f"questions link to chapters that are not in _toc.yml: {missing}"
 
 
@@ -177,7 +178,7 @@ def test_a_page_of_a_collection_is_cited_by_its_key():
 
 def test_the_parser_reads_an_answer_with_two_links():
     (q,) = parse([GOOD.replace("{doc}`first_principles`", "{doc}`first_principles`, {ref}`kv_cache_basics-why-not-q`")])
-    assert (q.kind, q.target) == ("doc", "first_principles")
+    assert (q.kind, q.target, q.also) == ("doc", "first_principles", (("ref", "kv_cache_basics-why-not-q"),))
 
 
 @pytest.mark.parametrize("broken, problem", [
