@@ -86,12 +86,7 @@ def client(path, argv):
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, forward)
-    while True:
-        try:
-            reply = _receive(sock)
-            break
-        except InterruptedError:
-            continue
+    reply = _receive(sock)  # a signal forwarded meanwhile does not interrupt it (PEP 475 retries the call)
     status = 1 if reply is None else reply["status"]
     if status < 0:  # killed by a signal: die by the same one, as the kernel did
         signal.signal(-status, signal.SIG_DFL)
