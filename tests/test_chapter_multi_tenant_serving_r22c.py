@@ -53,9 +53,22 @@ def test_egress_disk_rollback():
     assert glued("wd_egress_central_tb") == f"{NODES * shard / 1e12:.0f}" == "406"
     assert glued("wd_day_central_pb") == f"{VERSIONS * REGIONS * NODES * shard / 1e15:.1f}"
     assert glued("wd_day_p2p_tb") == f"{VERSIONS * REGIONS * W / 1e12:.1f}" == "9.7"
+    # cross-region: CI publishes in one region, so each version is copied into the other two origins
+    assert glued("wd_day_xregion_tb") == f"{(REGIONS - 1) * VERSIONS * W / 1e12:.1f}" == "6.5"
     assert glued("wd_disk_tb") == f"{3 * shard / 1e12:.2f}" == "1.22"
     assert glued("wd_disk_frac") == f"{3 * shard / SSD:.0%}" == "4%"
     assert glued("wd_rollback_s") == f"{shard / (8 * DRIVE):.1f}" == "6.3"
+
+
+def test_printed_lines():
+    nb = chapter_outputs.notebook("multi_tenant_serving")
+    lines = chapter_outputs.printed(nb, "cross_region = ").splitlines()
+    per_day = next(ln for ln in lines if ln.startswith("per day (4 versions, 3 regions)"))
+    rollback = next(ln for ln in lines if ln.startswith("rollback's bytes"))
+    assert f"{VERSIONS * REGIONS * W / 1e12:.1f} TB peer to peer (inside each region)" in per_day
+    assert f"plus {(REGIONS - 1) * VERSIONS * W / 1e12:.1f} TB of cross-region replication" in per_day
+    assert "of which cross-region" not in per_day  # the old line counted the intra-region copies twice
+    assert f"in {W / 2 / (8 * DRIVE):.1f} s at peak" in rollback and "restart and warm-up not included" in rollback
 
 
 def test_section_links_and_boxes():
@@ -70,3 +83,12 @@ def test_section_links_and_boxes():
         assert f"{{ref}}`{ref}`" in section
     assert section.count(":class: dropdown\n") == 3 and "followup" not in section
     assert "```{admonition} In the interview" in section
+    # the control plane: a target alias, per-replica assignments, a break-glass pin for rollback
+    assert "the only mutable" not in section and "resolve(alias)" not in section
+    assert "`resolve(replica)" in section and section.count("break-glass") >= 3
+    assert "rollback needs neither the network nor the registry" not in section
+    assert "{ref}`multi_tenant_serving-cold-start`" in section
+    # OMS v1.0: one subject with a root digest, the files in predicate.resources; the signed set
+    assert "one subject" in section and "`resources`" in section and "modeltransparencysigning{" in section
+    assert "trust_remote_code" in section and "each pulling its {glue:text}`wd_shard_gb` GB" in section
+    assert "Kraken's mutual TLS between components is" not in section
