@@ -68,3 +68,34 @@ def test_each_sphinx_extension_is_a_module_of_the_website_package(name):
 
 def test_tools_holds_no_python_module():
     assert not sorted((REPO_ROOT / "tools").rglob("*.py"))
+
+
+def test_the_book_build_hands_its_browser_chapter_plan_to_the_browser_editions_build(tmp_path, monkeypatch):
+    """The plan (which chapters run in the browser) is worked out once, in Sphinx, and read by website.lite.site."""
+    from types import SimpleNamespace
+
+    from website import build as site_build
+    from website.lite import buttons
+    from website.lite import site as lite_site
+
+    plan = ({"book/positions": "chapters/positions.ipynb"}, {"book/low_precision_kv": "needs ml_dtypes (bf16 → FP8)"})
+    monkeypatch.setattr(lite_site, "chapter_plan", lambda *args: plan)
+    monkeypatch.setattr(lite_site, "kernel_static", lambda *args: tmp_path)
+    monkeypatch.setenv(buttons.ENV_FLAG, "1")
+    monkeypatch.setenv(lite_site.PLAN_ENV, str(tmp_path / "plan.json"))
+    app = SimpleNamespace()
+    buttons.plan_lite(app)
+    assert app.mha_lite_plan[0] == plan[0]
+    assert lite_site.read_plan(tmp_path / "plan.json") == plan
+
+    commands = []
+    monkeypatch.setattr(site_build.subprocess, "run", lambda command, **kw: commands.append(command) or
+                        SimpleNamespace(returncode=0, stdout="", stderr=""))
+    site_build.build_lite(tmp_path / "html", tmp_path / "plan.json")
+    site_build.build_lite(tmp_path / "html")
+    assert commands[0][-2:] == ["--plan", str(tmp_path / "plan.json")] and "--plan" not in commands[1]
+    built = []
+    monkeypatch.setattr(lite_site, "build", lambda site, venv, plan=None: built.append(plan))
+    assert lite_site.main([str(tmp_path / "html"), "--plan", str(tmp_path / "plan.json")]) == 0
+    assert lite_site.main([str(tmp_path / "html")]) == 0
+    assert built == [plan, None]

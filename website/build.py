@@ -51,6 +51,12 @@ def build(out, learner=False, timeout=BUILD_TIMEOUT_S, stored_outputs=()):
     if learner:
         env["MHA_HIDE_SOLUTIONS"] = "1"
         env["MHA_LITE"] = "1"
+    # Sphinx writes the browser edition's chapter plan here, and its build reads it (website/lite/site.py, PLAN_ENV)
+    plan = out / "lite-plan.json"
+    plan.unlink(missing_ok=True)
+    env.pop("MHA_LITE_PLAN", None)
+    if learner:
+        env["MHA_LITE_PLAN"] = str(plan)
     env.pop("MHA_STORED_OUTPUTS", None)
     if stored_outputs:
         env["MHA_STORED_OUTPUTS"] = os.pathsep.join(Path(nb).as_posix() for nb in stored_outputs)
@@ -69,16 +75,18 @@ def build(out, learner=False, timeout=BUILD_TIMEOUT_S, stored_outputs=()):
         (out / "_build" / "html").rename(html)
     returncode = result.returncode
     if learner and returncode == 0:
-        returncode, lite_log = build_lite(html)
+        returncode, lite_log = build_lite(html, plan if plan.is_file() else None)
         log += lite_log
     (out / "build.log").write_text(log, encoding="utf-8")
     (out / "build.json").write_text(json.dumps({"returncode": returncode, "learner": learner}) + "\n")
     return returncode, log
 
 
-def build_lite(html):
-    """The browser edition into ``html/lite`` (website/lite/site.py); ``(returncode, log)``."""
-    command = [sys.executable, "-m", "website.lite.site", str(html)]  # cwd: the repository, importable
+def build_lite(html, plan=None):
+    """The browser edition into ``html/lite`` (website/lite/site.py); ``(returncode, log)``.
+
+    ``plan``: the chapter plan the Sphinx build wrote (``MHA_LITE_PLAN``), not worked out a second time."""
+    command = [sys.executable, "-m", "website.lite.site", str(html), *(["--plan", str(plan)] if plan else [])]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
                             stdin=subprocess.DEVNULL)
     return result.returncode, result.stdout + result.stderr

@@ -213,8 +213,11 @@ SEARCH_HOOK = """
 
 
 def readable_page_text(doctree):
-    """A page's text with every formula in readable form (for summaries cut from disk)."""
-    doctree = doctree.deepcopy()
+    """A page's text with every formula in readable form (for summaries cut from disk).
+
+    Changes ``doctree`` in place: give it a copy of its own. Sphinx's ``env.get_doctree`` unpickles a new one on
+    every call (Sphinx 7.4), so :func:`write_page_texts` copies nothing; a deep copy of each page was 4 % of the
+    site build's CPU time (cProfile, 2026-12-07)."""
     for node in list(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block)))):
         node.replace_self(nodes.Text(" " + tex_to_text(node.astext()) + " "))
     for node in list(doctree.findall(nodes.raw)):

@@ -49,6 +49,10 @@ NOT_CHAPTERS = {"book/instructor_guide", "book/solutions", "book/exercises", "bo
 #: Timestamps of the contents (reproducible builds): 2026-01-01.
 SOURCE_DATE_EPOCH = 1767225600
 APP_URL = "lab/index.html"
+#: A file the book's Sphinx build writes its :func:`chapter_plan` to when this variable names it (website/build.py
+#: sets it), so that the browser edition's build (``--plan``) reads that plan instead of working it out again: the
+#: plan runs some chapters' code (website/lite/trial.py), 3.6 CPU-seconds each time (2026-12-07).
+PLAN_ENV = "MHA_LITE_PLAN"
 
 
 def kernel_static(venv=LITE_VENV):
@@ -330,8 +334,23 @@ OVERRIDES = {
 }
 
 
-def build(site, venv=LITE_VENV, root=REPO_ROOT, log=print):
-    """Build the browser edition into ``site/lite``; return a summary dict (also written as ``lite/mha-lite.json``)."""
+def write_plan(path, plan):
+    """Write ``plan`` (:func:`chapter_plan`'s ``(chapters, left_out)``) to ``path`` as JSON."""
+    chapters, left_out = plan
+    Path(path).write_text(json.dumps({"chapters": chapters, "left_out": left_out}, indent=1) + "\n", encoding="utf-8")
+
+
+def read_plan(path):
+    """The ``(chapters, left_out)`` :func:`write_plan` wrote to ``path``."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return data["chapters"], data["left_out"]
+
+
+def build(site, venv=LITE_VENV, root=REPO_ROOT, log=print, plan=None):
+    """Build the browser edition into ``site/lite``; return a summary dict (also written as ``lite/mha-lite.json``).
+
+    ``plan``: :func:`chapter_plan`'s answer when the caller has it (the book's build wrote it: :data:`PLAN_ENV`);
+    by default it is worked out here."""
     site, venv = Path(site).resolve(), Path(venv).resolve()  # jupyter lite runs in a scratch folder
     command = jupyter(venv)
     if not command.exists():
@@ -339,7 +358,7 @@ def build(site, venv=LITE_VENV, root=REPO_ROOT, log=print):
     out = site / LITE
     shutil.rmtree(out, ignore_errors=True)
     modules = browser_modules(kernel_static(venv))
-    chapters, left_out = chapter_plan(modules, root)
+    chapters, left_out = chapter_plan(modules, root) if plan is None else plan
     with tempfile.TemporaryDirectory() as scratch:
         stage = Path(scratch)
         titles = write_contents(stage / "files", chapters, root)
@@ -371,9 +390,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("site", help="the built site (the browser edition goes into SITE/lite)")
     parser.add_argument("--venv", default=str(LITE_VENV), help="the virtual environment of requirements-lite.txt")
+    parser.add_argument("--plan", help=f"the chapter plan the book's build wrote (its {PLAN_ENV}); default: work it out")
     args = parser.parse_args(argv)
     try:
-        build(args.site, args.venv)
+        build(args.site, args.venv, plan=read_plan(args.plan) if args.plan else None)
     except (lite_kernel.MissingModuleError, FileNotFoundError, RuntimeError) as error:
         print(f"website.lite: {error}", file=sys.stderr)
         return 1
