@@ -18,7 +18,8 @@ LABEL = "(serving_reliability-api-review-180k)="
 
 RPS, STREAM, TOKENS_DAY, TTFT, PLAIN_P99, SKUS = 180_000, 0.70, 45e12, 0.900, 4.5, 12  # the question, the source
 PEAK, OPEN_S, PLAIN_S, OUT, RECORD, CKPT, PRIMARY = 2.0, 20.0, 3.0, 400, 200, 5.0, 20_000  # assumptions
-KAFKA = 421_823  # LinkedIn 2014: one producer, 3 brokers, 3x synchronous replication, 100-byte records
+KAFKA, KAFKA_RECORD = 421_823, 100  # LinkedIn 2014: one producer, 3 brokers, 3x synchronous replication, bytes
+USERS = 25e6  # the source's daily users
 CONNS, FILL = 50_000, 0.7
 TENANT, OPS, SHARD, SLACK, SYNC = 0.25, 2, 100_000, 1.5, 0.1
 PREFIX, SUFFIX, MFU, TP = 10_000, 1_000, 0.4, 8
@@ -97,13 +98,21 @@ def test_usage_writes():
     assert glued("sr_api_rec_req_mb") == f"{RPS * RECORD / 1e6:.0f}" == "36"
     assert glued("sr_api_rec_ckpt") == "558,000"
     assert glued("sr_api_rec_ckpt_mb") == f"{with_ckpt * RECORD / 1e6:.0f}" == "112"
-    assert glued("sr_api_kafka_ckpt") == f"{with_ckpt / KAFKA:.2f}" == "1.32"
+    kafka_bytes = KAFKA * KAFKA_RECORD  # compared in bytes: these records are twice the benchmark's
+    assert glued("sr_api_kafka_ckpt") == f"{with_ckpt * RECORD / kafka_bytes:.2f}" == "2.65"
     assert glued("sr_api_rec_chunk_gb") == f"{per_chunk * RECORD / 1e9:.1f}" == "10.1"
     assert glued("sr_api_primary_req") == f"{RPS / PRIMARY:.0f}" == "9"
     assert glued("sr_api_primary_chunk") == f"{per_chunk / PRIMARY:,.0f}" == "2,523"
-    assert glued("sr_api_kafka_req") == f"{RPS / KAFKA:.2f}" == "0.43"
-    assert glued("sr_api_kafka_chunk") == f"{per_chunk / KAFKA:.0f}" == "120"
-    assert RPS < KAFKA < with_ckpt < per_chunk  # checkpoints push past one benchmark cluster
+    assert glued("sr_api_kafka_req") == f"{RPS * RECORD / kafka_bytes:.2f}" == "0.85"
+    assert glued("sr_api_kafka_chunk") == f"{per_chunk * RECORD / kafka_bytes:.0f}" == "239"
+    assert RPS * RECORD < kafka_bytes < with_ckpt * RECORD  # checkpoints push past one synchronous producer
+    assert glued("sr_api_primary_shards") == f"{math.ceil(RPS / (PRIMARY * FILL))}" == "13"
+
+
+def test_daily_users():
+    requests = RPS / PEAK * 86_400
+    assert glued("sr_api_user_req") == f"{requests / USERS:,.0f}" == "311"
+    assert glued("sr_api_user_tok") == f"{TOKENS_DAY / USERS / 1e6:.1f}" == "1.8"
 
 
 def test_quota_hot_key_and_local_buckets():
@@ -165,12 +174,26 @@ def test_prefill_and_decode_fleet():
 
 
 def test_safety_skus_hops_and_batch():
-    new = PROMPT - round(HIT * PROMPT)
-    assert glued("sr_api_safety") == f"{RPS * flops('8b', 0, new) / (H100 * MFU):,.0f}" == "19,373"
-    assert glued("sr_api_safety_out") == f"{RPS * flops('8b', 0, OUT) / (H100 * MFU):,.0f}" == "2,560"
+    cached = round(HIT * PROMPT)  # the classifier attends to the whole input, its prefix in its own cache
+    safety_in = RPS * flops("8b", cached, PROMPT - cached) / (H100 * MFU)
+    safety_out = RPS * flops("8b", 0, OUT) / (H100 * MFU)
+    assert glued("sr_api_safety") == f"{safety_in:,.0f}" == "21,371"
+    assert glued("sr_api_safety_out") == f"{safety_out:,.0f}" == "2,560"
+    total = sum(gpus(m, HIT, s * RPS) + decode(m, s * RPS)[0] for m, s in MIX.items())
+    assert glued("sr_api_total_safety_fill") == f"{(total + safety_in + safety_out) / FILL:,.0f}"
     assert SKUS * REGIONS * MIN_REPLICAS * TP == 576 and glued("sr_api_sku_floor") == "576"
     assert glued("sr_api_hops_avail") == f"{0.9995 ** 9:.2%}" == "99.55%"
-    assert glued("sr_api_mean_busy") == "50%"
+    assert glued("sr_api_mean_busy") == "50%" and glued("sr_api_mean_busy_fill") == f"{FILL / PEAK:.0%}" == "35%"
+
+
+def test_no_batch_fits_a_long_non_streamed_answer():
+    """The 4.5 s p99 holds the mean 400 tokens at batch 49, and no batch holds an answer longer than this."""
+    for m, tp in (("70b", 8), ("8b", 1)):
+        longest = math.floor((PLAIN_P99 - TTFT) / step(m, tp, 1))
+        assert OUT < longest and TTFT + longest * step(m, tp, 1) <= PLAIN_P99 < TTFT + (longest + 1) * step(m, tp, 1)
+        assert glued(f"sr_api_plain_max{m[:-1]}") == f"{longest:,}"
+    assert glued("sr_api_plain_step70") == f"{1e3 * step('70b', 8, 1):.1f}" == "5.3"
+    assert glued("sr_api_plain_max70") == "674" and glued("sr_api_plain_max8") == "714"
 
 
 def test_longest_prompt_within_ttft():
@@ -189,7 +212,8 @@ def test_printed_lines():
     usage = chapter_outputs.printed(nb, "PRIMARY_COMMITS = ")
     assert "-> 77 gateway nodes" in usage
     assert "usage records per request: 180,000/s, 36 MB/s; 9x one primary" in usage
-    assert "usage records with checkpoints: 558,000/s, 112 MB/s; 28x one primary, 1.32x" in usage
+    assert "usage records with checkpoints: 558,000/s, 112 MB/s; 28x one primary, 2.65x the benchmark's bytes" in usage
+    assert "a daily user: 311 requests, 1.8e+06 prompt tokens" in usage
     assert "usage records per streamed chunk: 50,454,000/s, 10,091 MB/s" in usage
     keys = chapter_outputs.printed(nb, "SLACK, SYNC_S = ")
     assert "over-admission <= 77 x 877 x 0.1 s = 6,750 requests (150 ms, 0.25% of a minute)" in keys
