@@ -186,6 +186,21 @@ def test_safety_skus_hops_and_batch():
     assert glued("sr_api_mean_busy") == "50%" and glued("sr_api_mean_busy_fill") == f"{FILL / PEAK:.0%}" == "35%"
 
 
+def test_where_the_prompt_cache_lives():
+    """Every computed token kept one 5-minute lifetime, against the fleet's HBM; the bytes hits move."""
+    kv_mix = sum(s * kv_token(m) for m, s in MIX.items())
+    assert kv_mix == 0.7 * 131_072 + 0.3 * 327_680
+    peak = RPS * PROMPT
+    held, hits = (1 - HIT) * peak * 300 * kv_mix, HIT * peak * kv_mix
+    fleet = sum(gpus(m, HIT, s * RPS) + decode(m, s * RPS)[0] for m, s in MIX.items()) / FILL
+    assert glued("sr_api_cache_pb") == f"{held / 1e15:.0f}" == "30"
+    assert glued("sr_api_fleet_hbm_pb") == f"{fleet * 80e9 / 1e15:.0f}" == "13" and held > fleet * 80e9
+    prefill = sum(gpus(m, HIT, s * RPS) for m, s in MIX.items())
+    assert glued("sr_api_hit_tbs") == f"{hits / 1e12:.0f}" == "99"
+    assert glued("sr_api_hit_gpu_gbs") == f"{hits / prefill / 1e9:.2f}" == "1.35"
+    assert glued("sr_api_hit_pcie") == f"{hits / prefill / 64e9:.1%}" == "2.1%"  # PCIe Gen5 x16, 64 GB/s each way
+
+
 def test_no_batch_fits_a_long_non_streamed_answer():
     """The 4.5 s p99 holds the mean 400 tokens at batch 49, and no batch holds an answer longer than this."""
     for m, tp in (("70b", 8), ("8b", 1)):
