@@ -124,3 +124,24 @@ def install():
         manager.get_kernel_spec = without_debugger(manager.get_kernel_spec)
     if getattr(nbval.kernel, "pformat", None) is pprint.pformat:  # the name get_message formats with
         nbval.kernel.pformat = Lazy
+
+
+def execute_over_ipc(nb, **options):
+    """Run ``nb`` with nbclient (``NotebookClient(nb, **options).execute()``) in a kernel that talks over Unix sockets
+    in a folder of its own, not over TCP ports, which another process can take before the kernel binds them
+    (jupyter_client issue 487, above); safegrade's kernels do the same (mha_course.plugins.execute). Returns ``nb``."""
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+
+    folder = tempfile.mkdtemp(prefix="mha-kernel-")  # short: a Unix socket's path has a length limit
+
+    class OverIpc(AsyncKernelManager):  # nbclient makes, starts, shuts down and cleans up this manager itself
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport, self.ip = "ipc", os.path.join(folder, "k")
+
+    try:
+        NotebookClient(nb, kernel_manager_class=OverIpc, **options).execute()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return nb

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from nbval_kernels import execute_over_ipc
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "decode_benchmark.ipynb"
@@ -28,7 +29,7 @@ def without_numba(tmp_path, monkeypatch):
 def test_chapter_runs_without_numba(without_numba):
     nb = nbformat.read(CHAPTER, as_version=4)
     # the kernel starts with this process's environment, PYTHONPATH with the blocker first
-    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "book")}}).execute()
+    execute_over_ipc(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "book")}})
     text = "\n".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs)
     assert "fused (numba) not run here: numba is not installed (" in text
     assert "pip install -r requirements-bench.txt" in text

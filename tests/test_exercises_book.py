@@ -1,9 +1,9 @@
 """The book's solutions page: every answer folded, no hidden tests, and the switch that hides them."""
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import grading_support as gs
+from nbval_kernels import execute_over_ipc
 
 PAGE = gs.ROOT / "book" / "solutions.ipynb"
 ASSIGNMENTS = sorted(p.name for p in (gs.ROOT / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
@@ -16,7 +16,7 @@ def rendered_html(monkeypatch, hide):
     else:
         monkeypatch.delenv("MHA_HIDE_SOLUTIONS", raising=False)
     nb = nbformat.read(PAGE, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(PAGE.parent)}}).execute()
+    execute_over_ipc(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(PAGE.parent)}})
     return "\n".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 

@@ -2,9 +2,9 @@
 and runs with errors only where a question is still unanswered."""
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import grading_support as gs
+from nbval_kernels import execute_over_ipc
 from mha_course.course import COURSE
 from mha_course.release import release
 
@@ -94,8 +94,8 @@ def test_release_holds_no_answers_and_no_hidden_tests(assignment):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_release_runs_with_errors_only_in_unanswered_places(assignment):
     nb = gs.read("exercises", assignment)
-    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(gs.ROOT / "exercises" / assignment)}}).execute()
+    execute_over_ipc(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                     resources={"metadata": {"path": str(gs.ROOT / "exercises" / assignment)}})
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

@@ -221,10 +221,10 @@ def test_every_question_id_of_the_notebooks_is_known():
 def test_in_the_learners_own_kernel_a_failure_is_one_line():
     """Run a test cell in a kernel of the full environment: the reason at once, and nothing else."""
     import grading_support as gs
-    from nbclient import NotebookClient
+    from nbval_kernels import execute_over_ipc
 
     nb = gs.submission("01_shapes", {"head_dim_answer": ("d_model // num_heads", "d_model / num_heads")})
-    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True).execute()
+    execute_over_ipc(nb, timeout=60, kernel_name="python3", allow_errors=True)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert [(e.ename, e.traceback) for e in errors] == [
         ("AssertionError", ["AssertionError: expected head size d_h (d=512, h=8) as an int, got float (64.0): "

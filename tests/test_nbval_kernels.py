@@ -91,3 +91,15 @@ def test_message_log_lines_are_formatted_only_when_written(caplog):
     with caplog.at_level(logging.DEBUG, logger=nbval_kernel.logger.name):
         nbval_kernel.logger.debug("Kernel message (%s):\n%s", "iopub", nbval_kernel.pformat(message))
     assert caplog.records[-1].getMessage() == f"Kernel message (iopub):\n{pprint.pformat(message)}"
+
+
+def test_notebooks_the_tests_run_with_nbclient_talk_over_unix_sockets():
+    """tests/nbval_kernels.execute_over_ipc: no TCP port for another process to take first (jupyter_client #487)."""
+    import nbformat
+
+    from nbval_kernels import execute_over_ipc
+
+    source = "from ipykernel.connect import get_connection_info\nprint(get_connection_info(unpack=True)['transport'])"
+    nb = execute_over_ipc(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), timeout=60,
+                          kernel_name="python3")
+    assert nb.cells[0].outputs[0]["text"] == "ipc\n"
