@@ -187,18 +187,30 @@ def test_safety_skus_hops_and_batch():
 
 
 def test_where_the_prompt_cache_lives():
-    """Every computed token kept one 5-minute lifetime, against the fleet's HBM; the bytes hits move."""
+    """Every computed token kept one lifetime (5 minutes, or an hour), against the fleet's HBM and each pool's
+    host memory and disks (DGX H100: 8 GPUs, 2 TB, 8 x 3.84 TB NVMe); what hits load over PCIe Gen5 (64 GB/s)."""
     kv_mix = sum(s * kv_token(m) for m, s in MIX.items())
     assert kv_mix == 0.7 * 131_072 + 0.3 * 327_680
     peak = RPS * PROMPT
-    held, hits = (1 - HIT) * peak * 300 * kv_mix, HIT * peak * kv_mix
-    fleet = sum(gpus(m, HIT, s * RPS) + decode(m, s * RPS)[0] for m, s in MIX.items()) / FILL
+    fleet = {m: (gpus(m, HIT, s * RPS), decode(m, s * RPS)[0]) for m, s in MIX.items()}
+    total = sum(p + d for p, d in fleet.values()) / FILL
+    held = (1 - HIT) * peak * 300 * kv_mix
     assert glued("sr_api_cache_pb") == f"{held / 1e15:.0f}" == "30"
-    assert glued("sr_api_fleet_hbm_pb") == f"{fleet * 80e9 / 1e15:.0f}" == "13" and held > fleet * 80e9
-    prefill = sum(gpus(m, HIT, s * RPS) for m, s in MIX.items())
-    assert glued("sr_api_hit_tbs") == f"{hits / 1e12:.0f}" == "99"
-    assert glued("sr_api_hit_gpu_gbs") == f"{hits / prefill / 1e9:.2f}" == "1.35"
-    assert glued("sr_api_hit_pcie") == f"{hits / prefill / 64e9:.1%}" == "2.1%"  # PCIe Gen5 x16, 64 GB/s each way
+    assert glued("sr_api_fleet_hbm_pb") == f"{total * 80e9 / 1e15:.0f}" == "13" and held > total * 80e9
+    expected = {"8b": ("14.3", "172", "12.2", "187", "3.2", "5%", "0.20", "85%"),
+                "70b": ("15.4", "184", "28.8", "442", "0.9", "1%", "0.06", "187%")}
+    for m, s in MIX.items():
+        written = (1 - HIT) * s * peak * kv_token(m)
+        nodes = sum(fleet[m]) / FILL / 8
+        hit_gpu = HIT * s * peak * kv_token(m) / fleet[m][0]
+        tp = DECODE[m][0]
+        got = [glued(f"sr_api_{key}_{m}") for key in ("cache5", "cache60", "host", "disk", "hit_gpu", "hit_pcie",
+                                                      "long_s", "host_share")]
+        assert got == [f"{written * 300 / 1e15:.1f}", f"{written * 3600 / 1e15:.0f}", f"{nodes * 2e12 / 1e15:.1f}",
+                       f"{nodes * 8 * 3.84e12 / 1e15:.0f}", f"{hit_gpu / 1e9:.1f}", f"{hit_gpu / 64e9:.0%}",
+                       f"{100_000 * kv_token(m) / tp / 64e9:.2f}", f"{nodes * 2e12 / (written * 300):.0%}"]
+        assert tuple(got) == expected[m], m
+    assert glued("sr_api_prefill_frac") == "64%" and glued("sr_api_plain_batch8") == "17"
 
 
 def test_no_batch_fits_a_long_non_streamed_answer():
