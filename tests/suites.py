@@ -10,6 +10,7 @@ module is placed on purpose, never silently left out of `make check`.
 
 UNIT = frozenset({
     "test_chapter_moe_serving_r22b.py",
+    "test_chapter_moe_serving_r24c.py",
     "test_chapter_kv_cache_basics_r21a.py",
     "test_chapter_gpu_kernels_r21b.py",
     "test_chapter_multi_tenant_serving_r22c.py",
