@@ -14,6 +14,7 @@ UNIT = frozenset({
     "test_chapter_gpu_kernels_r21b.py",
     "test_chapter_multi_tenant_serving_r22c.py",
     "test_chapter_serving_reliability_r23a.py",
+    "test_chapter_transformer_block_r24d.py",
     "test_set_associative.py",
     "test_chapter_deployment_plan_r20d.py",
     "test_chapter_cuda_basics_r20e.py",
