@@ -16,6 +16,7 @@ UNIT = frozenset({
     "test_chapter_multi_tenant_serving_r22c.py",
     "test_chapter_serving_reliability_r23a.py",
     "test_chapter_serving_operations_r24a.py",
+    "test_chapter_transformer_block_r24d.py",
     "test_set_associative.py",
     "test_chapter_deployment_plan_r20d.py",
     "test_chapter_deployment_plan_r24e.py",
