@@ -87,27 +87,71 @@ def test_gpus_and_the_binding_resource(name, gpus, bound):
     assert need["bandwidth"] < need["memory"]  # a 40 ms step reads more than an H100 holds
     prompt, answer = WORK[name]
     row = next(line for line in chapter_outputs.printed(NB, "PRICE = 2.0").splitlines() if line.startswith(name + " "))
-    per_m = 1e6 * gpus * PRICE / 3600 / (QPS * (prompt + answer))
+    per_m = 1e6 * max(need.values()) * PRICE / 3600 / (QPS * (prompt + answer))  # unrounded need, pooled
     assert row.split() == [name, f"{QPS * prompt:,}", f"{QPS * answer:,}", f"{held / 1e12:.2f}TB",
                            f"{need['memory']:.1f}", f"{need['bandwidth']:.1f}", f"{need['compute']:.1f}",
                            str(gpus), bound, f"{per_m:.3f}"]
+
+
+def per_token_cost(name):
+    prompt, answer = WORK[name]
+    return max(fleet(name)[0].values()) / (prompt + answer)  # GPUs per token/s, before the ceiling
 
 
 def test_ratios_at_equal_qps():
     (p, a), (p0, a0) = WORK["agent"], WORK["chat"]
     assert round((p + a) / (p0 + a0)) == 24 == int(glued("so_kvs_r_tok_agent"))
     assert round(byte_seconds(p, a) / byte_seconds(p0, a0)) == 138 == int(glued("so_kvs_r_bs_agent"))
-    assert round(fleet("agent")[1] / fleet("chat")[1]) == 62 == int(glued("so_kvs_r_gpu_agent"))
+    # GPU and cost ratios on the unrounded need: chat's ceiling (4.08 -> 5) would distort them
+    gpu_r = max(fleet("agent")[0].values()) / max(fleet("chat")[0].values())
+    assert round(gpu_r) == 76 == int(glued("so_kvs_r_gpu_agent"))
     assert glued("so_kvs_gpus_agent") == "310" and glued("so_kvs_gpus_chat") == "5"
-    per_tok = (fleet("agent")[1] / (p + a)) / (fleet("chat")[1] / (p0 + a0))
-    assert glued("so_kvs_r_perm_agent") == f"{per_tok:.1f}" == "2.6"
+    assert glued("so_kvs_round_chat") == f"{5 - max(fleet('chat')[0].values()):.1f}" == "0.9"
+    per_tok = per_token_cost("agent") / per_token_cost("chat")
+    assert glued("so_kvs_r_perm_agent") == f"{per_tok:.1f}" == "3.1"
     assert glued("so_kvs_r_bs_RAG") == f"{byte_seconds(*WORK['RAG']) / byte_seconds(p0, a0):.0f}"
+
+
+def test_rag_costs_more_per_token_than_chat_not_less():
+    # both compute-bound; attention FLOPs per token grow with the context, so RAG must cost more per token
+    rag = per_token_cost("RAG") / per_token_cost("chat")
+    assert rag > 1 and glued("so_kvs_r_perm_RAG") == f"{rag:.1f}" == "1.1"
+    gpu_r = max(fleet("RAG")[0].values()) / max(fleet("chat")[0].values())
+    assert glued("so_kvs_r_gpu_RAG") == f"{gpu_r:.0f}" == "13"
+    printed = chapter_outputs.printed(NB, "PRICE = 2.0")
+    assert "$ per token 0.9x" not in printed and "GPUs 13x, $ per token 1.1x" in printed
+
+
+def test_headroom_for_occupancy():
+    mem = fleet("agent")[0]["memory"]
+    assert mem / fleet("agent")[1] > 0.99  # the rounded fleet is ~100% mean occupancy
+    assert glued("so_kvs_occ") == "0.85" and glued("so_kvs_occ_mem_agent") == f"{mem:.1f}"
+    assert glued("so_kvs_occ_gpus_agent") == f"{mem / 0.85:.0f}" == "364"
+
+
+def test_bandwidth_crossover_step():
+    assert glued("so_kvs_hbm_ms") == f"{1e3 * USE * HBM / BW:.1f}" == "21.5"
+    assert glued("so_kvs_hbm_gb") == f"{USE * HBM / 1e9:.0f}" == "72"
+    assert 1e3 * USE * HBM / BW < 1e3 * TPOT  # so a 40 ms step is not bandwidth-bound
+
+
+def test_list_prices_undercharge_the_agent():
+    paid = {n: (p * 5 + a * 25) / (p + a) for n, (p, a) in WORK.items()}  # Opus 4.5, $ per M tokens
+    assert glued("so_kvs_paid_chat") == f"{paid['chat']:.2f}" == "10.71"
+    assert glued("so_kvs_paid_agent") == f"{paid['agent']:.2f}" == "6.18"
+    paid_r = paid["agent"] / paid["chat"]
+    assert glued("so_kvs_paid_r") == f"{paid_r:.2f}" == "0.58"
+    cost_r = per_token_cost("agent") / per_token_cost("chat")
+    assert glued("so_kvs_under_r") == f"{cost_r / paid_r:.0f}" == "5"
 
 
 def test_byte_seconds_grow_with_the_product_not_the_sum():
     # doubling the answer of the agent doubles its tokens' decode share but more than doubles its byte-seconds
     assert byte_seconds(16_000, 2_000) > 2 * byte_seconds(16_000, 1_000)
     assert byte_seconds(1_000, 1_000) > 50 * byte_seconds(100, 100)  # 10x each way: ~100x
+    # but for long answers the N^2/2 term dominates the "prompt times answer" term (a reasoning model)
+    prompt, answer = 500, 8_000
+    assert answer * (answer - 1) / 2 > 7 * answer * prompt
 
 
 def test_other_glued_figures():
