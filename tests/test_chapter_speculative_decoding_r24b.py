@@ -91,7 +91,8 @@ def toy():
                            small_pairs=int((gap < 1e-5).sum()), wide=int(flipped[gap >= 1e-5].sum()),
                            shift=float(shift.mean()), max=float(shift.max()), top=float(np.mean(gap[:, 0] < 0.25) * 4),
                            rows=float((dec != ver).any(1).mean()), argmax=int((dec.argmax(1) != ver.argmax(1)).sum()),
-                           ties=int((gap[:, 0] == 0).sum()), pairs=gap.size)
+                           ties=int((gap[:, 0] == 0).sum()), pairs=gap.size,
+                           top2=float(np.abs((b[:, 0] - b[:, 1]) - (a[:, 0] - a[:, 1])).mean()))
     return stats
 
 
@@ -127,12 +128,17 @@ def test_generation_level_rates_and_tolerance(toy):
         assert glued(f"sdo_{name}_8k") == f"{1 - (1 - p) ** 8000:.0%}"
         assert glued(f"sdo_{name}_first") == f"{1 / p:,.0f}"
         assert glued(f"sdo_{name}_prompts") == f"{500 * (1 - (1 - p) ** 512):.1f}"
+        # the top-2 pair alone: its mean shift, and the per-token rate with it
+        assert glued(f"sdo_{name}_top2shift") == f"{toy[name]['top2']:.1e}"
+        assert glued(f"sdo_{name}_p_top2") == f"{toy[name]['top'] * toy[name]['top2'] / 2:.1e}"
+    assert toy["bf16"]["top2"] > toy["bf16"]["shift"]  # the all-pairs average understates the top-2 pair's shift
     assert glued("sdo_reported_p") == "5.3e-03 to 6.7e-03"  # 1/190 and 1/150 (mlx-lm #1470)
     assert glued("sdo_tol") == f"{2 * toy['bf16']['max']:.3f}" == "0.125"  # twice one bf16 step at logits in [8, 16)
 
 
 KEYS = ("vllmspeclossless", "vllmfaqvary", "vllmissue7627", "vllmissue54506", "vllmpr52522", "rblnpr630",
-        "mlxlmpr1592", "mlxlmissue1470", "leviathan2023fast", "vllmbatchinvariance")
+        "mlxlmpr1592", "mlxlmissue1470", "leviathan2023fast", "vllmbatchinvariance", "vllmissue18902",
+        "trtllmpr17701", "tokenspeedissue904", "vllmpr41335")
 
 
 def test_section_cites_its_sources_and_has_three_dropdown_follow_ups():
@@ -151,3 +157,14 @@ def test_section_cites_its_sources_and_has_three_dropdown_follow_ups():
         for line in rubric:
             anchor = re.match(r'^- [^"]+: "([^"]+)"$', line).group(1)
             assert " ".join(anchor.split()).casefold() in " ".join(answer.split()).casefold(), anchor
+
+
+def test_oracle_judges_the_emitted_token_and_sources_keep_their_status():
+    text = " ".join(section().split())
+    # the first-divergence oracle is spec-off's logprob for the token spec-on emitted, not spec-off's own top-2 margin
+    assert "spec-off top-2 logprob margin must be below" not in text
+    assert "only if the spec-off top-2" not in text
+    assert text.count("token spec-on emitted") >= 3  # step 3, the interview tip and the [H] answer
+    assert "from this effect alone" not in text and "72%" in text and "81%" in text
+    assert "(closed, unmerged)" in text and "closed, not merged" in BIB.split("{mlxlmpr1592,")[1].split("\n}")[0]
+    assert "pull request 52522 (open)" in BIB and "An open vLLM pull request" in text
