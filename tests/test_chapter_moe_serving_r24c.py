@@ -4,8 +4,10 @@ The routing is regenerated with mha_kit.route_tokens and the chapter's seed and 
 the result). Everything else is recomputed here without mha_kit: per-expert and per-rank counts, max/mean, the
 coefficient of variation, the share over a Switch capacity int(1.25 * n * k / E), the normalised entropy, vLLM's
 balancedness (per-layer mean over ranks summed over layers / per-layer max summed, eplb_state.py EplbState.step),
-the MoE-layer time model (DeepSeek-V3's d = 7168 and expert 3 x 7168 x 2048; FP8 dispatch copy d + d/128 * 4
-bytes, bf16 combine copy 2d; one 50 GB/s port; H100 3.35 TB/s and FP8 at 2 x 989 TFLOPS), the thresholds, and
+what vLLM's code at commit 50feac95 computes instead (means and maxima over layers, per rank; the bug of
+vllm-project/vllm PR 51784), the MoE-layer time model (DeepSeek-V3's d = 7168 and expert 3 x 7168 x 2048; FP8 dispatch copy d + d/128 * 4
+bytes, bf16 combine copy 2d; one 50 GB/s port; H100 3.35 TB/s and FP8 at 2 x 989 TFLOPS, the datasheet's 3,958
+against 1,979 sparse), the payback of a re-plan at the milder a = 0.3 ratio, the thresholds, and
 EPLB's replicate_experts and balanced_packing written out again from deepseek-ai/EPLB's description.
 """
 import math
@@ -107,7 +109,19 @@ def test_balancedness_and_gpu_view():
     totals = [sum(p[g] for p in prs) for g in range(EP)]
     assert glued("imb_balancedness") == f"{bal:.2f}"
     assert glued("imb_gpu_view") == f"{ratio(totals):.2f}"
+    assert glued("imb_step_factor") == f"{1 / bal:.2f}"
     assert 1 / bal > ratio(totals)  # the per-GPU total hides what the sum of per-layer maxima pays
+    # vLLM's code at 50feac95: for each rank, mean and max over the layers, then summed over ranks
+    coded = sum(sum(p[g] for p in prs) / len(prs) for g in range(EP)) / sum(max(p[g] for p in prs) for g in range(EP))
+    assert glued("imb_bal_coded") == f"{coded:.2f}"
+    assert coded > bal + 0.1  # the bug reports these layers as far better balanced than they are
+    # and it reads exactly 1.0 when the same rank is the hottest in every layer, however hot
+    same = [[100] * (EP - 1) + [300]] * 4
+    assert sum(sum(p[g] for p in same) / 4 for g in range(EP)) / sum(max(p[g] for p in same) for g in range(EP)) == 1.0
+    line = printed("def layer_metrics(")[-2]
+    assert line == (f"across the 4 layers: balancedness (sum of per-layer means / sum of per-layer maxima) {bal:.2f}, "
+                    f"so the step pays {1 / bal:.2f}x; reduced over layers instead {coded:.2f}; "
+                    f"per-GPU totals max/mean {ratio(totals):.2f}")
 
 
 def test_balanced_layer_and_deepep():
@@ -176,6 +190,16 @@ def test_eplb_action():
     assert glued("imb_move_s") == f"{LAYERS * move_s:.2f}"
     assert glued("imb_payback") == f"{move_s / (tb - ta):.0f}"
     assert ratio(after) < 1.13 < ratio(before)  # the plan brings the layer under the warning line
+    # the same plan quality at the a = 0.3 layer's ratio: the bytes take many more steps to repay
+    mild = metrics(LAYERS_R[1])[2]["rank"]
+    mean = TOK * K / EP
+    gain = layer_s(mild * mean) - layer_s(ratio(after) * mean)
+    assert glued("imb_rank_03") == f"{mild:.2f}"
+    assert glued("imb_gain_mild_us") == f"{1e6 * gain:.0f}" and glued("imb_payback_mild") == f"{move_s / gain:.0f}"
+    assert move_s / gain > 5 * move_s / (tb - ta)
+    step_ms = 1e3 * LAYERS * layer_s(mean)
+    assert glued("imb_step_moe_ms") == f"{step_ms:.0f}"
+    assert LAYERS * move_s > 10 * step_ms / 1e3  # a synchronous move stalls for many steps' worth
 
 
 def test_section_cites_and_boxes():
@@ -184,10 +208,18 @@ def test_section_cites_and_boxes():
     assert cells[start + 7].startswith("(moe_serving-shared-experts)=")
     section = "\n".join(cells[start:start + 7])
     for cite in ("vllmeplbstate{EplbState.step}", "vllmeplbstate{EplbModelState}", "deepseekv3{§3.4.1}",
-                 "{cite}`deepseekeplb`", "{cite}`vllmeplb`", "deepeplegacy{Low-latency kernels with pure RDMA}"):
+                 "{cite}`deepseekeplb`", "{cite}`vllmeplb`", "deepeplegacy{Low-latency kernels with pure RDMA}",
+                 "{cite:p}`nvidiah100`", "vllmeplbbalancedfix{PR 51784}", "deepseekv3{§3.4.2}",
+                 "{cite:p}`deepeplowlatencystats`", "sglangeplbmanager{EPLBManager._check_rebalance_needed}",
+                 "vllmeplbstate{EplbState.rearrange}", "{cite:p}`nvmlutilization`",
+                 "deepseekinfra2025{Expert-Parallel Load Balancer}", "vllmeplb{EPLBConfig.log_balancedness}"):
         assert cite in section, cite
     assert section.count("```{admonition} In the interview") == 1
     assert section.count(":class: dropdown\n") == 3 and "followup" not in section
     assert section.count("**Strong answer.**") == section.count("**Listening for.**") == section.count("**Trap.**") == 3
     bib = (chapter_outputs.BOOK.parent / "references.bib").read_text()
     assert "@misc{vllmeplbstate," in bib and "balancedness = avg\\_tokens / max\\_tokens" in bib
+    for key in ("vllmeplbbalancedfix", "deepeplowlatencystats", "sglangeplbmanager"):
+        assert f"@misc{{{key}," in bib, key
+    assert "FP8 Tensor Core 3,958 TFLOPS with sparsity (1,979 dense)" in bib and FP8 == 2 * 989e12
+    assert "assumed" not in section  # the FP8 rate is cited, not assumed
