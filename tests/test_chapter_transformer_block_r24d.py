@@ -72,9 +72,35 @@ def test_place_boxes_and_citations():
     assert text.count("```{admonition} In the interview") == 1
     assert text.count(":class: dropdown\n") == 3 and "followup" not in text
     assert text.count("**Strong answer.**") == text.count("**Listening for.**") == text.count("**Trap.**") == 3
-    for key in ("quake3qmath", "moroz2016magic", "hnlomontconstants", "ascendclayernormapi", "higham1993accuracy"):
+    for key in ("quake3qmath", "moroz2016magic", "hnlomontconstants", "ascendclayernormapi", "higham1993accuracy",
+                "ascendcrsqrtapi", "rustx86rsqrt", "unityneonrsqrt"):
         assert f"`{key}" in text
-    assert "{ref}`transformer_block-norm-kernel`" in text
+    assert "{ref}`transformer_block-norm-kernel`" in text and "{ref}`gpu_kernels-sfu`" in text
+    # the review's corrections stay corrected
+    assert "the one root whose Newton step is" not in text and "adds one to the guess's exponent" not in text
+    assert "silently zeroes the row" not in text and "best after Newton steps" not in text
+    assert "exponent drops by one" in text and "$y(2 - xy)$" in text
+
+
+def test_period_four_halves_the_guess():
+    g = [guess(x) for x in (1.0, 4.0, 16.0)]
+    assert g[1] == g[0] / 2 and g[2] == g[0] / 4  # x * 4 -> the guess's exponent drops by one, exactly
+
+
+def test_correction_form_and_hardware_estimates():
+    # two float32 Newton steps from the bit guess, then the third as y + y (1/2 - x/2 y^2) in float64, rounded once
+    x = (np.arange(0x3F800000, 0x40800000, 97, dtype=np.int64).astype(np.uint32)).view(np.float32)
+    y = (np.int32(0x5F3759DF) - (x.view(np.int32) >> 1)).view(np.float32)
+    hx = np.float32(0.5) * x
+    for _ in range(2):
+        y = y * (np.float32(1.5) - hx * y * y)
+    y, x64 = y.astype(np.float64), x.astype(np.float64)
+    sampled = float(np.max(np.abs((y + y * (0.5 - 0.5 * x64 * y * y)).astype(np.float32) * np.sqrt(x64) - 1))) / U
+    corr3, ulp3 = float(glued("tb_nr_corr3")), float(glued("tb_nr_ulp3"))
+    assert sampled <= corr3 + 0.05 and corr3 < 1.5 < ulp3  # below the three-product form's floor
+    assert glued("tb_nr_hw1") == f"{1.5 * (1.5 * 2.0 ** -12) ** 2 / U:.1f}"
+    assert glued("tb_nr_hw14") == f"{1.5 * 2.0 ** -28 / U:.2f}"
+    assert 1.5 * (1.5 * 2.0 ** -12) ** 2 < 4 * U < guess_errors(0x5F3759DF, samples=1 << 10)[2]  # one step vs two
 
 
 def test_quake_constant_is_the_exponent_bias_less_a_correction():
@@ -107,6 +133,13 @@ def test_convergence_region_printed():
     line = chapter_outputs.printed(NB, "def newton_rsqrt(").splitlines()[-1]
     assert line.endswith("after 60 steps: 1, 1, 1, -1, -1, inf")
     assert math.sqrt(3) < 1.74 and 1.7 < math.sqrt(3)
+    text = chapter_outputs.printed(NB, "def newton_rsqrt(")
+    t0 = 2.0
+    for _ in range(60):  # the real root of t^3 - 3t - 4 = 0, where g(t) = -2
+        t0 -= (t0 ** 3 - 3 * t0 - 4) / (3 * t0 ** 2 - 3)
+    assert abs(t0 * (3 - t0 * t0) / 2 + 2) < 1e-12 and (-2) * (3 - 4) / 2 == 1
+    assert f"t0 = {t0:.4f}: first steps -2, 1, 1, 1; after 60 steps 1" in text
+    assert "t0 = 2.2361: first steps -2.236, 2.236, -2.236, 2.236; after 60 steps inf" in text
 
 
 @pytest.mark.parametrize("R", [1e1, 1e2, 1e3, 1e6])
@@ -119,6 +152,10 @@ def test_comparison_free_start_step_counts(R):
     row = next(line for line in text.splitlines() if line.startswith(f"R = {R:<12g}"))
     assert [int(n) for n in row.split()[3:]] == [const, amgm, heron, bits]
     if R == 1e6:
+        r_ln = math.sqrt(1e4 / 1e-5)
+        assert glued("tb_nr_R_ln") == f"{r_ln:,.0f}"
+        assert (glued("tb_nr_const_ln"), glued("tb_nr_amgm_ln")) == (
+            str(t_map_steps(1 / r_ln)), str(t_map_steps(2 * math.sqrt(r_ln) / (1 + r_ln))))
         assert (glued("tb_nr_const_6"), glued("tb_nr_amgm_6"), glued("tb_nr_heron_6")) == (
             str(const), str(amgm), str(heron))
 
@@ -153,7 +190,7 @@ def test_one_pass_variance_goes_negative():
     assert two_pass == pytest.approx(var, rel=1e-4)
     step = 2.0 ** (math.floor(math.log2(1000.0 ** 2)) - 23)  # float32 spacing near E[x^2] ~ 1e6: 0.0625
     assert one_pass < -1e-5 and (one_pass / step) == pytest.approx(round(one_pass / step))
-    assert float(glued("tb_nr_bad_r")) <= 0  # no longer a scale: the row is zeroed
+    assert float(glued("tb_nr_bad_r")) <= 0 and abs(float(glued("tb_nr_bad_r"))) < 1e-30  # the output collapses to beta
     assert float(glued("tb_nr_sum_tree")) < float(glued("tb_nr_sum_running"))
 
 
@@ -163,6 +200,12 @@ def test_branch_free_max_and_abs():
     b = (rng.standard_normal(100_000) * 10.0 ** rng.uniform(-4, 4, 100_000)).astype(np.float32)
     wrong = int(np.count_nonzero((a + b + np.abs(a - b)) * np.float32(0.5) != np.fmax(a, b)))
     assert glued("tb_nr_arith_max_wrong") == f"{wrong:,}"
+    arith = (a + b + np.abs(a - b)) * np.float32(0.5)
+    bad = arith != np.fmax(a, b)
+    small = np.abs(np.fmax(a, b)) < np.abs(np.fmin(a, b))
+    assert glued("tb_nr_max_small") == f"{int(np.count_nonzero(bad & small)):,}"
+    assert glued("tb_nr_max_zero") == f"{int(np.count_nonzero(bad & (arith == 0))):,}"
+    assert np.count_nonzero(bad & small) > 0.9 * wrong  # "almost all"
     # the mask select, one pair at a time with Python integers, on a sample
     for x, y in zip(a[:2000].tolist(), b[:2000].tolist()):
         xf, yf = np.float32(x), np.float32(y)
