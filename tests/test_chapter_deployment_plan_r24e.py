@@ -170,8 +170,10 @@ def test_replicas_lost_and_blast_radius():
 
 
 def test_weight_loading_and_cache_transfer():
-    nvme, ports, store = 8 * 8e9, 8 * 50e9, 2e12  # 8 x PCIe 4.0 x4 drives; 8 NDR ports; Llama 3's storage fabric
+    # 8 x PCIe 4.0 x4 drives; storage NICs, two dual-port ConnectX-7 (not the eight compute ports); Llama 3's store
+    nvme, ports, store = 8 * 8e9, 4 * 50e9, 2e12
     v3_node = V3_PARAMS * 8 // 16  # half the flagship a node
+    assert glued("dp_10k_v3_store_s") == f"{v3_node / ports:.1f}" == "1.7"  # 0.8 s over the eight compute ports
     assert glued("dp_10k_v3_node_gb") == f"{v3_node / 1e9:.0f}" == "336"
     assert glued("dp_10k_v3_nvme_s") == f"{v3_node / nvme:.1f}" == "5.2"
     add = math.ceil(0.1 * POOL_GPUS["deepseek-v3"] / 8)
@@ -181,8 +183,39 @@ def test_weight_loading_and_cache_transfer():
                 "llama-3-8b": 8 * SHAPES["llama-3-8b"][-1]}
     cold = sum(POOL_GPUS[m] // 8 * b for m, b in per_node.items()) / store
     assert glued("dp_10k_cold_min") == f"{cold / 60:.1f}"
+    chunk = 256 * 2**20  # peer to peer: the store feeds one node, each forwards chunks to the next
+    assert glued("dp_10k_grow_p2p_s") == f"{v3_node / ports + (add - 1) * chunk / ports:.1f}"
+    cold_p2p = max(b / ports + (POOL_GPUS[m] // 8 - 1) * chunk / ports for m, b in per_node.items())
+    assert glued("dp_10k_cold_p2p_s") == f"{cold_p2p:.0f}" and cold_p2p < cold / 10
     kv70 = 2 * 80 * 8 * 128 * PROMPT * 1 / 50e9  # FP8 cache, one port
     kv_v3 = 61 * (512 + 64) * PROMPT * 2 / 50e9  # bf16 latent and rope key
     assert [glued("dp_10k_kv_70_ms"), glued("dp_10k_kv_v3_ms")] == [f"{1e3 * kv70:.1f}", f"{1e3 * kv_v3:.1f}"]
     batch = UTIL * 0.5 * POOL_GPUS["llama-3-70b"] * 86_400 / SHAPE["llama-3-70b"]["gpu_s"]
     assert glued("dp_10k_batch_mreq") == f"{batch / 1e6:.0f}"
+
+
+def test_tp4_is_close_to_tp8_not_best_and_the_memory_reserve():
+    tp4, tp8 = (int(glued(k).replace(",", "")) for k in ("dp_shape_fp8_tp4_rate", "dp_10k_fp8_tp8_rate"))
+    assert tp4 < tp8 and glued("dp_10k_tp4_share") == f"{tp4 / tp8:.0%}" == "94%"
+    assert int(glued("dp_10k_v3_w4_gb")) == round(V3_PARAMS / 2 / 1e9) < int(glued("dp_10k_node_hbm_gb")) == 640
+    params70 = SHAPES["llama-3-70b"][-1]
+    b90 = int((0.9 * HBM_BYTES - math.ceil(params70 / 4)) // kv_per_gpu("llama-3-70b", PROMPT + OUT, 4))
+    assert glued("dp_10k_70b_batch90") == str(b90) and b90 < SHAPE["llama-3-70b"]["batch"]
+
+
+def test_spares_short_hours_a_year():
+    tail = 1 - sum(math.exp(-DOWN) * DOWN**i / math.factorial(i) for i in range(SPARE + 1))
+    assert tail <= 0.001 and glued("dp_10k_short_h") == f"{tail * 8760:.0f}"
+
+
+def test_why_tp32_buys_little_and_what_ep_buys():
+    latent = 61 * (512 + 64) * (PROMPT + OUT) * 2  # bf16 latent and rope key a sequence, whole on every TP rank
+    batch_over_tpot = int(glued("dp_10k_v3_tps32")) * 32  # tokens/s/GPU x GPUs = batch / TPOT
+    share = latent * batch_over_tpot / HBM_BPS
+    assert 0.3 < share < 0.7 and abs(int(glued("dp_10k_v3_latent_share").rstrip("%")) / 100 - share) < 0.02
+    stage = V3_PARAMS / 16 / HBM_BPS  # PP2 x TP8: a stage's share of the FP8 weights on each GPU
+    assert glued("dp_10k_pp_stage_ms") == f"{1e3 * stage:.1f}" and glued("dp_10k_pp_token_ms") == f"{2e3 * stage:.0f}"
+    assert 2 * stage > TPOT["deepseek-v3"]  # two stages in turn miss the 15 ms target
+    assert glued("dp_10k_ds_gpu_tps") == f"{14_800 / 8:,.0f}" == "1,850"  # deepseekinfra2025: 14.8k a node
+    assert abs(float(glued("dp_10k_ep_ratio")) - 1850 / int(glued("dp_10k_v3_tps16"))) < 0.05
+    assert glued("dp_10k_ds_cache_hit") == "56.3%" and abs(342 / 608 - 0.563) < 0.001  # 342B of 608B input tokens
