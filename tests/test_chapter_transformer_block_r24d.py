@@ -190,7 +190,7 @@ def test_one_pass_variance_goes_negative():
     assert two_pass == pytest.approx(var, rel=1e-4)
     step = 2.0 ** (math.floor(math.log2(1000.0 ** 2)) - 23)  # float32 spacing near E[x^2] ~ 1e6: 0.0625
     assert one_pass < -1e-5 and (one_pass / step) == pytest.approx(round(one_pass / step))
-    assert float(glued("tb_nr_bad_r")) <= 0 and abs(float(glued("tb_nr_bad_r"))) < 1e-30  # the output collapses to beta
+    assert glued("tb_nr_bad_r") == "True"  # a negative 'rsqrt' below 1e-30 in size: the output collapses to beta
     assert float(glued("tb_nr_sum_tree")) < float(glued("tb_nr_sum_running"))
 
 
