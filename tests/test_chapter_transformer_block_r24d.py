@@ -7,7 +7,6 @@ LayerNorm with numpy's pairwise sums and 1 / np.sqrt, and the one-pass variance'
 """
 import json
 import math
-import pathlib
 import struct
 
 import numpy as np
