@@ -137,6 +137,7 @@ UNIT = frozenset({
     "test_chapter_beyond_kv_cache_minikv_xkv.py",
     "test_chapter_mla_serving.py",
     "test_chapter_mla_serving_expanded_cache.py",
+    "test_chapter_mla_serving_r25a.py",
     "test_chapter_kv_cache_calculator.py",
     "test_chapter_serving_kv_cache.py",
     "test_chapter_chains.py",
