@@ -9,6 +9,7 @@ with RoPE the key bias does not cancel at full precision.
 """
 import json
 import pathlib
+import re
 
 import ml_dtypes
 import numpy as np
@@ -147,7 +148,8 @@ def test_section_label_and_no_followup_class_in_its_dropdowns():
     nb = json.loads(NB.read_text())
     text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     start = text.index("(low_precision_kv-key-offset)=")
-    section = text[start:text.index("## Summary", start)]
+    following = re.search(r"\n\(low_precision_kv-[a-z0-9-]+\)=\n#", text[start + 1:])  # the next section's label
+    section = text[start:start + 1 + following.start()] if following else text[start:text.index("## Summary", start)]
     assert section.count(":class: dropdown\n") == 3 and "dropdown followup" not in section
     assert "cancels in the softmax" not in section  # the claim the review overturned for Qwen2
     assert "R_{j-i}" in section and "This holds only without RoPE" in section
