@@ -83,3 +83,26 @@ def test_the_story_the_prose_tells():
     assert step(1024, "fp8")[1] == step(1024, "int4")[1] == CAP  # same batch at 1K: the gain is bytes only
     assert int(glued("lp_i4_cap")) == CAP
     assert glued("lp_i4_weights_gb") == f"{WEIGHTS / 1e9:.1f} GB"
+
+
+def test_review_25_numbers():
+    # KIVI flushes the key residual whole at R tokens: keys keep R/2 on average, values keep R
+    full_keys = (16 * (R // 2) + 4.5 * (1024 - R // 2)) / 1024
+    kivi = (full_keys + avg_bits(1024, 4.5)) / 2
+    assert glued("lp_i4_eff_1k_kivi") == f"{kivi:.2f}" == "5.58"
+    assert glued("lp_i4_save_1k") == f"{1 - avg_bits(1024, 4.5) / 8:.0%}" == "26%"
+    assert glued("lp_i4_save_1k_kivi") == f"{1 - kivi / 8:.0%}" == "30%"
+    # the residual's extra cost is (16 - b) R / s, not 16 R / s
+    assert avg_bits(1024, 4.5) == pytest.approx(4.5 + (16 - 4.5) * R / 1024)
+    f8, i4 = step(131072, "fp8"), step(131072, "int4")
+    assert glued("lp_i4_batch_ratio_128k") == f"{i4[1] / f8[1]:.2f}" == "1.86"
+    assert glued("lp_i4_eight_over_b_128k") == f"{8 / avg_bits(131072, 4.5):.2f}" == "1.77"
+    assert float(glued("lp_i4_gain_128k")) < i4[1] / f8[1]  # the fuller memory reads more per step
+    weight_share = 1 - step(1024, "fp8")[2]
+    assert glued("lp_i4_wshare_1k") == f"{100 * weight_share:.0f}%" == "48%"
+    assert weight_share < 0.5  # the weights are not "most" of the step
+    cross = FREE / (PER_TOKEN * CAP)
+    assert glued("lp_i4_cross_fp8_k") == f"{cross / 1024:.1f}K"
+    assert 1024 < cross < 4096
+    # more weight bytes on the same GPU: memory takes over the batch at a shorter context
+    assert (HBM - 40e9) / (PER_TOKEN * CAP) < cross
