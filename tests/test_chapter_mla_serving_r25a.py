@@ -85,3 +85,25 @@ def test_decode_absorbed():
     assert f"{macs:,}" in out and f"{mla_bytes:,}" in out and f"{mha_bytes:,}" in out
     assert chapter_outputs.glued(nb(), "mla_tc_dec_macs") == f"{macs / mha_macs:.2f}" == "4.27"
     assert chapter_outputs.glued(nb(), "mla_tc_dec_bytes") == f"{mha_bytes / mla_bytes:.1f}" == "56.9"
+
+
+def test_rounded_crossovers_and_path_differences_glued():
+    g = nb()
+    for key in ("mha", "gqa"):
+        h_kv, d_h = LAYOUTS[key]
+        n_equal = 2 * (dense_proj(h_kv, d_h) - MLA_PROJ) / (H * (PAIR_MLA - 2 * d_h)) - 1
+        assert chapter_outputs.glued(g, f"mla_tc_equal_{key}_k") == f"{n_equal / 1000:.0f}"
+    assert [chapter_outputs.glued(g, f"mla_tc_equal_{k}_k") for k in ("gqa", "mha")] == ["15", "69"]
+    q_saving = D * H * 128 - MLA_Q  # the query factorisation against W_Q of 128 heads of 128
+    kv_extra = MLA_KV - 2 * D * 8 * 128  # MLA's key-value path beyond GQA-8's W_K, W_V
+    assert chapter_outputs.glued(g, "mla_tc_q_saving") == f"{q_saving / 1e6:.1f}" == "68.7"
+    assert chapter_outputs.glued(g, "mla_tc_kv_extra_gqa") == f"{kv_extra / 1e6:.1f}" == "6.2"
+    assert q_saving - kv_extra == dense_proj(8, 128) - MLA_PROJ  # the net is the whole projection gap
+
+
+def test_decode_intensity_in_both_units():
+    macs = DC * H * (NOPE + V) + H * S_DEC * (2 * DC + ROPE)
+    per_byte = macs / (S_DEC * (DC + ROPE) * 2)
+    g = nb()
+    assert chapter_outputs.glued(g, "mla_tc_dec_mpb") == f"{per_byte:.0f}" == "121"
+    assert chapter_outputs.glued(g, "mla_tc_dec_fpb") == f"{2 * per_byte:.0f}" == "243"
