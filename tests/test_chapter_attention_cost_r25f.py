@@ -83,3 +83,26 @@ def test_question_quoted_and_label():
     text = (chapter_outputs.BOOK / "attention_cost.ipynb").read_text()
     assert "(attention_cost-tokenizer-fertility)=" in text
     assert "can we reuse the standard Llama 3 tokenizer?" in text
+
+
+def test_window_model_and_cited_claims():
+    text = (chapter_outputs.BOOK / "attention_cost.ipynb").read_text()
+    # the 26,000-39,000-token prefill needs Llama 3.1's 128K window; Llama 3 8B stops at 8,192
+    assert round(WORDS * BASE * 1.5) > 8_192 and round(WORDS * BASE * 1.5) < WINDOW
+    assert "contract on Llama 3.1 8B" in text and "contract on Llama 3 8B" not in text
+    assert "contract on\\n\",\n    \"Llama 3.1 8B attention" in text
+    # Sachidananda et al. adapt the tokenizer instead of further pretraining
+    assert "with **no** further pretraining" in text
+    assert "instead of continued pretraining" not in text
+    assert "The risk is only the cost" not in text
+    # the baseline sits above the cited 1.2 tokens a word, on purpose
+    assert BASE > 1.2 and glued("cost_tok_base") == "1.3"
+    # full-square MACs 2 h n^2 d_h equal the causal half's FLOPs: (h n^2 d_h / 2 MACs) x 2 x 2
+    n = 26_000
+    assert 2 * H8 * n * n * HD == (H8 * n * n * HD // 2) * 2 * 2
+
+
+def test_bibliography_titles():
+    bib = (chapter_outputs.BOOK.parent / "references.bib").read_text()
+    assert "The Tokenizer Tax Across 25 European Languages" in bib
+    assert "@misc{ali2023tokenizer," in bib
