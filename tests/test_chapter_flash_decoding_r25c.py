@@ -87,8 +87,43 @@ def test_other_glued(nb):
 
 
 def test_long_context_gap_is_small():
-    """The text: past the guard FA3 stays within a few points of one wave of the sequence-aware rule."""
+    """The text: on the fixed-length call, past the guard FA3 stays within a few points of one wave."""
     for name, b, s in GRID:
         tiles, blocks, k, fill = case(name, b, s)
         if blocks > 4 and s >= 4096:
             assert eff(tiles * fill) - eff(tiles * k) < 0.15
+
+
+def fa3_varlen(name, b, s):
+    """flash_api.cpp:468 (static count at batch 1) then flash_prepare_scheduler.cu:156-158 (10% margin)."""
+    h_kv, g, m, n = CASES[name]
+    m_blocks, blocks = -(-g // m), -(-s // n)
+    upper = fa3(h_kv * m_blocks, blocks)
+    if upper == 1:
+        return 1
+    per_sm = math.ceil(b * m_blocks * blocks * 1.1 * h_kv / SMS)
+    return max(1, min(-(-blocks // per_sm), upper))
+
+
+@pytest.mark.parametrize("name,b,s", GRID)
+def test_varlen_rows(nb, name, b, s):
+    tiles, _, k_static, _ = case(name, b, s)
+    k = fa3_varlen(name, b, s)
+    row = f"{name:<31}{b:>3}{s:>8} | {k_static:>6}{k:>11}{tiles * k:>6}{pct(eff(tiles * k)):>7}"
+    assert row in chapter_outputs.printed(nb, "def fa3_num_splits_varlen").splitlines()
+
+
+def test_varlen_glued(nb):
+    g = lambda key: chapter_outputs.glued(nb, key)  # noqa: E731
+    gqa, mla = CASES
+    assert (fa3_varlen(gqa, 1, 4096), fa3_varlen(mla, 1, 4096), fa3_varlen(mla, 8, 512)) == (11, 32, 4)  # the review
+    for key, c in (("gqa4k", (gqa, 1, 4096)), ("mla4k", (mla, 1, 4096)), ("mla512b8", (mla, 8, 512))):
+        tiles, k = case(*c)[0], fa3_varlen(*c)
+        assert g(f"fd3v_{key}_splits") == str(k) and g(f"fd3v_{key}_busy") == pct(eff(tiles * k))
+    tiles, _, k, _ = case(mla, 1, 4096)
+    assert g("fd3_mla4k_fa3") == str(k) and g("fd3_mla4k_busy") == pct(eff(tiles * k))
+    assert eff(tiles * k) - eff(tiles * fa3_varlen(mla, 1, 4096)) > 0.3  # "not always a few points"
+    # guard rows and >= 32K rows agree on both paths
+    for name, b, s in GRID:
+        if s >= 32768 or -(-s // CASES[name][3]) <= 4:
+            assert fa3_varlen(name, b, s) == case(name, b, s)[2]
