@@ -10,7 +10,7 @@ import math
 import chapter_outputs
 
 # Llama 3.1 8B (Llama 3 paper Table 3): 32 layers, d 4096, 32 query heads and 8 KV heads of 128, FFN 14336,
-# vocabulary 128256; its window 131,072 tokens (sec. 3.4.2)
+# vocabulary 128256; its window 128K (sec. 3.4.2), taken as 2**17 = 131,072
 L, D, H, KV, HD, FF, V, CTX = 32, 4096, 32, 8, 128, 14_336, 128_256, 131_072
 RATE = 0.5 * 989e12  # H100 SXM dense bf16 FLOP/s at an assumed 50%
 WORDS, ASK, ANSWER, NOTE, QUOTE = 150_000, 1_024, 1_024, 2_048, 1_024
@@ -98,3 +98,26 @@ def test_clause_split():
     out = chapter_outputs.printed(NB, "def contained(")
     assert f"whole in one chunk at {counts[0]:>7,} of {total:,} starts" in out
     assert whole_count(DOC, 512, 128, 100) == DOC - 100 + 1  # an overlap at least the clause keeps it whole
+
+
+def test_decode_floor():
+    # Llama 3.1 8B's weights from the shape (untied embedding and head, two norms a layer and a final one), bf16,
+    # read once a decoded token at the H100 SXM's 3.35 TB/s
+    params = L * (D * H * HD + 2 * D * KV * HD + H * HD * D + 3 * D * FF + 2 * D) + 2 * V * D + D
+    assert params == 8_030_261_248
+    step = 2 * params / 3.35e12
+    assert glued("lcs_ct_step_ms") == f"{step * 1e3:.1f}" == "4.8"
+    assert glued("lcs_ct_note_s") == f"{NOTE * step:.1f}" == "9.8"
+    assert glued("lcs_ct_run_decode_s") == f"{7 * NOTE * step:.0f}" == "69"
+    w32 = windows(DOC, 32_768, 2_048)
+    running = [w32[0]] + [w + NOTE for w in w32[1:]]
+    prefill = sum(flops(p + ASK) for p in running) / RATE
+    assert glued("lcs_ct_run_prefill_s") == f"{prefill:.1f}"
+    assert 7 * NOTE * step > 5 * prefill  # decode, not prefill, sets the running summary's latency
+
+
+def test_silence_argument():
+    # the section must not claim truncation leaves a trace, nor that quote checking makes a miss visible
+    text = "".join("".join(c["source"]) for c in NB["cells"] if c["cell_type"] == "markdown")
+    assert "but the others leave a trace" not in text and "no longer silent" not in text
+    assert "a false NONE" in text and "{cite:p}`ollama8099`" in text and "{cite:p}`ollama3839`" in text
