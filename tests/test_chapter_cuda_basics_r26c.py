@@ -75,3 +75,15 @@ def test_the_chapters_printed_per_dimension_form():
     assert lines[1] == f"worst warp reading fp32 x[flat]: {sectors} sectors of 32 B for 128 useful bytes (blockDim.x = 4; linear form: 4)"
     assert lines[2] == "largest 1-D launch: 2,199,023,254,528 threads, 1,024x INT_MAX (2,147,483,647)"
     assert (2**31 - 1) * 1024 == 2_199_023_254_528
+
+
+def test_the_block_rank_and_the_largest_launch_need_64_bits():
+    max_blocks = (2**31 - 1) * 65_535 * 65_535  # gridDim.x, .y, .z limits
+    assert max_blocks > 2**32 and max_blocks < 2**63  # wraps an unsigned block rank; fits size_t
+    assert max_blocks * 1024 > 2**64  # the whole launch does not, hence "any buffer that fits in memory"
+    lines = _stored_lines("flat = X + Y * nx")
+    assert lines[3] == (f"largest grid: {max_blocks:.2e} blocks (> 2**32: True); "
+                        f"with 1,024 threads each {max_blocks * 1024:.2e} threads (> 2**64: True)")
+    assert lines[3].startswith("largest grid: 9.22e+18 blocks")
+    src = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"])
+    assert "(size_t)blockIdx.y * gridDim.x" in src and "unsigned block " not in src
