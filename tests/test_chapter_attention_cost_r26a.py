@@ -53,6 +53,21 @@ def test_ratio_grows_with_n_against_floor():
     assert all(abs(naive(n) / fa2_upper(n) - 2) < 0.01 for n in (256, 131072))  # 2 * TILE / D
 
 
+def test_scores_at_128k_do_not_fit():
+    scores = 131072 * 131072 * 2  # one head's n x n scores in bf16, bytes
+    assert scores == 32 * 2**30
+    assert chapter_outputs.glued(NB, "cost_fal_scores_128k") == f"{scores // 2**30} GiB"
+
+
+def test_box_does_not_call_the_floor_the_saving():
+    text = " ".join("".join(c["source"]) for c in NB["cells"] if c["cell_type"] == "markdown")
+    text = " ".join(text.split())
+    assert "The saving against reading" not in text
+    assert "Turing users are pointed to FlashAttention 1.x" not in text
+    assert "backward head dimensions up to 128" not in text
+    assert "fp32 on the CUDA build" in text
+
+
 def test_decode_saves_under_two_percent():
     s = 131072
     ratio = (2 * D + 2 * s * D + 4 * s) / (2 * D + 2 * s * D + 1)
