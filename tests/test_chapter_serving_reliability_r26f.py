@@ -1,8 +1,8 @@
 """Section serving_reliability-token-rate-limits: two tenants at the same RPM, the reservation's cost, retry-after.
 
 Recomputed by hand: Llama 3 8B's cache bytes per token (32 layers, 8 KV heads of 128, bf16), the H100 SXM's
-80 GB, 3.35 TB/s and 989 TFLOP/s, a decode step that reads the weights and every cached token, and Little's law
-for the reservations; compared with the chapter's stored outputs.
+80 GB, 3.35 TB/s and 989 TFLOP/s, a decode step that reads the weights and every cached token, and an independent
+simulation of the reserve/settle token bucket; compared with the chapter's stored outputs.
 """
 import math
 
@@ -40,17 +40,41 @@ def test_same_rpm_different_capacity():
     assert glued("sr_tpm_per_tok_ratio") == f"{(gb / tb) / (ga / ta):.1f}"
 
 
-def test_reservation_throttles_a_large_max_tokens():
+def bucket(max_tokens, cap=80_000, actual=300, hold=9.0, dt=0.05, seconds=600):
+    """Independent event-stepped OTPM bucket: continuous refill, reserve max_tokens, refund the rest at settlement."""
+    level, out, starts = float(cap), [], []  # out: (settle time, count)
+    for k in range(round(seconds / dt)):
+        t = k * dt
+        level = min(cap, level + cap / 60 * dt + sum(n for s, n in out if s <= t + 1e-9) * (max_tokens - actual))
+        out = [(s, n) for s, n in out if s > t + 1e-9]
+        n = int(level // max_tokens)
+        level -= n * max_tokens
+        if n:
+            out.append((t + hold, n))
+            starts += [t] * n
+    return starts
+
+
+def test_large_max_tokens_costs_burst_not_steady_rate():
     by_tokens = 80_000 / 60 / 300
-    held = 300 * 0.030
     assert glued("sr_tpm_by_tokens") == "4.44"
-    for max_tokens, in_flight, share in ((4_096, 19, "48%"), (1_024, 78, "100%"), (512, 156, "100%")):
-        assert 80_000 // max_tokens == in_flight
-        rate = min(by_tokens, in_flight / held)
-        assert glued(f"sr_tpm_rate_{max_tokens}") == f"{rate:.2f}"
-        assert glued(f"sr_tpm_share_{max_tokens}") == share
-    assert glued("sr_tpm_rate_4096") == "2.11"
+    assert glued("sr_tpm_otpm") == "80,000" and glued("sr_tpm_actual") == "300" and glued("sr_tpm_tpot_ms") == "30"
+    for max_tokens, burst in ((4_096, 19), (1_024, 78), (512, 156), (300, 266)):
+        assert 80_000 // max_tokens == burst == int(glued(f"sr_tpm_burst_{max_tokens}"))
+    starts = bucket(4_096)
+    min1 = sum(t < 60 for t in starts) / 60
+    min2 = sum(60 <= t < 120 for t in starts) / 60
+    late = sum(t >= 300 for t in starts) / 300
+    assert float(glued("sr_tpm_min1_4096")) == pytest.approx(min1, abs=0.05)
+    assert float(glued("sr_tpm_min2_4096")) == pytest.approx(min2, abs=0.05)
+    assert float(glued("sr_tpm_late_4096")) == pytest.approx(late, abs=0.05)
+    assert min1 < 0.7 * by_tokens < late  # slow first minute, near full rate later: not a permanent halving
+    assert glued("sr_tpm_late_share_4096") in ("99%", "100%")
+    assert glued("sr_tpm_min1_share_4096") == f"{float(glued('sr_tpm_min1_4096')) / by_tokens:.0%}"
+    assert glued("sr_tpm_tau") == f"{9 / -math.log(1 - 300 / 4_096):.0f}" == "118"
+    assert glued("sr_tpm_no_refund") == f"{80_000 / 60 / 4_096:.2f}" == "0.33"
     assert glued("sr_tpm_over_4096") == f"{4_096 / 300:.1f}" == "13.7"
+    assert glued("sr_tpm_rpm") == "60"
 
 
 def test_retry_after():
