@@ -60,7 +60,7 @@ def test_strassen_formulas_give_the_product():
     assert strassen(a, b) == matmul(a, b)
 
 
-@pytest.mark.parametrize("k", [1, 2, 4, 6, 8, 10, 12])
+@pytest.mark.parametrize("k", [1, 2, 4, 6, 8, 9, 10, 12])
 def test_counts_closed_forms(k):
     n = 2**k
     assert counts(n, 8, 4) == (n**3, n * n * (n - 1))
@@ -70,7 +70,7 @@ def test_counts_closed_forms(k):
 def test_printed_table():
     lines = chapter_outputs.printed(NB, "gk26_m8_4096").splitlines()
     expected = []
-    for k in (1, 2, 4, 6, 8, 10, 12):
+    for k in (1, 2, 4, 6, 8, 9, 10, 12):
         n = 2**k
         m8, _ = counts(n, 8, 4)
         m7, s7 = counts(n, 7, 18)
@@ -78,8 +78,12 @@ def test_printed_table():
         cut, _ = counts(n, 7, 18, CUTOFF)
         expected.append(f"n = {n:5d}: quadrants {m8:>14,} mults, Strassen {m7:>14,} mults + {s7:>14,} adds "
                         f"= {m7 + s7:>14,} ops vs classic {classic:>14,}; Strassen to 64 then classic: {cut:>14,} mults")
-    assert lines[:-1] == expected
-    assert lines[-1].endswith("at n = 1024")
+    assert lines[:-2] == expected
+    assert lines[-2].endswith("at n = 1024")
+    cut, cut_adds = counts(4096, 7, 18, CUTOFF)
+    classic = 2 * 4096**3 - 4096**2
+    assert lines[-1] == (f"n = 4096, Strassen to 64 then classic: {cut:,} mults + {cut_adds:,} adds = "
+                         f"{cut + cut_adds:,} ops, {(cut + cut_adds) / classic:.2f} x the triple loop's {classic:,}")
 
 
 def test_glued_values_and_crossover():
@@ -89,6 +93,16 @@ def test_glued_values_and_crossover():
     assert chapter_outputs.glued(NB, "gk26_m8_4096") == f"{8**12:,}"
     assert chapter_outputs.glued(NB, "gk26_m7_4096") == f"{7**12:,}"
     assert chapter_outputs.glued(NB, "gk26_cut_4096") == f"{7**6 * 64**3:,}"
+    # Strassen from 4096 down to 64, then the classic product: its additions are 64**2 * 63 per leaf block
+    # plus 18 (n/2)^2 per Strassen node; 512 is the last power of two where Strassen to 1 x 1 still loses
+    cut_adds = 7**6 * 64 * 64 * 63 + 18 * sum(7**j * (2048 >> j) ** 2 for j in range(6))
+    assert cut_adds == counts(4096, 7, 18, CUTOFF)[1] == 33_149_767_680
+    classic = 2 * 4096**3 - 4096**2
+    assert chapter_outputs.glued(NB, "gk26_cut_adds_4096") == f"{cut_adds:,}"
+    assert chapter_outputs.glued(NB, "gk26_cut_ops_4096") == f"{7**6 * 64**3 + cut_adds:,}"
+    assert chapter_outputs.glued(NB, "gk26_classic_4096") == f"{classic:,}"
+    assert chapter_outputs.glued(NB, "gk26_cut_ratio_4096") == f"{(7**6 * 64**3 + cut_adds) / classic:.2f}" == "0.47"
+    assert sum(counts(512, 7, 18)) > 2 * 512**3 - 512**2
 
 
 def test_64_by_64_counts_and_exponent():
