@@ -63,6 +63,14 @@ def test_the_in_domain_k_loses_out_of_domain():
     assert fixed[0.8] > 1 > fixed[0.3]
     alpha = next(a / 100 for a in range(1, 100) if speedup(a / 100, 4, 0.2) >= 1)
     assert glued("sdood_break_even") == f"{alpha:.2f}" == "0.46"
+    # the exact root of S(alpha) = 1, by scanning a fine grid here (the notebook bisects)
+    root = next(a / 100000 for a in range(1, 100000) if speedup(a / 100000, 4, 0.2) >= 1)
+    assert glued("sdood_break_even_root") == f"{root:.3f}" == "0.455"
+
+
+def test_k1_and_k2_tie_at_half_acceptance():
+    assert abs(speedup(0.5, 1, 0.2) - speedup(0.5, 2, 0.2)) < 1e-12
+    assert glued("sdood_tie_k2_50") == f"{1.75 / 1.4:.2f}" == glued("sdood_best_up_50_20")
 
 
 def test_printed_table_matches():
@@ -90,10 +98,12 @@ def test_marginal_rule_of_the_dropdown(alpha, c):
 def test_citations_and_dropdowns():
     text = section()
     for key in ("leviathan2023fast", "hfgenconfigassist", "zhou2024distillspec", "medusareadme", "vllmngram",
-                "oliaro2024suffixdecoding"):
+                "oliaro2024suffixdecoding", "hfcandgenheuristic", "li2024eagle2", "liu2024osd"):
         assert key in text
         assert re.search(r"@\w+\{" + key + ",", BIB), key
     assert "num_assistant_tokens_schedule" in BIB.replace("\\_", "_")
+    assert "max(1.0, self.num_assistant_tokens - 1.0)" in BIB.replace("\\_", "_")
+    assert "never below 1" in text and "Only the numerator" in text
     assert text.count(":class: dropdown") == 2
     assert text.count("**Strong answer.**") == text.count("**Listening for.**") == text.count("**Trap.**") == 2
     assert "In the interview" in text
