@@ -57,6 +57,8 @@ def test_scores_at_128k_do_not_fit():
     scores = 131072 * 131072 * 2  # one head's n x n scores in bf16, bytes
     assert scores == 32 * 2**30
     assert chapter_outputs.glued(NB, "cost_fal_scores_128k") == f"{scores // 2**30} GiB"
+    assert chapter_outputs.glued(NB, "cost_fal_scores_layer") == f"{64 * scores // 2**40} TiB" == "2 TiB"  # Llama 3 70B: 64 heads
+    assert chapter_outputs.glued(NB, "cost_fal_layer_heads") == "64"
 
 
 def test_box_does_not_call_the_floor_the_saving():
