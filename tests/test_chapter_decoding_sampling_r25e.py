@@ -17,8 +17,11 @@ XG = dict(ttfm50=535_498, ttfm99=62_151_076, tbm_mean=292, errors=2_089)
 SCHEMAS, STEP_S, BATCH = 10_163, 0.020, 100
 
 
+NB = chapter_outputs.notebook("decoding_sampling")  # read once: glued() is called for every value
+
+
 def glued(key):
-    return chapter_outputs.glued(chapter_outputs.notebook("decoding_sampling"), key)
+    return chapter_outputs.glued(NB, key)
 
 
 def geometric_p99(p):

@@ -19,8 +19,11 @@ FREE = HBM - WEIGHTS
 CONTEXTS = (1024, 4096, 16384, 32768, 131072)
 
 
+NB = chapter_outputs.notebook("low_precision_kv")  # read once: glued() is called for every value
+
+
 def glued(key):
-    return chapter_outputs.glued(chapter_outputs.notebook("low_precision_kv"), key)
+    return chapter_outputs.glued(NB, key)
 
 
 def int4_bits(group):

@@ -75,8 +75,11 @@ def decode(shape, rate):
     return rate * OUT * (STREAM / per_gpu[batch] + (1 - STREAM) / per_gpu[plain]), plain
 
 
+NB = chapter_outputs.notebook("serving_reliability")  # read once: glued() is called for every value
+
+
 def glued(key):
-    return chapter_outputs.glued(chapter_outputs.notebook("serving_reliability"), key)
+    return chapter_outputs.glued(NB, key)
 
 
 def test_token_rates_and_connections():

@@ -604,9 +604,10 @@ def test_lite_buttons_open_each_page_in_the_browser_edition(site):
     assert all(f"path={path}" in landing for path in [*summary["exercises"], *summary["chapters"].values()])
 
 
-def test_the_browser_plan_is_worked_out_once_and_shared(site):
-    """Sphinx wrote the chapter plan its buttons used (website/build.py's MHA_LITE_PLAN) and the browser edition's
-    build held the same chapters: the plan, which runs some chapters' code, is not worked out twice."""
+def test_the_book_build_leaves_the_browser_plan_the_browser_edition_holds(site):
+    """Sphinx wrote the chapter plan its buttons used (website/build.py's MHA_LITE_PLAN) and the browser edition holds
+    the same chapters; that the browser edition's build reads the plan rather than working it out again is
+    tests/test_website.py's test."""
     chapters, left_out = lite_site.read_plan(site.html.parent / "lite-plan.json")
     summary = lite_summary(site)
     assert (summary["chapters"], summary["left_out"]) == (chapters, left_out)

@@ -82,6 +82,7 @@ def test_the_book_build_hands_its_browser_chapter_plan_to_the_browser_editions_b
     monkeypatch.setattr(lite_site, "chapter_plan", lambda *args: plan)
     monkeypatch.setattr(lite_site, "kernel_static", lambda *args: tmp_path)
     monkeypatch.setenv(buttons.ENV_FLAG, "1")
+    assert site_build.PLAN_ENV == lite_site.PLAN_ENV  # the variable the book build sets is the one Sphinx reads
     monkeypatch.setenv(lite_site.PLAN_ENV, str(tmp_path / "plan.json"))
     app = SimpleNamespace()
     buttons.plan_lite(app)

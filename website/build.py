@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+PLAN_ENV = "MHA_LITE_PLAN"  # website/lite/site.py's PLAN_ENV: where Sphinx writes the browser chapter plan
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 BUILD_TIMEOUT_S = 900
 
@@ -54,9 +55,9 @@ def build(out, learner=False, timeout=BUILD_TIMEOUT_S, stored_outputs=()):
     # Sphinx writes the browser edition's chapter plan here, and its build reads it (website/lite/site.py, PLAN_ENV)
     plan = out / "lite-plan.json"
     plan.unlink(missing_ok=True)
-    env.pop("MHA_LITE_PLAN", None)
+    env.pop(PLAN_ENV, None)
     if learner:
-        env["MHA_LITE_PLAN"] = str(plan)
+        env[PLAN_ENV] = str(plan)
     env.pop("MHA_STORED_OUTPUTS", None)
     if stored_outputs:
         env["MHA_STORED_OUTPUTS"] = os.pathsep.join(Path(nb).as_posix() for nb in stored_outputs)

@@ -86,8 +86,8 @@ def plan_lite(app):
     if not lite_site.kernel_static().is_dir():
         raise ExtensionError(f"{ENV_FLAG}=1 needs the browser edition's environment {lite_site.LITE_VENV}: run `make lite-env`")
     chapters, left_out = lite_site.chapter_plan()
-    if os.environ.get(lite_site.PLAN_ENV):  # for the browser edition's build, after Sphinx (website/build.py)
-        lite_site.write_plan(os.environ[lite_site.PLAN_ENV], (chapters, left_out))
+    if plan_file := os.environ.get(lite_site.PLAN_ENV):  # for the browser edition's build, after Sphinx (website/build.py)
+        lite_site.write_plan(plan_file, (chapters, left_out))
     app.mha_lite_plan = (chapters, lite_site.exercise_notebooks())
 
 
