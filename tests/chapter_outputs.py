@@ -4,6 +4,7 @@ Standard library only, so a chapter test that reads outputs through it still run
 (tests/numpy_floor.py admits this module; tests/test_lite.py checks that it stays standard library only).
 """
 import json
+import re
 from pathlib import Path
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
@@ -28,3 +29,23 @@ def printed(nb, marker):
     """What the code cell whose source contains ``marker`` printed (stdout), as one string."""
     cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
     return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
+
+
+def section(nb, label, end=None, kinds=("markdown", "code")):
+    """The sources of one section, joined by newlines: from the cell that opens with ``(label)=`` up to, not including,
+    the cell that opens with ``(end)=`` (or with ``end`` itself when it is a heading, ``## Summary``) if ``end`` is
+    given, else the next cell that opens a ``##`` section with its anchor. Only cells of the given ``kinds`` count. ValueError names a label that is missing or out of order."""
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] in kinds]
+    opens = [i for i, s in enumerate(sources) if s.startswith(f"({label})=")]
+    if not opens:
+        raise ValueError(f"no cell opens with ({label})=")
+    start = opens[0]
+    if end is None:
+        stop = next((i for i in range(start + 1, len(sources)) if re.match(r"\([\w.-]+\)=\n## ", sources[i])),
+                    len(sources))
+    else:
+        opener = end if end.startswith("#") else f"({end})="
+        stop = next((i for i in range(start + 1, len(sources)) if sources[i].startswith(opener)), None)
+        if stop is None:
+            raise ValueError(f"no cell after ({label})= opens with {opener}")
+    return "\n".join(sources[start:stop])

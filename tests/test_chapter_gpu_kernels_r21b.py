@@ -229,9 +229,8 @@ def test_section_sits_after_littles_law_and_cites_what_it_read():
     at = labels.index("(gpu_kernels-set-associative)=")
     assert labels[at - 1:at + 2] == ["(gpu_kernels-littles-law)=", "(gpu_kernels-set-associative)=",
                                      "(gpu_kernels-hopper-blackwell)="]
-    first = next(i for i, t in enumerate(text) if t.startswith("(gpu_kernels-set-associative)="))
-    last = next(i for i, t in enumerate(text) if t.startswith("(gpu_kernels-hopper-blackwell)="))
-    section = "\n".join(text[first:last])
+    section = chapter_outputs.section(NB, "gpu_kernels-set-associative", end="gpu_kernels-hopper-blackwell",
+                                      kinds=("markdown",))
     assert section.count("```{admonition} In the interview") == 2
     for key in ("qa_medium_nvidia_sse", "patterson2014cod", "jia2018volta", "luo2024hopper", "luo2025hopper",
                 "cudaguidel2", "nvidiaforumcachelines", "nsightcomputeguide", "nvidiaforuml2props",
@@ -252,9 +251,8 @@ def test_cross_references_point_the_right_way():
     labels = [t.split("\n", 1)[0] for t in text if t.startswith("(gpu_kernels-")]
     here, gemm = labels.index("(gpu_kernels-set-associative)="), labels.index("(gpu_kernels-cpu-gemm)=")
     assert gemm > here  # so the section must say "later", not "above"
-    first = next(i for i, t in enumerate(text) if t.startswith("(gpu_kernels-set-associative)="))
-    last = next(i for i, t in enumerate(text) if t.startswith("(gpu_kernels-hopper-blackwell)="))
-    section = "\n".join(text[first:last])
+    section = chapter_outputs.section(NB, "gpu_kernels-set-associative", end="gpu_kernels-hopper-blackwell",
+                                      kinds=("markdown",))
     assert "The CPU GEMM later in this\nchapter ({ref}`gpu_kernels-cpu-gemm`" in section
     assert "The CPU GEMM above" not in section
 

@@ -75,10 +75,7 @@ def glued(key):
 
 def section():
     nb = json.loads(NB.read_text())
-    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
-    start = next(i for i, s in enumerate(cells) if s.startswith("(kv_cache_basics-wrong-position)="))
-    end = next(i for i in range(start + 1, len(cells)) if re.match(r"\([\w-]+\)=\n## ", cells[i]))
-    return "\n".join(cells[start:end])
+    return chapter_outputs.section(nb, "kv_cache_basics-wrong-position", kinds=("markdown",))
 
 
 def test_right_positions_equal_the_full_causal_pass():

@@ -6,7 +6,6 @@ numbers, the section's stated assumptions, Llama 3.1's shapes written out (the L
 131,072-token context) and the H100 datasheet's bf16 peak and bandwidth, not through mha_kit, and compared
 with the values the chapter glues and prints.
 """
-import json
 import math
 import pathlib
 
@@ -256,13 +255,11 @@ def test_printed_lines():
 
 
 def test_section_place_links_and_boxes():
-    nb = json.loads((BOOK / "serving_reliability.ipynb").read_text())
-    cells = ["".join(c["source"]) for c in nb["cells"]]
+    cells = ["".join(c["source"]) for c in NB["cells"]]
     start = next(i for i, s in enumerate(cells) if s.startswith(LABEL))
     assert cells[start - 1].startswith("(serving_reliability-design-review)=")
-    end = next(i for i in range(start + 1, len(cells)) if cells[i].startswith("("))
-    assert cells[end].startswith("(serving_reliability-device-map)=")
-    section = "\n".join(cells[start:end])
+    section = chapter_outputs.section(NB, LABEL[1:-2], end="serving_reliability-device-map")
+    assert section.count(")=\n#") == 1, "no other anchor between this section and the device-map section"
     for ref in ("multi_tenant_serving-routing", "multi_tenant_serving-load-balancing",
                 "multi_tenant_serving-cost-attribution", "deployment_plan-fleet", "serving_reliability-overload",
                 "serving_reliability-multi-region", "serving_reliability-llm-evaluation",

@@ -26,10 +26,7 @@ def glued(key):
 
 
 def section():
-    cells = ["".join(c["source"]) for c in NB["cells"] if c["cell_type"] == "markdown"]
-    start = next(i for i, text in enumerate(cells) if text.startswith(LABEL))
-    end = next(i for i, text in enumerate(cells) if text.startswith("## Summary"))
-    return "\n".join(cells[start:end])
+    return chapter_outputs.section(NB, LABEL[1:-2], end="## Summary", kinds=("markdown",))
 
 
 def split_k(x, w, splits, rows_per_block=50):

@@ -36,10 +36,7 @@ def best_k(alpha, c):
 
 
 def section():
-    cells = ["".join(c["source"]) for c in NB["cells"] if c["cell_type"] == "markdown"]
-    start = next(i for i, text in enumerate(cells) if text.startswith(LABEL))
-    end = next(i for i, text in enumerate(cells) if text.startswith("(speculative_decoding-code-completion)="))
-    return "\n".join(cells[start:end])
+    return chapter_outputs.section(NB, LABEL[1:-2], end="speculative_decoding-code-completion", kinds=("markdown",))
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)

@@ -7,6 +7,7 @@ LayerNorm with numpy's pairwise sums and 1 / np.sqrt, and the one-pass variance'
 """
 import json
 import math
+import re
 import struct
 
 import numpy as np
@@ -58,15 +59,14 @@ def heron_steps(sigma, tol=TOL):  # sigma = s / sqrt(x); the answer is 1 / s
 
 
 def section():
-    cells = ["".join(c["source"]) for c in NB["cells"]]
-    start = next(i for i, s in enumerate(cells) if s.startswith(LABEL))
-    end = next(i for i in range(start + 1, len(cells)) if cells[i].startswith("("))
-    return cells, start, end, "\n".join(cells[start:end])
+    return chapter_outputs.section(NB, LABEL[1:-2], end="transformer_block-ffn")
 
 
 def test_place_boxes_and_citations():
-    cells, start, end, text = section()
-    assert cells[end].startswith("(transformer_block-ffn)=")
+    text = section()  # up to the feed-forward section, with no other anchor between
+    assert re.findall(r"^\([\w-]+\)=$", text, re.M) == [LABEL]
+    cells = ["".join(c["source"]) for c in NB["cells"]]
+    start = next(i for i, s in enumerate(cells) if s.startswith(LABEL))
     assert any(c.startswith("(transformer_block-norm-kernel)=") for c in cells[start - 3:start])
     assert text.count("```{admonition} In the interview") == 1
     assert text.count(":class: dropdown\n") == 3 and "followup" not in text
@@ -215,7 +215,7 @@ def test_branch_free_max_and_abs():
 
 
 def test_no_glue_key_of_the_section_is_missing():
-    _, _, _, text = section()
+    text = section()
     for key in set(__import__("re").findall(r"\{glue:text\}`(tb_nr_[a-z0-9_]+)`", text)):
         glued(key)
     json.dumps(NB)  # the notebook is plain JSON
