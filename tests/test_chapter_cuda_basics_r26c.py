@@ -4,10 +4,10 @@ Recomputed with plain Python loops from the Programming Guide's thread ID (x + y
 Hierarchy"), warps as 32 consecutive thread IDs ("SIMT Architecture"), 32-byte sectors, and the
 gridDim.x limit 2**31 - 1 with 1,024 threads per block, then compared with the chapter's stored outputs."""
 import itertools
-import json
-import pathlib
 
-NB = pathlib.Path(__file__).parents[1] / "book" / "cuda_basics.ipynb"
+import chapter_outputs
+
+NB = chapter_outputs.notebook("cuda_basics")
 GRID, BLOCK = (3, 2, 2), (4, 4, 4)  # (x, y, z), as in the chapter's cell
 SECTOR, FP32 = 32, 4
 
@@ -36,10 +36,7 @@ def _worst_warp_sectors(indices):
 
 
 def _stored_lines(marker):
-    nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
-    return text.strip().splitlines()
+    return chapter_outputs.printed(NB, marker).strip().splitlines()
 
 
 def test_linear_index_is_the_launch_order():
@@ -85,5 +82,5 @@ def test_the_block_rank_and_the_largest_launch_need_64_bits():
     assert lines[3] == (f"largest grid: {max_blocks:.2e} blocks (> 2**32: True); "
                         f"with 1,024 threads each {max_blocks * 1024:.2e} threads (> 2**64: True)")
     assert lines[3].startswith("largest grid: 9.22e+18 blocks")
-    src = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"])
+    src = "".join("".join(c["source"]) for c in NB["cells"])
     assert "(size_t)blockIdx.y * gridDim.x" in src and "unsigned block " not in src
