@@ -67,6 +67,16 @@ def test_printed_checks_are_all_true():
     assert text.count(": True") == 8 and "False" not in text
 
 
+def test_fp16_fill_overflows():
+    with np.errstate(over="ignore"):
+        fill = np.float16(-1e9)
+    assert np.isneginf(fill)  # -1e9 is beyond fp16's range, so the "finite" fill is -inf again
+    lowest = float(np.finfo(np.float16).min)
+    assert lowest == -(2 - 2**-10) * 2**15  # largest fp16 magnitude: (2 - 2^-10) * 2^15
+    assert f"-1e9 as float16: -inf | float16 lowest finite: {lowest:,.0f}" in printed(NB, "x_changed = x_wb.copy()")
+    assert glued(NB, "fp_wb_f16_fill") == "-inf" and glued(NB, "fp_wb_f16_min") == f"{lowest:,.0f}"
+
+
 def test_slips_differ_and_bare_reshape_map():
     text = printed(NB, "labels = np.array(")
     assert "bare reshape, 'head 0': [['t0h0', 't0h0'], ['t0h1', 't0h1'], ['t1h0', 't1h0']]" in text
@@ -92,6 +102,8 @@ def test_cost_lines():
 
 def test_section_sits_before_the_chain_and_cites():
     text = section(NB, "first_principles-whiteboard", "first_principles-chain")
-    for key in ("qa_prachub_mha", "pytorch_safe_softmax", "pytorchsdpa", "vaswani2017attention"):
+    for key in ("qa_prachub_mha", "pytorch_safe_softmax", "pytorchsdpa", "vaswani2017attention",
+                "pytorch_sdp_utils", "pytorch_mha_safe_softmax", "hf_mask_utils"):
         assert key in text
     assert text.count(":class: dropdown\n") == 3 and "In the interview" in text
+    assert "falling back to a C++ math" in text and "n(n+1)/2" in text
