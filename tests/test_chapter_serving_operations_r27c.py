@@ -1,4 +1,4 @@
-"""Section serving_operations-tool-time: an agent task's wall time split into engine, tool and idle time.
+"""Section serving_operations-tool-time: an agent task's wall time split into engine, tool and orchestration-gap time.
 
 Recomputed with the section's assumptions written out (2,000 tasks of 8 steps; a 2,000-token start; 150 output
 tokens a call at a 30 ms TPOT; prefill at 10,000 tokens/s of the whole prompt; 20 ms of orchestration a step;
@@ -20,8 +20,9 @@ def simulate():
     result_tok = rng.lognormal(np.log(600), 0.8, (N, S)).astype(int).tolist()
     tool_s = rng.lognormal(np.log(0.5), 1.2, (N, S)).tolist()
     queue_s = rng.exponential(0.050, (N, S)).tolist()
-    tasks, first, last = [], [], []
+    tasks, first, last, prefilled = [], [], [], []
     for t in range(N):
+        no_cache = new = 0  # tokens prefilled with no prefix cache; tokens not seen by the previous call
         tokens, spent = START, dict.fromkeys(("queue", "prefill", "decode", "tool", "gap"), 0.0)
         for k in range(S):
             ttft = queue_s[t][k] + tokens / PREFILL
@@ -31,15 +32,18 @@ def simulate():
                 last.append((tokens, ttft))
             spent["queue"] += queue_s[t][k]
             spent["prefill"] += tokens / PREFILL
+            no_cache += tokens
+            new += START if k == 0 else OUT + result_tok[t][k - 1]
             spent["decode"] += OUT * TPOT
             spent["tool"] += tool_s[t][k]
             spent["gap"] += GAP
             tokens += OUT + result_tok[t][k]  # the answer and the tool's result join the next prompt
         tasks.append(spent)
-    return tasks, first, last
+        prefilled.append((no_cache, new))
+    return tasks, first, last, prefilled
 
 
-TASKS, FIRST, LAST = simulate()
+TASKS, FIRST, LAST, PREFILLED = simulate()
 WALL = [sum(s.values()) for s in TASKS]
 
 
@@ -87,6 +91,21 @@ def test_ttft_grows_with_the_prompt():
     assert chapter_outputs.glued(NB, "so27t_inS") == f"{n8:,.0f}"
 
 
+def test_prefix_cache_turns_quadratic_prefill_linear():
+    no_cache = sum(a for a, _ in PREFILLED) / N
+    cached = sum(b for _, b in PREFILLED) / N
+    assert cached == sum(n for n, _ in LAST) / N  # with a cache, a task prefills its last prompt once, in pieces
+    line = (f"prefill tokens a task: {no_cache:,.0f} without a prefix cache, {cached:,.0f} with a perfect one"
+            f" ({no_cache / cached:.1f}x)")
+    assert line in chapter_outputs.printed(NB, MARK)
+    assert chapter_outputs.glued(NB, "so27t_pfxno") == f"{no_cache:,.0f}"
+    assert chapter_outputs.glued(NB, "so27t_pfxyes") == f"{cached:,.0f}"
+    assert chapter_outputs.glued(NB, "so27t_pfxx") == f"{no_cache / cached:.1f}"
+    assert no_cache / cached > S / 2  # quadratic against linear in the number of steps
+
+
 def test_section_cites_the_tool_span():
     text = chapter_outputs.section(NB, "serving_operations-tool-time", "serving_operations-safetensors")
     assert "execute_tool {gen_ai.tool.name}" in text and "otelgenaispans{Execute tool span}" in text
+    assert "gen_ai.execute_tool.duration" in text and "commit 01d9450" in text
+    assert "vllmblockpoolusage{" in text and "KV usage that climbs as tool latency grows" not in text
