@@ -77,3 +77,10 @@ def test_self_hosting_rows():
     assert glued("dp_cp_day5") == f"{after:,.0f}"
     # one TP4 replica all day against the API's price of the same request
     assert glued("dp_cp_be_requests") == f"{4 * PRICE * 24 / L:,.0f}"
+
+
+def test_current_model_price_cut():
+    # Opus 5.5 lists at $4 / $20 against Opus 5's $5 / $25 (whats-new-opus-5 page, read 7 December 2026)
+    cut_in, cut_out = 1 - 4.00 / LARGE[0], 1 - 20.00 / LARGE[1]
+    assert math.isclose(cut_in, cut_out)
+    assert glued("dp_cp_opus55_cut") == f"{cut_in:.0%}" == "20%"
