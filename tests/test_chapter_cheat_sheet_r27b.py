@@ -72,6 +72,16 @@ def test_decode_floor_of_the_pruned_model():
     t8, t4 = ((2 * params(d, ff) + cache) / H100_BW for d, ff in ((D, FF), (D4, FF4)))
     assert glued("cs_opt_floor") == f"Llama 3 8B: {1e3 * t8:.2f} ms, Minitron 4B Width: {1e3 * t4:.2f} ms"
     assert 0.55 < t4 / t8 < 0.6  # half the parameters, not half the time: the cache stays the same
+    # a step looks up one row of the input embedding table, not all V of them
+    r8, r4 = (t - V * d * 2 / H100_BW for t, d in ((t8, D), (t4, D4)))
+    assert glued("cs_opt_floor_row") == f"Llama 3 8B: {1e3 * r8:.2f} ms, Minitron 4B Width: {1e3 * r4:.2f} ms"
+    assert glued("cs_opt_floor_row") == "Llama 3 8B: 4.80 ms, Minitron 4B Width: 2.78 ms"
+
+
+def test_logits_outweigh_full_recomputation():
+    logits = 4096 * V * 4  # one sequence's fp32 logits
+    assert glued("cs_opt_logits") == gb(logits) == "2.1 GB"
+    assert logits > L * 2 * 4096 * D  # more than the fully recomputed layers keep
 
 
 def test_section_links_and_table():
@@ -83,3 +93,5 @@ def test_section_links_and_table():
     assert len(rows) == 13
     assert all(re.search(r"\| (both|train|infer)", r) for r in rows)
     assert "```{admonition} In the interview" in text and text.count(":class: dropdown") == 6
+    assert "FP8 needs Ada or Hopper" in text and "needs Hopper," not in text
+    assert "; quantisation cuts only bytes" not in text and "Weight-only quantisation cuts only bytes" in text
