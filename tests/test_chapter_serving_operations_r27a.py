@@ -74,6 +74,17 @@ def test_crossover_and_mean_step():
     assert glued("so_lo_step_32k") == f"{1e3 * means[32_768]:.1f}"
     assert glued("so_lo_step_ratio") == f"{means[32_768] / means[1_024]:.1f}"
     assert means[32_768] > means[1_024]
+    end = decode(PROMPT + 32_768)  # the last step of a lockstep batch, the worst case
+    assert glued("so_lo_step_end") == f"{1e3 * end:.1f}" and end > means[32_768]
+    assert "lockstep" in TEXT and "TPOT stays flat" in TEXT
+
+
+def test_block_int4_overhead_and_mla_per_gpu():
+    assert glued("so_lo_block_kb") == f"{(KV // TP) * HD * 2 * 16 / 1024:.0f}" == "8"
+    assert glued("so_lo_int4_over_128") == f"{100 * 2 * 2 / (128 * 0.5):.1f}" == "6.2"
+    assert glued("so_lo_int4_over_32") == f"{100 * 2 * 2 / (32 * 0.5):.1f}" == "25.0"
+    assert glued("so_lo_mla_b") == f"{61 * (512 + 64) * 2:,}" and glued("so_lo_tok_b") == f"{kv_per_gpu(1):,}"
+    assert 61 * (512 + 64) * 2 < kv_per_gpu(1) * TP  # MLA saves per replica, not per rank at TP 4
 
 
 @pytest.mark.parametrize("key, ctx, nbytes", [
