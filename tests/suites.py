@@ -10,6 +10,7 @@ module is placed on purpose, never silently left out of `make check`.
 
 UNIT = frozenset({
     "test_chapter_attention_cost_r25f.py",
+    "test_chapter_serving_operations_r27a.py",
     "test_chapter_attention_cost_r26a.py",
     "test_chapter_first_principles_r27e.py",
     "test_chapter_cheat_sheet_r27b.py",
