@@ -74,6 +74,34 @@ def test_memory_of_the_copy():
     assert glued("sdk_gb_fp8") == f"{params / 1e9:.0f}" == "71"
 
 
+def test_own_kv_cache_at_long_context():
+    # Llama 3 70B: 80 layers, 8 KV heads of 128, K and V, 2 bytes each, for 32768 tokens of one sequence
+    kv = 80 * 8 * 128 * 2 * 2 * 32768
+    assert glued("sdk_kv_gb") == f"{kv / 1e9:.1f}" == "10.7"
+    params = llama3_70b_params()
+    c = (params * INT4_BITS / 8 + kv) / (2 * params + kv)
+    assert glued("sdk_c_long") == f"{c:.2f}" == "0.31"
+    need = next(a / 100 for a in range(30, 100) if best(a / 100, c) >= 2.0)
+    assert glued("sdk_need_long") == f"{need:.2f}"
+    assert need > float(glued("sdk_need_int4"))
+
+
+def test_medusa_head_larger_than_a_layer():
+    d, vocab, ffn, kv_dim = 8192, 128256, 28672, 8 * 128
+    layer = 2 * d * d + 2 * d * kv_dim + 3 * d * ffn + 2 * d
+    head = vocab * d + d * d + d  # own d x V output layer plus a d x d residual block (Medusa 2.1.1)
+    assert glued("sdk_layer_b") == f"{layer / 1e9:.2f}" == "0.86"
+    assert glued("sdk_medusa_b") == f"{head / 1e9:.2f}" == "1.12"
+    assert glued("sdk_medusa5_layers") == f"{5 * head / layer:.1f}"
+    assert head > layer
+
+
+def test_no_upper_bound_claim_and_no_author_note():
+    text = section()
+    assert "upper bound" not in text and "were not read" not in text
+    assert "above 90%" in text and "if independent" in text and "top-$k$" in text
+
+
 @pytest.mark.parametrize("alpha", (0.6, 0.7))
 @pytest.mark.parametrize("m", (1, 2, 3))
 def test_merged_drafts(alpha, m):
@@ -107,10 +135,11 @@ def test_printed_table_matches():
 def test_citations_table_and_dropdown():
     text = section()
     for key in ("leviathan2023fast", "zhao2025qspec", "tiwari2025quantspec", "miao2024specinfer", "vllmspecconfig",
-                "sglangspec"):
+                "sglangspec", "cai2024medusa"):
         assert key in text
         assert re.search(r"@\w+\{" + key + ",", BIB), key
     assert "1.64x" in BIB and "1.55x" in BIB and "2410.11305" in BIB and "2502.10424" in BIB
+    assert re.search(r"@inproceedings\{tiwari2025quantspec,[^@]*International Conference on Machine Learning", BIB)
     for ref in ("speculative_decoding-self-speculative", "speculative_decoding-proposers",
                 "speculative_decoding-draft-choice", "tree_attention-mask"):
         assert "{ref}`" + ref + "`" in text
