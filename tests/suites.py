@@ -212,6 +212,7 @@ UNIT = frozenset({
     "test_chapter_speculative_decoding_break_even_goodput.py",
     "test_chapter_speculative_decoding_r24b.py",
     "test_chapter_speculative_decoding_r26e.py",
+    "test_chapter_speculative_decoding_r27f.py",
     "test_chapters_read_records.py",
     "test_chapters_rope_sinks.py",
     "test_chapters_serving_heads.py",
