@@ -66,3 +66,26 @@ def test_one_token_walk():
     assert f"nonzero weights on {N_SRC} of {N_SRC} source keys" in out
     assert f"computed once: {2 * N * N_SRC * D:,} numbers" in out
     assert f"grow by {2 * N * H * D_K:,} numbers a token" in out
+
+
+def test_untied_vocab_and_norms():
+    out = _stored("shared_emb = ")
+    mha = 4 * D * D
+    ffn = 2 * D * D_FF + D_FF + D
+    total = V * D + N * (mha + ffn + 4 * D) + N * (2 * mha + ffn + 6 * D)
+    assert f"with all three matrices separate: {total + 2 * V * D:,}" in out
+    assert f"with a 32,000 vocabulary: {total - (V - 32_000) * D:,}" in out  # sec. 5.1, EN-FR word pieces
+    # rows drawn with std d**-0.5 have norm ~1; each sinusoid position has d/2 (sin, cos) pairs -> sqrt(d/2)
+    assert f"x sqrt(d): {D ** 0.5:.1f}" in out
+    assert f"sinusoid norm {(D / 2) ** 0.5:.1f}" in out
+
+
+def test_cross_recompute_cost_and_asked_shapes():
+    out = _stored("pos = 5")
+    gemms = 2 * N  # memory @ W_K and memory @ W_V per decoder layer
+    assert gemms == 12
+    flops = gemms * 2 * N_SRC * D * D
+    assert f"without that cache: {gemms} products ({N_SRC}, {D}) @ ({D}, {D}) a step, {flops:,} FLOPs" in out
+    assert f"masked self-attention weights {(H, N_SRC, N_SRC)}, cross-attention weights {(H, N_SRC, N_SRC)}" in out
+    md = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "6 matrix products" not in md
