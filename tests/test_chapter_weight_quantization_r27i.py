@@ -86,6 +86,9 @@ def test_savings():
     assert saved == 53_248 and glued("ft27_saved") == "53,248"
     assert glued("ft27_act_bf16") == f"{saved * L * 4096 * 2 / 1e9:.1f}"
     assert glued("ft27_act_fp8") == f"{saved * L * 4096 * 1.03125 / 1e9:.1f}"
+    # DeepSeek-V3 Sec. 3.3.3: the input of the Linear after attention (D per token) in E5M6, 12 bits = 1.5 bytes
+    e5m6 = (D * (12 / 8 + 4 / 128) + (saved - D) * (1 + 4 / 128)) * L * 4096 / 1e9
+    assert glued("ft27_act_e5m6") == f"{e5m6:.1f}" and e5m6 - saved * L * 4096 * 1.03125 / 1e9 > 1.3
 
 
 def test_state_bytes_unchanged():
