@@ -86,3 +86,16 @@ def test_format_ranges():
     assert glued("tb_fam_e5m2_max") == f"{1.75 * 2 ** 15:,.0f}" == "57,344"
     # BF16: FP32's exponent, 7 mantissa bits -> (2 - 2^-7) * 2^127
     assert glued("tb_fam_bf16_max") == f"{(2 - 2 ** -7) * 2.0 ** 127:.2e}"
+
+
+def test_context_release_size_and_fp8_releases():
+    # Qwen3-30B-A3B: 32,768 native, YaRN factor 4 (model card); DeepSeek-V3 HF release 671B + 14B MTP (repo README)
+    assert glued("tb_fam_qwen_native_ctx") == f"{32_768:,}"
+    assert glued("tb_fam_qwen_yarn_ctx") == f"{4 * 32_768:,}" == "131,072"
+    assert (glued("tb_fam_ds_main_params"), glued("tb_fam_ds_mtp_params")) == ("671B", "14B")
+    assert glued("tb_fam_ds_release_params") == f"{671 + 14}B"
+    assert glued("tb_fam_llama_scale_cap") == "1,200"  # Llama 3 report sec. 6.2
+    text = chapter_outputs.section(NB, LABEL)
+    assert "metallama405bfp8card" in text and "BF16 from Meta" not in text
+    assert "At batch 1 a decode step" in text and "E5M6" in text and "deepseekv3{§3.3.3}" in text
+    assert "engines run attention\n  data-parallel instead" not in text
