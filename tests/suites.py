@@ -23,6 +23,7 @@ UNIT = frozenset({
     "test_chapter_serving_reliability_r23a.py",
     "test_chapter_serving_operations_r24a.py",
     "test_chapter_transformer_block_r24d.py",
+    "test_chapter_transformer_block_r27h.py",
     "test_chapter_flash_decoding_r25c.py",
     "test_set_associative.py",
     "test_chapter_deployment_plan_r20d.py",
