@@ -41,6 +41,13 @@ def test_users_to_peak_and_tokens():
     assert f"{PEAK:,.0f}" == "29,514" == glued("dp_qps_peak")
     assert f"{PEAK * 1000 / 1e6:.1f}" == "29.5" == glued("dp_qps_in_mtok")
     assert f"{PEAK * OUT / 1e6:.2f}" == "8.85" == glued("dp_qps_out_mtok")
+    # the 1.5 is event headroom, not Poisson noise: sqrt(n)/n at the peak is under 1%
+    assert f"{100 * PEAK ** -0.5:.1f}" == "0.6" == glued("dp_qps_poisson")
+    # one time zone: a half-sine over 16 waking hours, nothing overnight
+    one_tz = 24 / (16 * 2 / math.pi)
+    assert f"{one_tz:.1f}" == "2.4" == glued("dp_qps_one_tz") and glued("dp_qps_wake_h") == "16"
+    assert f"{one_tz / 1.7:.1f}" == "1.4" == glued("dp_qps_one_tz_x")
+    assert 1.2 <= one_tz / 1.7 <= 1.5
 
 
 def test_fleet_by_littles_law():
@@ -56,6 +63,8 @@ def test_fleet_by_littles_law():
     assert f"{PEAK * pre:,.0f}" == "1,007" == glued("dp_qps_prefill_replicas")
     assert f"{in_flight / batch:,.0f}" == "296" == glued("dp_qps_decode_replicas")
     assert PEAK * pre > 3 * in_flight / batch  # prefill is most of the fleet
+    assert glued("dp_qps_prefix_hit") == "50"
+    assert f"{0.5 * PEAK * pre:,.0f}" == "504" == glued("dp_qps_prefill_cached")
     assert (f"{replicas * TP:,}", str(math.ceil(replicas * TP / 8))) == ("5,216", "652")
     assert (glued("dp_qps_gpus"), glued("dp_qps_nodes")) == ("5,216", "652")
 
@@ -66,6 +75,7 @@ def test_network_is_not_the_bottleneck_for_text():
     assert (f"{ingress / 1e9:.2f}", f"{egress / 1e9:.1f}") == ("1.18", "14.4")
     assert (glued("dp_qps_ingress"), glued("dp_qps_egress")) == ("1.18", "14.4")
     assert f"{resp / 1e3:.1f}" == glued("dp_qps_resp_kb") == "61.2"
+    assert f"{100 * 200 / 204:.0f}" == "98" == glued("dp_qps_framing")  # at one token a chunk
     per_node = (ingress + egress) / 652
     assert f"{per_node / 1e6:.0f}" == "24" == glued("dp_qps_node_mbps")
     assert per_node < 1e-4 * 400e9  # one 400 Gb/s port
@@ -78,3 +88,14 @@ def test_small_model_fits_a_few_sockets():
     assert f"{flops / 1e12:,.0f}" == "590" == glued("dp_qps_small_tflops")
     assert f"{flops / BF16:.2f}" == "0.60" == glued("dp_qps_small_gpus")
     assert f"{flops / (56 * 2.0e9 * 1024):.1f}" == "5.1" == glued("dp_qps_small_sockets")
+
+
+def test_small_model_unbatched_is_bandwidth_bound():
+    weight_bps = 2 * 100e6 * PEAK  # 200 MB of bf16 weights read once per request
+    assert f"{weight_bps / 1e12:.1f}" == "5.9" == glued("dp_qps_small_tbps")
+    assert f"{weight_bps / HBM_BPS:.1f}" == "1.8" == glued("dp_qps_small_hbm")
+    assert weight_bps > HBM_BPS  # more than one H100 without batching, although the FLOPs are 0.6 of one
+    assert f"{weight_bps / (8 * 4800e6 * 8):.0f}" == "19" == glued("dp_qps_small_ddr")
+    ridge = BF16 / HBM_BPS
+    assert f"{ridge:.0f}" == "295" == glued("dp_qps_small_ridge")
+    assert str(math.ceil(ridge / 100)) == "3" == glued("dp_qps_small_batch")
