@@ -29,6 +29,7 @@ UNIT = frozenset({
     "test_chapter_deployment_plan_r20d.py",
     "test_chapter_deployment_plan_r24e.py",
     "test_chapter_deployment_plan_r27d.py",
+    "test_chapter_deployment_plan_r27j.py",
     "test_chapter_cuda_basics_r20e.py",
     "test_chapter_cuda_basics_r26c.py",
     "test_chapter_serving_operations_r27c.py",
