@@ -29,13 +29,17 @@ def test_parameter_count_matches_the_config():
 
 def test_memory_per_gpu():
     zero3 = 16 * PSI // N_GPU  # (2 + 2 + 12) bytes a parameter, all sharded
-    opt_off = 4 * PSI // N_GPU  # the 12 bytes of fp32 state leave the GPU
+    opt_off = 2 * PSI // N_GPU  # optimizer offload takes the gradients too: only the 16-bit weight shard stays
     layer = 2 * PER_LAYER  # one gathered layer in bf16
-    host_node = PER_NODE * (12 * PSI // N_GPU)
-    got = [chapter_outputs.glued(nb(), k) for k in ("tp_ds_zero3", "tp_ds_opt_off", "tp_ds_layer", "tp_ds_host_node")]
-    assert got == [gb(zero3), gb(opt_off), gb(layer), gb(host_node)]
-    assert got == ["17.6 GB", "4.4 GB", "1.7 GB", "105.8 GB"]
-    assert zero3 == 4 * opt_off  # offloading the optimizer keeps a quarter of ZeRO-3's share
+    host_node = PER_NODE * (14 * PSI // N_GPU)  # fp32 state + 16-bit gradients, a lower bound
+    live = 2 * 10**9  # the ZeRO tutorial's stage3_max_live_parameters = 1e9, in bf16
+    keys = ("tp_ds_zero3", "tp_ds_opt_off", "tp_ds_layer", "tp_ds_host_node", "tp_ds_live")
+    got = [chapter_outputs.glued(nb(), k) for k in keys]
+    assert got[:4] == [gb(zero3), gb(opt_off), gb(layer), gb(host_node)]
+    assert got == ["17.6 GB", "2.2 GB", "1.7 GB", "123.5 GB", "2 GB"]
+    assert live / 1e9 == 2
+    assert zero3 == 8 * opt_off  # offloading optimizer and gradients keeps an eighth of ZeRO-3's share
+    assert live > layer  # the tutorial's live-parameter window is more than one Llama 3 70B layer
 
 
 def test_zeropp_communication():
@@ -58,5 +62,7 @@ def test_section_links_and_sources():
     for key in ("wang2023zeropp", "rajbhandari2021zeroinfinity", "dszeropp_blog", "dspipeline_tutorial",
                 "dsautotp_tutorial", "dsmoe_tutorial", "dsfastgen_blog", "jacobs2023ulysses"):
         assert key + "{" in text
+    assert "rajbhandari2020zero{§7.2}" in text and "ren2021zerooffload{§3}" in text
+    assert "only the 16-bit weight shard stays" in text and "ZeRO stage 0, 1 or 2, not ZeRO-3" in text
     for mode in ("ZeRO-Infinity", "ZeRO++", "PipelineModule", "AutoTP", "Ulysses", "DeepSpeed-MoE", "3-D", "FastGen"):
         assert mode in text
