@@ -64,5 +64,9 @@ def test_section_links_and_sources():
         assert key + "{" in text
     assert "rajbhandari2020zero{§7.2}" in text and "ren2021zerooffload{§3}" in text
     assert "only the 16-bit weight shard stays" in text and "ZeRO stage 0, 1 or 2, not ZeRO-3" in text
+    # cold review 31: DeepSpeed-MoE is not ZeRO-3 compatible; CP shards the whole sequence; 3M is a per-GPU total
+    assert "dsengine_moe_zero3{" in text and "MoE not supported with Stage 3" in text
+    assert "splits the whole sequence" in text and "ZeRO-3's per-GPU collective volume" in text
+    assert "must not exceed the GPUs\nper node" in text and "takes from Megatron-LM" in text
     for mode in ("ZeRO-Infinity", "ZeRO++", "PipelineModule", "AutoTP", "Ulysses", "DeepSpeed-MoE", "3-D", "FastGen"):
         assert mode in text
