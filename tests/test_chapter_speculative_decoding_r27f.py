@@ -86,6 +86,27 @@ def test_own_kv_cache_at_long_context():
     assert need > float(glued("sdk_need_int4"))
 
 
+
+def test_kv_cache_against_weights_and_the_128k_window():
+    kv_tok = 80 * 8 * 128 * 2 * 2  # bytes per token, bf16
+    params = llama3_70b_params()
+    assert glued("sdk_gb_bf16") == f"{2 * params / 1e9:.0f}" == "141"
+    cross = 2 * params / kv_tok
+    assert glued("sdk_cross_k") == f"{cross / 1e3:.0f}" == "431"
+    assert cross > 131072  # past the window: the cache never passes the weights for this model
+    kv = kv_tok * 131072
+    assert glued("sdk_kv_max_gb") == f"{kv / 1e9:.1f}" == "42.9"
+    c = (params * INT4_BITS / 8 + kv) / (2 * params + kv)
+    assert glued("sdk_c_max") == f"{c:.2f}" == "0.43"
+    assert glued("sdk_up_max_99") == f"{best(0.99, c):.2f}"
+    assert all(best(a / 100, c) < 2.0 for a in range(30, 100))  # no alpha <= 0.99 reaches 2x
+    text = section()
+    assert "towards 1 as the context grows" not in text
+    assert "unless quantised, QuantSpec" not in text
+    assert "0.01 to 0.1 |" not in text and "sd_draft_c8b" in text
+    assert "high (EAGLE, MTP); falls with head depth (Medusa)" in text
+    assert "usually optimistic" in text and "of the same size" not in text
+
 def test_medusa_head_larger_than_a_layer():
     d, vocab, ffn, kv_dim = 8192, 128256, 28672, 8 * 128
     layer = 2 * d * d + 2 * d * kv_dim + 3 * d * ffn + 2 * d
