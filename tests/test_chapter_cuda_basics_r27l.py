@@ -72,3 +72,21 @@ def test_seventy_b_layout():
                                         ("cbs_mbs", "128"), ("cbs_tok_gpu", "16,384")])
 def test_glued(key, value):
     assert chapter_outputs.glued(NB, key) == value
+
+
+def test_activations_and_the_two_ways_to_fit():
+    lines = chapter_outputs.printed(NB, "def step_budget(").strip().splitlines()
+    sbh = lambda b: SEQ * b * 4096  # noqa: E731
+    none4 = sbh(4) * (34 + 5 * 32 * SEQ / 4096)  # Korthikanti et al. sec. 4: sbh(34 + 5as/h) bytes a layer
+    assert lines[9] == (f"activations: 4 sequences at once {32 * 34 * sbh(4) / 1e9:.0f} GB selective, "
+                        f"{(32 * 2 * sbh(4) + none4) / 1e9:.0f} GB full checkpointing; "
+                        f"1 sequence {32 * 34 * sbh(1) / 1e9:.0f} GB selective")
+    (compute, _, _, opt), _ = _budget(1, True)
+    ar = 2 * (GPUS - 1) / GPUS * 2 * N8 / IB
+    last = 2 * (GPUS - 1) / GPUS * 25 * 2**20 / IB
+    accum = compute + max(0.0, ar - 2 * compute / 3 / 4) + last + opt
+    ckpt = compute * 4 / 3 + last + opt
+    flops = GLOBAL // GPUS * (6 * (N8 - VOCAB * 4096) + 6 * 32 * SEQ * 32 * 128)
+    assert lines[10].endswith(f"step {accum:.3f} s, MFU {flops / (accum * PEAK):.1%}")
+    assert lines[11].endswith(f"step {ckpt:.3f} s, MFU {flops / (ckpt * PEAK):.1%}")
+    assert accum < ckpt  # accumulation wins here, by the exposed all-reduce against a third more compute
