@@ -80,3 +80,28 @@ def test_section_sits_after_equivariant_and_cites_beyer():
     section = "\n".join(cells[at["positions-curse-premise"]:at["positions-sinusoidal"]])
     assert "beyer1999nearest{Abstract}" in section
     assert "{ref}`positions-equivariant`" in section and "{ref}`follow_up_questions-scale`" in section
+
+
+def _section():
+    cells = ["".join(c["source"]) for c in json.loads(NB.read_text())["cells"]]
+    start = next(i for i, s in enumerate(cells) if "(positions-curse-premise)=" in s)
+    end = next(i for i, s in enumerate(cells) if "(positions-sinusoidal)=" in s)
+    return "\n".join(cells[start:end])
+
+
+def test_premise_is_scoped_to_unmasked_attention():
+    section = _section()
+    assert "attention with no mask\nis permutation-equivariant" in section
+    assert "haviv2022nopos" in section  # a causal decoder gets some order from its mask
+    assert "attention is permutation-equivariant and needs order" not in section
+    assert "Concentration is a statement about independent random points" not in section
+    assert "Interview blogs" not in section
+    assert "vaswani2017attention{§3.2.1, footnote 4}" in section and "{ref}`positions-add-vs-concat`" in section
+
+
+def test_cos_table_is_one_output_block():
+    cell = next(c for c in json.loads(NB.read_text())["cells"] if "sqrt(d) x mean |cos|" in "".join(c["source"])
+                and c["cell_type"] == "code")
+    streams = [o for o in cell["outputs"] if o.get("output_type") == "stream"]
+    assert len(streams) == 1
+    assert len("".join(streams[0]["text"]).splitlines()) == 2 + len(WIDTHS)
