@@ -74,3 +74,17 @@ def test_fixed_state_against_growing_cache():
     text, glued = _stored("state_bytes = {")
     assert glued == {"wa_lstm_state": "36 KiB", "wa_kv_full": f"{N_CTX * kv_token // 2**20} MiB"}
     assert "GRU state, 12 layers: 18 KiB" in text
+
+
+def test_cost_per_generated_token():
+    # per layer and token, 2 FLOPs per multiply-add: an LSTM multiplies x and h by four d x d blocks; attention's
+    # Q, K, V, O projections are 4 d^2 multiply-adds, then q.k and weights.v over `position` cached tokens
+    lstm, gru = 2 * 4 * 2 * D * D, 2 * 3 * 2 * D * D
+    attn_first, attn_full = 8 * D * D + 4 * 1 * D, 8 * D * D + 4 * N_CTX * D
+    assert (lstm, gru, attn_full) == (9_437_184, 7_077_888, 7_864_320)
+    assert attn_first < gru < attn_full < lstm  # attention grows past the GRU within GPT-2's context
+    text, glued = _stored("def flops_per_token(")
+    assert glued == {"wa_lstm_tok_flops": f"{lstm:,}", "wa_attn_tok_flops": f"{attn_full:,}",
+                     "wa_attn_cache_share": f"{4 * N_CTX * D / attn_full:.0%}"}
+    assert f"token     1: LSTM {lstm:,}, GRU {gru:,}, attention {attn_first:,} FLOPs" in text
+    assert f"token {N_CTX:,}: LSTM {lstm:,}, GRU {gru:,}, attention {attn_full:,} FLOPs" in text
