@@ -6,6 +6,8 @@ integration on a grid, not by k-means on samples; its MSE against the paper's Th
 the 2-bit centroids against the paper's +-0.453/sqrt(d), +-1.51/sqrt(d) (§3.1); the bit counts from their formula;
 and the bias and MSE columns from a fresh seeded simulation (other seed, other keys).
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -85,3 +87,14 @@ def test_mse_and_bias_from_a_fresh_simulation():
     assert float(glued("lp_tq_mse_mse")) < mse_int3
     # and with four outlier channels INT3 degrades far more than the rotated codebook
     assert float(glued("lp_tq_mseout_int3_g128")) > 5 * float(glued("lp_tq_mseout_mse"))
+
+
+def test_outlier_split_average_and_lower_bound_gap():
+    # the paper's "2.5-bit" split (§4.3): 32 outlier channels at 3 bits, 96 at 2 bits, out of 128
+    channels = [3] * 32 + [2] * 96
+    assert glued("lp_tq_split_avg") == f"{sum(channels) / len(channels):.2f}" == "2.25"
+    assert float(glued("lp_tq_split_avg")) != 2.5
+    # Theorem 1 factor over the 1/4**b lower bound, and the 1-bit gap 0.36 / (1/4)
+    assert float(glued("lp_tq_gap_max")) == pytest.approx(3**0.5 * math.pi / 2, abs=0.005)
+    assert float(glued("lp_tq_gap1")) == pytest.approx(0.36 * 4, abs=0.005)
+    assert float(glued("lp_tq_gap1")) < float(glued("lp_tq_gap_max"))
