@@ -202,6 +202,7 @@ UNIT = frozenset({
     "test_chapter_why_several_heads.py",
     "test_chapter_why_attention_derivations.py",
     "test_chapter_why_several_heads_noisy_keys.py",
+    "test_chapter_why_several_heads_r27p.py",
     "test_chapter_positions_sinusoidal_unique.py",
     "test_chapter_positions_rotation.py",
     "test_chapter_positions_sinusoidal_dot.py",
