@@ -56,16 +56,35 @@ def test_times_over_nvlink_and_one_nic():
     assert ddp > tp  # DDP's gradients outweigh one micro-batch of TP traffic, but are paid once a step
 
 
+def test_attention_flops_and_per_token_ratio():
+    six_n = 6 * PSI
+    attn = 12 * L * S * D  # QK^T and PV: 2*s*d FLOPs per token per layer each forward, x3 with the backward
+    full, causal = (1e3 * (six_n + a) * B * S / T / PEAK for a in (attn, attn / 2))
+    want = {"tpb_attn_pct": f"{attn / six_n:.0%}", "tpb_attn_causal_pct": f"{attn / 2 / six_n:.0%}",
+            "tpb_full_ms": f"{full:.0f}", "tpb_causal_ms": f"{causal:.0f}",
+            "tpb_mfu_lo_ms": f"{causal / 0.5:.0f}", "tpb_mfu_hi_ms": f"{full / 0.4:.0f}"}
+    got = {k: chapter_outputs.glued(nb(), k) for k in want}
+    assert got == want == {"tpb_attn_pct": "27%", "tpb_attn_causal_pct": "13%", "tpb_full_ms": "63",
+                           "tpb_causal_ms": "57", "tpb_mfu_lo_ms": "113", "tpb_mfu_hi_ms": "158"}
+    tp_per_token = 2 * (T - 1) / T * 4 * L * ACT / (B * S)
+    ddp_per_token = 2 * (T - 1) / T * 2 * PSI / (T * B * S)  # DDP 8: one 8K sequence per GPU per step
+    assert chapter_outputs.glued(nb(), "tpb_per_token_ratio") == f"{tp_per_token / ddp_per_token:.1f}" == "4.3"
+    assert chapter_outputs.glued(nb(), "tpb_recompute_calls") == str(6 * L) == "192"
+
+
 def test_section_links_and_sources():
     text = chapter_outputs.section(nb(), "tensor_parallel-backward-collectives",
                                    end="tensor_parallel-2d-weight-stationary")
     for key in ("shoeybi2019megatron{§3, Figure 3}", "shoeybi2019megatron{§3, Figure 4}",
                 "korthikanti2022reducing{§4.2.2}", "pytorchtpstyle{", "pytorchtpexample{", "pytorchddp{",
-                "narayanan2021megatron{", "megatronasyncdgrad{"):
+                "narayanan2021megatron{§3.3-3.4", "megatronasyncdgrad{", "pytorchtpmissingbwd{",
+                "kaplan2020scaling{", "korthikanti2022reducing{§5}"):
         assert key in text
-    for ref in ("tensor_parallel-ddp-buckets", "tensor_parallel-ring-tree", "tensor_parallel-links",
+    for ref in ("tensor_parallel-ddp-buckets", "tensor_parallel-all-reduce", "tensor_parallel-ring-tree", "tensor_parallel-links",
                 "tensor_parallel-scaling-bottleneck", "tensor_parallel-ag-gemm"):
         assert "{ref}`" + ref + "`" in text
     assert "identity in the forward pass, all-reduce in the backward" in text
     assert "_FromTorchTensor.backward" in text and "requires_grad" in text
+    assert "no_sync()" in text and "once per global batch, not once per micro-batch" not in text
+    assert "six a layer" in text and 'device="cuda"' not in text
     assert ":class: dropdown" in text and "In the interview" in text
