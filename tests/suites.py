@@ -135,6 +135,7 @@ UNIT = frozenset({
     "test_chapter_multi_tenant_serving_cold_start.py",
     "test_chapter_tensor_parallel.py",
     "test_chapter_tensor_parallel_r27g.py",
+    "test_chapter_tensor_parallel_r27s.py",
     "test_chapter_softmax_numerics.py",
     "test_misc2.py",
     "test_misc3.py",
