@@ -205,7 +205,7 @@ def test_eplb_action():
 def test_section_cites_and_boxes():
     cells = ["".join(c["source"]) for c in NB["cells"]]
     start = next(i for i, s in enumerate(cells) if s.startswith("(moe_serving-imbalance-metrics)="))
-    assert cells[start + 7].startswith("(moe_serving-shared-experts)=")
+    assert cells[start + 7].startswith("(moe_serving-routing-locality)=")  # the next section (round 27n)
     section = "\n".join(cells[start:start + 7])
     for cite in ("vllmeplbstate{EplbState.step}", "vllmeplbstate{EplbModelState}", "deepseekv3{§3.4.1}",
                  "{cite}`deepseekeplb`", "{cite}`vllmeplb`", "deepeplegacy{Low-latency kernels with pure RDMA}",
