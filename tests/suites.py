@@ -12,6 +12,7 @@ UNIT = frozenset({
     "test_chapter_attention_cost_r25f.py",
     "test_chapter_serving_operations_r27a.py",
     "test_chapter_attention_cost_r26a.py",
+    "test_chapter_attention_cost_r27q.py",
     "test_chapter_first_principles_r27e.py",
     "test_chapter_cheat_sheet_r27b.py",
     "test_chapter_moe_serving_r22b.py",
