@@ -46,6 +46,15 @@ def test_two_by_two_experiment():
         assert (r[2], r[3]) == tuple(round(p, 2) for p in np.percentile(v, [10, 90]))
         assert r[4] == round(100 * (v <= 1.6).mean())
     assert chapter_outputs.glued(NB, "fu_var_share16") == f"{biased[4]:.0f}%"
+    assert chapter_outputs.glued(NB, "fu_var_share16_n1") == f"{unbiased[4]:.0f}%"
+    assert chapter_outputs.glued(NB, "fu_var_med0") == f"{biased[1]:.2f}"
+    assert chapter_outputs.glued(NB, "fu_var_mean0") == f"{biased[0]:.2f}"
+    assert chapter_outputs.glued(NB, "fu_var_med1") == f"{unbiased[1]:.2f}"
+    v0 = s.var(axis=1)
+    assert chapter_outputs.glued(NB, "fu_var_p10") == f"{np.percentile(v0, 10):.1f}"
+    assert chapter_outputs.glued(NB, "fu_var_p90") == f"{np.percentile(v0, 90):.1f}"
+    assert biased[1] < 0.6 * biased[0] and unbiased[1] < 0.6 * unbiased[0]  # right skew: median well below mean
+    assert unbiased[4] > 50  # even divided by n - 1, most runs land at or below 1.6
 
 
 def test_convergence_with_more_scores():
@@ -70,3 +79,6 @@ def test_section_links():
                 "common_mistakes-scale"):
         assert f"{{ref}}`{ref}`" in text
     assert "vaswani2017attention{§3.2.1, footnote 4}" in text
+    for key in ("olmo2{§3}", "gemma3report{§2}", "qwen3report{§2}"):
+        assert f"{{cite:p}}`{key}`" in text
+    assert "is only another way of setting the starting scale" in text  # an init does not bound later logits
