@@ -88,3 +88,60 @@ def test_section_sits_after_sinusoidal_dot_and_links():
     for ref in ("{ref}`positions-rope`", "{ref}`positions-sinusoidal-dot`", "vaswani2017attention{§3.5}"):
         assert ref in section
     assert ":class: dropdown" in section and "In the interview" in section
+
+
+def test_causal_mask_weights():
+    # a decoder's query 100 sees keys 0..100 only: the weight on key 99 over that prefix, pair by pair
+    out = _stdout()
+    got = re.findall(r"causal \(keys 0\.\.100 only\): ([\d.]+)", out)
+    want = []
+    for gain in (1, 4, 16):
+        z = [gain * _score(100, s) / math.sqrt(D) for s in range(101)]
+        top = max(z)
+        want.append(f"{math.exp(z[99] - top) / sum(math.exp(v - top) for v in z):.3f}")
+    assert got == want
+    assert float(want[0]) > 2.5 * 0.018  # the mask raises the gain-1 weight about threefold
+
+
+def test_fastest_pair_near_repeats():
+    near = [d for d in range(1, N) if math.cos(d) > 0.99]  # omega_0 = 10000^0 = 1
+    assert near[:6] == [25, 44, 69, 88, 113, 132]
+    assert "cos(omega_0 * delta) > 0.99: [ 25  44  69  88 113 132] ..." in _stdout()
+
+
+def test_rank_limited_head_at_d_model_512():
+    # a d_k = 64 head copies M_k on 32 of the 256 pairs of a 512-dim code with gains a_i > 0; rebuilt from the
+    # same rng draws, scored with the summed-cosine form, the peak is at t + k for every query
+    rng = np.random.default_rng(1)
+    pairs = sorted(rng.choice(256, 32, replace=False).tolist())
+    gains = rng.uniform(0.5, 2.0, 32).tolist()
+    assert all(a > 0 for a in gains)
+    om = [10000.0 ** (-2 * i / 512) for i in pairs]
+
+    def score(t, s):
+        return sum(a * math.cos(w * (t + K - s)) for a, w in zip(gains, om))
+
+    for t in range(1, N, 7):
+        row = [score(t, s) for s in range(N)]
+        assert max(range(N), key=row.__getitem__) == t + K
+    row = sorted(score(100, s) for s in range(N))
+    out = _stdout()
+    assert "rank of W_Q W_K^T = 64; row 100 equals sum_(i in S) a_i cos: True" in out
+    assert f"[-1] (query 100: peak {row[-1]:.2f} = sum a_i, runner-up {row[-2]:.2f})" in out
+    assert math.isclose(row[-1], sum(gains))
+    # rank: the 512 x 512 product has only 64 nonzero singular values
+    wq, wk = np.zeros((512, 64)), np.zeros((512, 64))
+    for j, i in enumerate(pairs):
+        a = K * 10000.0 ** (-2 * i / 512)
+        wq[2 * i:2 * i + 2, 2 * j:2 * j + 2] = gains[j] * np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+        wk[2 * i:2 * i + 2, 2 * j:2 * j + 2] = np.eye(2)
+    assert np.linalg.matrix_rank(wq @ wk.T) == 64
+
+
+def test_rank_and_causal_wording_in_section():
+    cells = ["".join(c["source"]) for c in _cells()]
+    at = next(i for i, s in enumerate(cells) if "(positions-sinusoidal-shift-head)=" in s)
+    section = cells[at] + cells[at + 2]
+    for phrase in ("rank at\nmost $d_k$", "vaswani2017attention{§3.2.2}", "$a_i \\ge 0$", "shift_head_causal_w1",
+                   "one concrete reading", "only through $s - t$", "shift_head_runner_up"):
+        assert phrase in section, phrase
