@@ -52,3 +52,30 @@ def test_crossover_is_exact():
     for s in (577, 1025, 4097):
         f, g = _layer(s), _layer(s, scores=False)
         assert f"{s:>5} tokens: score share {(f - g) / f:.0%}, fused-kernel batch gain {f / g:.2f}x" in out
+
+
+def test_fixed_memory_cancels_and_predicted_batch():
+    s, out = 197, _stored()
+    full, fused = LAYERS * _layer(s), LAYERS * _layer(s, scores=False)
+    block = 12 * D * D + 13 * D
+    params = LAYERS * block + 3 * PATCH * PATCH * D + D + D + s * D + 2 * D + CLASSES * D + CLASSES
+    states, gpu = 16 * params, 16 * 2**30
+    for extra in (0, 1.5e9, 3e9):  # the ratio of batches does not depend on the fixed memory
+        r = ((gpu - states - extra) / fused) / ((gpu - states - extra) / full)
+        assert abs(r - (1 + 5 * HEADS * s / (34 * D))) < 1e-12
+        assert f"fixed memory + {extra / 1e9:.1f} GB: ratio {r:.4f}" in out
+    b_full, b_fused = (gpu - states) / full, (gpu - states) / fused
+    assert f"predicted batch in 16 GiB: {b_full:.0f} standard, {b_fused:.0f} fused (measured 75 and 110)" in out
+    assert f"about {b_full / 75:.1f}x the count" in out
+    assert b_full > 2 * 75 and b_fused > 2 * 110  # the count underestimates real bytes per image about 2x
+
+
+def test_autocast_softmax_copies_and_flop_share():
+    s, out = 197, _stored()
+    fused = LAYERS * _layer(s, scores=False)
+    amp = (fused + LAYERS * 6 * HEADS * s * s) / fused  # fp32 softmax output (4 B) + fp16 copy (2 B)
+    assert f"(fp32 P + fp16 copy, 6as^2): {amp:.2f}x" in out
+    assert amp > 110 / 75 > (fused + LAYERS * 2 * HEADS * s * s) / fused
+    assert f"32sh + 5as^2: {1 + 5 * HEADS * s / (32 * D):.2f}x" in out
+    share = (2 * s * D + 2 * s * D) / (2 * (3 * D * D + D * D + 2 * D * FF))  # QK^T + PV against QKV, O, MLP
+    assert f"attention matmuls against the dense layers: {share:.1%}" in out
