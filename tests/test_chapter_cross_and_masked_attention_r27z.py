@@ -75,3 +75,8 @@ def test_conventions_stated():
     assert "*should* take part in attention" in section  # SDPA's opposite convention
     for key in ("pytorch_mha_forward", "pytorch_mha_functional", "pytorchsdpa"):
         assert key in section
+    # MHA's is_causal is a hint that needs the mask (functional.py raises without one); only SDPA takes it alone
+    assert "Need attn_mask if specifying the is_causal hint" in section
+    assert "is_causal=True` with no tensor" in section and "Only\n`F.scaled_dot_product_attention`" in section
+    assert "batch-major" in section and r"b \cdot \text{num\_heads} + h" in section
+    assert "int64" in section and "silent zeros through SDPA" in section
