@@ -2,7 +2,9 @@
 
 The roofline decode step of Llama 3 8B in bf16 on one H100 SXM at batch 1, 4 and 8, recomputed from
 the model's shape (config.json) and the datasheet rates, not through mk.roofline_step; the cache the
-batched example reserves, n_kv_req = prompt + n x generated tokens; and the section's links.
+batched example reserves, n_kv_req = prompt + n x generated tokens, and its 256-cell padding; the
+cache of n = 4 on a server with four streams (four prompt copies) against the unified buffer (one);
+and the section's links.
 """
 import chapter_outputs
 
@@ -62,10 +64,28 @@ def test_cache_per_extra_sequence():
     assert PROMPT * KV_TOKEN / 2**20 == 125 and glued("kb_ll_prompt") == "125 MiB"
 
 
+def test_split_against_unified_cache():
+    # n = 4 on a server: -np 4 alone gives one stream per slot, so seq_cp copies the prompt into each
+    split, unified = 4 * (PROMPT + GEN) * KV_TOKEN, (PROMPT + 4 * GEN) * KV_TOKEN
+    assert glued("kb_ll_4_split") == f"{split / 2**20:.0f} MiB" == "628 MiB"
+    assert glued("kb_ll_4_unified") == f"{unified / 2**20:.0f} MiB" == "253 MiB"
+    assert split - unified == 3 * PROMPT * KV_TOKEN  # three extra prompt copies
+    out = chapter_outputs.printed(nb(), "four streams")
+    assert f"{split / 2**20:.0f} MiB in four streams, {unified / 2**20:.0f} MiB unified" in out
+
+
+def test_batched_context_padding():
+    n_kv_req = PROMPT + 8 * GEN
+    n_ctx = (n_kv_req + 255) // 256 * 256
+    assert glued("kb_ll_8_nkv") == f"{n_kv_req:,}" == "3,048"
+    assert glued("kb_ll_8_nctx") == f"{n_ctx:,}" == "3,072"
+
+
 def test_section_links():
     text = "".join(chapter_outputs.section(nb(), "kv_cache_basics-parallel-samples-llamacpp",
                                           end="kv_cache_basics-best-of-n", kinds=("markdown",)))
     for ref in ("kv_cache_basics-best-of-n", "kv_cache_basics-beam-search", "serving_reliability-cpu-edge"):
         assert f"{{ref}}`{ref}`" in text
-    for key in ("llamacppbatched", "llamacppserver", "llamacppkvcache", "llamacpph", "vllmparallelsampling"):
+    for key in ("llamacppbatched", "llamacppserver", "llamacppkvcache", "llamacpph", "vllmparallelsampling",
+                "llamacppcontextcpp", "llamacppbatchcpp", "llamacppservermain", "vllmprefixcaching"):
         assert f"{key}{{" in text
