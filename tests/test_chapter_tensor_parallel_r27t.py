@@ -73,11 +73,21 @@ def test_sections_cite_and_link():
         assert key in sp
     assert "_allreduce_layernorm_grads" in sp and "sequence_parallel" in sp
     assert "{ref}`tensor_parallel-backward-collectives`" in sp
+    # flash-attention's own mechanism, the SUM + AVG calls, and the order after the DP sync (cold32)
+    assert "flashattnspgrad{flash_attn/utils/distributed.py, allreduce_sequence_parallel_grad" in sp
+    assert "p._sequence_parallel = True" in sp and "average_gradients_across_tp_domain" in sp
+    assert "overlap_grad_reduce" in sp and "both wrong and inconsistent" in sp
     at = chapter_outputs.section(nb(), "tensor_parallel-deepspeed-autotp", end="tensor_parallel-pp-memory")
     for key in ("dsautotp_tutorial{Introduction}", "dsautotpsrc{auto_tp.py, AutoTP.tp_parser, AutoTP._replace}",
                 "dslayerssrc{", "dsreplacemodule{", "dsinjecttp{"):
         assert key in at
     for name in ("LinearAllreduce", "LmHeadLinearAllreduce", "o_proj", "down_proj", "replace_with_kernel_inject"):
         assert name in at
+    # inference_all_reduce is the CPU shm op when registered, else plain torch.distributed.all_reduce (cold32 MUST)
+    assert "dscommtorch{deepspeed/comm/torch.py, TorchBackend.inference_all_reduce" in at
+    assert "shm_interface.cpp" in at and "torch.distributed.all_reduce" in at
+    assert "has a separate `inference_all_reduce` entry point for these calls" not in at
+    assert "dsinferengine{" in at and "LlamaRMSNorm" in at
+    assert at.index("`RowParallel.forward`") < at.index("**Which layers become which.**")
     for text in (sp, at):
         assert ":class: dropdown" in text and "In the interview" in text
