@@ -68,3 +68,32 @@ def test_crossover():
     assert glued("sr_mac_resident_gb") == "14"
     out = chapter_outputs.printed(NB, "compute at the 5080's")
     assert "3.7 TFLOP/s" in out and "1.0 TFLOP/s" in out
+
+
+DDR = 2 * 8 * 5.6e9  # two channels of DDR5-5600: the -ngl regime, overflow layers on the CPU
+
+
+def test_ngl_column_and_crossover():
+    ngl = {k: rtx(r) if r <= RESIDENT else 1 / (RESIDENT / RTX_BW + (r - RESIDENT) / DDR) for k, (_, r) in CASES.items()}
+    for k, v in ngl.items():
+        assert glued(f"sr_mac_ngl_{k}") == f"{v:.1f}"
+    assert ngl["32b4"] > MAC_BW / CASES["32b4"][1] > rtx(CASES["32b4"][1])  # between the two crossovers
+    assert ngl["70b4"] < MAC_BW / CASES["70b4"][1] / 2 < rtx(CASES["70b4"][1]) * 3
+    k = (1 / DDR - 1 / RTX_BW) / (1 / DDR - 1 / MAC_BW)
+    assert glued("sr_mac_cross_ngl_k") == f"{k:.2f}" == "1.35"
+    assert glued("sr_mac_cross_ngl_gb") == f"{k * RESIDENT / GB:.1f}" == "18.9"
+    assert glued("sr_mac_ddr_gbs") == "89.6"
+
+
+def test_reserve_overflow_link_and_multi_card():
+    kv = 80 * 2 * 8 * 128 * 2 * 8192  # layers x (K, V) x KV heads x head dim x bf16 bytes x tokens
+    assert glued("sr_mac_kv70_gb") == f"{kv / GB:.1f}"
+    assert glued("sr_mac_70_total_gb") == f"{(CASES['70b4'][0] + kv + 2e9) / GB:.1f}" and CASES["70b4"][0] + kv + 2e9 <= 48e9
+    assert glued("sr_mac_8b16_file_over") == f"{(CASES['8b16'][0] - RESIDENT) / GB:.1f}" == "2.1"
+    assert glued("sr_mac_8b16_read_over") == f"{(CASES['8b16'][1] - RESIDENT) / GB:.1f}" == "1.0"
+    r70 = CASES["70b4"][1]
+    share = ((r70 - RESIDENT) / PCIE) / (RESIDENT / RTX_BW + (r70 - RESIDENT) / PCIE)
+    assert glued("sr_mac_link_share") == f"{share:.0%}" == "96%"
+    two = 1 / (2 * RESIDENT / RTX_BW + (r70 - 2 * RESIDENT) / PCIE)
+    assert glued("sr_mac_two_pp") == f"{two:.1f}" and two < MAC_BW / r70
+    assert glued("sr_mac_three_pp") == f"{RTX_BW / r70:.0f}"
