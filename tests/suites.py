@@ -308,6 +308,7 @@ UNIT = frozenset({
     "test_admission.py",
     "test_chapter_serving_reliability_queue.py",
     "test_chapter_serving_reliability_r26f.py",
+    "test_chapter_serving_reliability_r27zb.py",
     "test_chapter_outputs.py",
     "test_chapter_serving_operations_cotenant.py",
     "test_chapter_scheduler_design_app_stampede.py",
