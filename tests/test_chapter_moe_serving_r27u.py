@@ -49,7 +49,7 @@ def test_ep_table():
     for line, (gpus, n) in zip(lines[1:5], ROWS):
         a2a, once, ring = bytes_per_gpu(gpus, n)
         want = [str(gpus), f"{n:,}", mk.format_bytes(round(a2a)), mk.format_bytes(round(once)),
-                mk.format_bytes(ring), mk.format_bytes(2 * ring), f"{a2a / ring:.2f}"]
+                mk.format_bytes(ring), mk.format_bytes(2 * ring), f"{a2a / ring:.3f}"]
         assert " ".join(line.split()) == " ".join(" ".join(want).split()), line
         assert abs(a2a / ring - K / gpus) < 1e-12  # the ratio is k / G
     assert lines[5].endswith("4,096 routed (either layout); 131,072 if every token ran through every local expert, 32x")
@@ -105,6 +105,7 @@ def test_collapse_simulation():
     lines = chapter_outputs.printed(NB, "def collapse_run").splitlines()
     runs = {"no balancing": toy(), "aux loss, alpha = 1": toy(alpha=1.0), "aux loss, alpha = 4": toy(alpha=4.0),
             "bias, gamma = 0.05": toy(gamma=0.05)}
+    assert len(lines) == 5
     for line, (label, (last, whole)) in zip(lines, runs.items()):
         want = (f"{label:<20} last step: {' '.join(f'{x:.2f}' for x in last)}  | whole run, top two "
                 f"{whole[:2].sum():.0%}, least {whole[-1]:.1%}")
@@ -116,6 +117,10 @@ def test_collapse_simulation():
     assert glued("col_none_top2") == f"{none[:2].sum():.0%}" == "100%"
     assert glued("col_none_least") == f"{runs['no balancing'][1][-1]:.1%}"
     assert glued("col_a1_dead") == str((weak < 0.01).sum())
+    least_n = runs["no balancing"][1][-1] * 300 * 1024 * 2  # the least-used expert's assignments, whole run
+    assert 1000 < least_n < 0.01 * 614_400  # barely trained, not untrained
+    assert glued("col_none_least_n") == f"{least_n:,.0f}" and glued("col_all_n") == "614,400"
+    assert lines[4] == f"no balancing: the least-used expert got {least_n:,.0f} of 614,400 assignments"
     assert glued("col_a4_max") == f"{strong[0]:.2f}" and glued("col_bias_max") == f"{bias[0]:.2f}"
 
 
@@ -134,3 +139,9 @@ def test_sections_cite_and_box():
     for ref in ("moe_serving-aux-loss", "moe_serving-aux-free"):
         assert f"{{ref}}`{ref}`" in col, ref
     assert "### " in ep.splitlines()[1] and "### " in col.splitlines()[1]
+    assert "enables it only when" not in ep and "TensorRT-LLM does exactly this" not in ep  # review cold32
+    assert "further conditions" in ep and "{cite:p}`trtllmpytorch`" in ep
+    assert "barely trained" in col and "never trained" not in col and "only the ratio" not in col
+    for needle in ("zoph2022stmoe{", "deepseekv3{", "fedus2022switch{", "{ref}`moe_serving-capacity`",
+                   "shazeer2017outrageously{Appendix A}", "no gradient"):
+        assert needle in col, needle
