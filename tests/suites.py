@@ -18,6 +18,7 @@ UNIT = frozenset({
     "test_chapter_moe_serving_r22b.py",
     "test_chapter_moe_serving_r24c.py",
     "test_chapter_moe_serving_r27n.py",
+    "test_chapter_moe_serving_r27u.py",
     "test_chapter_kv_cache_basics_r21a.py",
     "test_chapter_kv_cache_basics_r27w.py",
     "test_chapter_gpu_kernels_r21b.py",
