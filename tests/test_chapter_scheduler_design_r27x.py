@@ -72,6 +72,20 @@ def test_break_even_copy_cost_and_link_rate(nb):
     assert g(nb, "sd_rs_peak_ratio") == f"{rec / peak:.2f}"
 
 
+def test_prefill_at_sixty_percent_of_peak(nb):
+    rec60 = recompute(N)[0] / 0.6  # compute-bound at 512 tokens, so 60% of peak stretches the whole prefill
+    peak = 2 * N * L * 2 * D * 2 / GEN4
+    assert g(nb, "sd_rs_rec60_ms") == f"{1e3 * rec60:.1f}" == "69.4"
+    assert g(nb, "sd_rs_ratio256_60") == f"{rec60 / swap(N, 256)[0]:.2f}" == "2.50"
+    tau60 = (rec60 - peak) / (2 * 2 * (N // 16) * L)
+    assert g(nb, "sd_rs_tau60_us") == f"{1e6 * tau60:.1f}" == "8.4"
+    assert swap(N, 16, tau=tau60)[0] == pytest.approx(rec60)
+    bw = 2 * N * L * 2 * D * 2 / (rec60 / 1.2 - 2 * 2 * (N // 256) * L * TAU)
+    assert g(nb, "sd_rs_bw12_60") == f"{bw / 1e9:.1f}" == "14.9"
+    assert swap(N, 256, link=bw)[0] * 1.2 == pytest.approx(rec60)
+    assert float(g(nb, "sd_rs_bw12_60")) < float(g(nb, "sd_rs_bw12"))  # a slower prefill needs slower copies
+
+
 @pytest.mark.parametrize("n", [256, 2048])
 def test_length_barely_moves_the_ratio(nb, n):
     rec, flops = recompute(n)
@@ -109,5 +123,8 @@ def test_section_follows_preemption_and_links_what_it_uses(nb):
     for ref in ("scheduler_design-preemption", "serving_operations-long-outputs", "scheduler_design-v0-states",
                 "gpu_kernels-confirm-overlap"):
         assert f"{{ref}}`{ref}`" in text
-    for key in ("kwon2023vllm{§7.3, Fig. 19}", "vllmissue13073", "vllmpr12recompute", "metaseqoptsizes"):
+    for key in ("kwon2023vllm{§7.3, Fig. 19}", "kwon2023vllm{§7.3}", "kwon2023vllm{§4.5}", "vllmissue13073",
+                "vllmpr12recompute", "metaseqoptsizes"):
         assert key in text
+    assert "at most 20%" in text and "contradicts" in text  # the literal reading named before the 1.2x one
+    assert "The roofline above says the opposite" not in text  # both say swap wins; they differ in size
