@@ -77,6 +77,7 @@ def test_mse_and_bias_from_a_fresh_simulation():
     assert float(glued("lp_tq_bias_mse").rstrip("%")) / 100 == pytest.approx(bias3, abs=0.003)
     assert bias3 < -0.02 and abs(biasp) < 0.003  # the codebook alone shrinks q.k; the QJL bit removes it
     assert abs(float(glued("lp_tq_bias_prod").rstrip("%"))) < 0.3
+    assert int(glued("lp_tq_n").replace(",", "")) >= 10_000  # keys behind the glued bias: noise well under 0.3%
     assert float(glued("lp_tq_mse_prod")) == pytest.approx(np.mean(np.sum((k - kp) ** 2, axis=1)), rel=0.05)
     # per-group symmetric INT3 at the same 400 bits: a larger MSE on isotropic keys
     g = k.reshape(n, 1, D)
