@@ -110,6 +110,7 @@ def test_quake_constant_is_the_exponent_bias_less_a_correction():
 def test_guess_and_newton_errors():
     quake, best_guess, best_newton = (guess_errors(m) for m in (0x5F3759DF, 0x5F37642F, 0x5F375A86))
     assert glued("tb_nr_err0") == f"{100 * quake[0]:.2f}%"
+    assert glued("tb_nr_every") == f"{-(-2 ** 24 // 7):,}" == "2,396,746"  # every seventh of the 2^24 floats of [1, 4)
     assert glued("tb_nr_lomont0") == f"{100 * best_guess[0]:.2f}%"
     assert best_guess[0] < quake[0] and best_newton[1] < quake[1]  # the two alternatives' claims
     assert float(glued("tb_nr_err1")) == pytest.approx(quake[1], rel=2e-3)
