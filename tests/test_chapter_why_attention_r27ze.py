@@ -32,9 +32,14 @@ def test_training_flops_six_nd():
     per_token = forward + backward
     text, glued = _stored('mk.MODEL_FACTS["llama-3-8b"]\nn_lim')
     assert f"N = {n:,} parameters" in text
+    embed = VOCAB * D  # input embedding: a lookup, no matmul FLOPs (the untied LM head stays in)
+    per_token_ne = 6 * (n - embed)
+    assert f"input embedding {embed:,}" in text
     assert glued == {"wa_lim_n": f"{n / 1e9:.2f}", "wa_lim_6n": f"{per_token / 1e9:.1f}",
-                     "wa_lim_c1t": f"{per_token * 10**12:.2e}"}
+                     "wa_lim_c1t": f"{per_token * 10**12:.2e}",
+                     "wa_lim_6n_ne": f"{per_token_ne / 1e9:.1f}", "wa_lim_c1t_ne": f"{per_token_ne * 10**12:.2e}"}
     assert glued["wa_lim_6n"] == "48.2" and glued["wa_lim_c1t"] == "4.82e+22"
+    assert glued["wa_lim_6n_ne"] == "45.0" and glued["wa_lim_c1t_ne"] == "4.50e+22"
 
 
 def _section():
@@ -55,3 +60,8 @@ def test_section_sits_inside_limits_and_links_its_remedies():
                 "jain2019attention", "wiegreffe2019attention", "peng2025rwkv7", "hinton2015distilling"):
         assert f"`{key}{{" in text, key
     assert "Chain of thought gives a fixed-depth model more sequential steps per answer" in text
+    for glue_key in ("wa_lim_6n_ne", "wa_lim_c1t_ne"):
+        assert f"{{glue:text}}`{glue_key}`" in text, glue_key
+    assert "while still holding all of them in memory" in text
+    assert "BiLSTM encoders with additive attention" in text
+    assert "change between samples" in text
