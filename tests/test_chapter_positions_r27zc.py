@@ -72,3 +72,24 @@ def test_stacked_planes_score():
     out = _stdout()
     assert f"score at m - n = 3: {scores[0]:+.6f}" in out
     assert "d = 64, 32 planes: score spread at m - n = 3: below 1e-12" in out
+
+
+def test_reflection_keeps_the_real_score_only():
+    """f(x, m) = x at even m, conj x at odd m: offset-only dot products, yet the imaginary part moves."""
+    q, k, _, _ = _vectors()
+
+    def flip(x, m):
+        return x if m % 2 == 0 else x.conjugate()
+
+    products = [flip(q, m) * flip(k, m - OFFSET).conjugate() for m in range(OFFSET, TOP)]
+    real = [p.real for p in products]
+    imag = [p.imag for p in products]
+    assert max(real) - min(real) < 1e-12
+    imag_spread = max(imag) - min(imag)
+    assert imag_spread > 1
+    assert abs(imag_spread - 2 * abs((q * k).imag)) < 1e-12  # Im(q k) at even m, Im(conj(q k)) at odd m
+    out = _stdout()
+    assert (f"reflection x, conj x: real score spread at m - n = 3: below 1e-12, "
+            f"imaginary part spread: {imag_spread:.2f}") in out
+    cells = json.loads(NB.read_text())["cells"]
+    assert any("{glue:text}`rope_flip_imag_spread`" in "".join(c["source"]) for c in cells)
