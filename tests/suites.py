@@ -216,6 +216,7 @@ UNIT = frozenset({
     "test_chapter_positions_sinusoidal_dot.py",
     "test_chapter_positions_r27o.py",
     "test_chapter_positions_r27za.py",
+    "test_chapter_positions_r27zc.py",
     "test_chapter_common_mistakes_scale_one_over_d.py",
     "test_chapter_common_mistakes_uniform_attention.py",
     "test_chapter_cross_and_masked_attention_no_mask.py",
