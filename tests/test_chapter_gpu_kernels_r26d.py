@@ -112,4 +112,7 @@ def test_64_by_64_counts_and_exponent():
     assert f"{m8:,} multiplications, {s8:,} additions" in text
     assert f"{m7:,} multiplications, {s7:,} additions" in text
     assert text.count("equals A @ B: True") == 2
+    # the chapter recurses to 1 x 1 on a 16 x 16 corner only and prints 64 x 64 from the closed forms
+    assert counts(16, 8, 4) == (8**4, 16 * 16 * 15) and counts(16, 7, 18) == (7**4, 6 * (7**4 - 4**4))
+    assert text.count("16 x 16 to 1 x 1 counted = closed form: True") == 2
     assert f"log2 7 = {math.log2(7):.3f}" in text
