@@ -57,3 +57,21 @@ def test_cache():
     assert size == 1_572_864 and f"{size:,} bytes = {size // 1024} KiB" in out
     assert glued("lcs_st_cache_kib") == "1536"
     assert 2 * 12 * 256 * 4 == 24 * 1024  # the prose's 24 KiB a frame for a full-history cache
+
+
+def test_latency_from_first_sample():
+    # WeNet Conv2dSubsampling4 right_context = 6 input frames of 10 ms; chunk 16 from its first sample
+    assert glued("lcs_st_sub_ms") == str(6 * 10)
+    assert glued("lcs_st_c16_first_ms") == f"{16 * FRAME_MS + 6 * 10:,}" == "700"
+
+
+def test_fp16_cache_and_cer():
+    size = 2 * 12 * LEFT * 256 * 4
+    assert glued("lcs_st_1000_fp32_mib") == f"{1000 * size // 2**20:,}" == "1,500"
+    assert glued("lcs_st_1000_fp16_mib") == str(1000 * size // 2 // 2**20) == "750"
+    # WeNet examples/aishell/s0/README.md, U2++ Conformer: CER full / chunk 16
+    assert glued("lcs_st_cer_full") == "5.19" and glued("lcs_st_cer_c16") == "5.81"
+    assert glued("lcs_st_cer_rel") == str(round(100 * (5.81 - 5.19) / 5.19)) == "12"
+    assert glued("lcs_st_cer_resc_c16") == "5.05"
+    out = chapter_outputs.printed(NB, "def layer")
+    assert "in fp16: 750 MiB for 1,000 streams" in out
