@@ -8,7 +8,8 @@ import re
 NB = pathlib.Path(__file__).parents[1] / "book" / "cross_and_masked_attention.ipynb"
 D, H, D_FF, N, V = 512, 8, 2048, 6, 37_000  # Table 3 (base) and sec. 5.1 (about 37000 BPE tokens)
 D_K = D // H  # sec. 3.2.2: d_k = d_v = d_model / h = 64
-N_SRC, N_TGT = 128, 96
+N_SRC, N_TGT = 128, 32  # the walk's target is shorter than the source so the two lengths show apart
+J = 20  # the target token the causal check changes; position J + 1 reads it
 
 
 def _stored(marker):
@@ -44,7 +45,11 @@ def test_shape_trace():
 def test_causal_and_cross_checks():
     out = _stored("tgt_changed")
     assert "traced attention equals mk.multi_head_attention: True" in out
-    assert f"rows 0..64 unchanged: True; rows 65..{N_TGT - 1} changed: True" in out
+    # the check compares the decoder's last hidden states; logits row i = hidden row i @ E^T, E of full rank
+    assert (f"target token {J} changed, decoder hidden states: rows 0..{J} unchanged: True; "
+            f"rows {J + 1}..{N_TGT - 1} changed: True") in out
+    md = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "full column rank" in md and "target token {glue:text}`encdec_j`" in md
     assert f"target rows changed: {N_TGT} of {N_TGT}" in out
 
 
