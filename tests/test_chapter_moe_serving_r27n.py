@@ -8,14 +8,15 @@ layers of 256, 8 a token, 671B total) and the expected distinct experts E(1 - (1
 exactly.
 
 Routing locality: the random-baseline repeat rates counted over all pairs of top-2 choices (not from the binomial
-formula the chapter uses), and the LRU hit rates recomputed with an OrderedDict cache on the same routing (the
-routing is regenerated with the chapter's seed and call order: it is the input, not the result). Mixtral's Table 5
-(arXiv 2401.04088, §5, p. 8) is typed here again from the paper and compared cell by cell with what the chapter's data
-cell prints as ranges; the stickiness s that reproduces each rate is solved from the sticky router's repeat
-probabilities derived here by enumeration (not the chapter's closed forms), and the hit rates at the calibrated s are
-re-simulated with the chapter's seed. The batch at which V2's routed experts reach the H100's bf16 ridge is recomputed
-from the H100's published 989 TFLOP/s and 3.35 TB/s.
+formula the chapter uses), and the LRU hit rates recomputed from LRU's stack property on the same routing, checked
+against an OrderedDict cache on one full sequence (the routing is regenerated with the chapter's seed and call order:
+it is the input, not the result). Mixtral's Table 5 (arXiv 2401.04088, §5, p. 8) is typed here again from the paper
+and compared cell by cell with what the chapter's data cell prints as ranges; the stickiness s that reproduces each
+rate is solved from the sticky router's repeat probabilities derived here by enumeration (not the chapter's closed
+forms), and the hit rates at the calibrated s are re-simulated with the chapter's seed. The batch at which V2's
+routed experts reach the H100's bf16 ridge is recomputed from the H100's published 989 TFLOP/s and 3.35 TB/s.
 """
+import functools
 import itertools
 import math
 from collections import OrderedDict
@@ -88,20 +89,22 @@ def test_random_baseline_by_enumeration():
     assert glued("loc_first") == f"{1 / 8:.1%}"
 
 
+def sticky_routing(rng, s, steps=20_000):
+    """The chapter's sticky router, in its call order: repeat the last pair with probability s, else draw a new one."""
+    seq = [rng.choice(8, 2, replace=False)]
+    for _ in range(steps - 1):
+        seq.append(seq[-1] if rng.random() < s else rng.choice(8, 2, replace=False))
+    return np.array(seq)
+
+
 def routing():
     rng = np.random.default_rng(2401)
-    out = {}
-    for s in (0.0, 0.3, 0.6):
-        seq = [tuple(rng.choice(8, 2, replace=False))]
-        for _ in range(19_999):
-            seq.append(seq[-1] if rng.random() < s else tuple(rng.choice(8, 2, replace=False)))
-        out[s] = seq
-    return out
+    return {s: sticky_routing(rng, s) for s in (0.0, 0.3, 0.6)}
 
 
 def lru(seq, slots):
     cache, hits = OrderedDict(), 0
-    for pair in seq:
+    for pair in seq.tolist():
         hits += sum(1 for e in pair if e in cache)
         for e in pair:
             cache.pop(e, None)
@@ -111,18 +114,31 @@ def lru(seq, slots):
     return hits / (2 * len(seq))
 
 
+def lru_stack(seq, slots):
+    """The same hit rates from LRU's stack property: an expert is cached iff it was used before and fewer than `slots`
+    experts were used more recently. Stamps 2i and 2i + 1 order the pair as the cache inserts it."""
+    steps = len(seq)
+    stamp = np.full((steps, 8), -1)
+    stamp[np.arange(steps)[:, None], seq] = 2 * np.arange(steps)[:, None] + np.arange(2)
+    last = np.vstack([np.full((1, 8), -1), np.maximum.accumulate(stamp, axis=0)[:-1]])  # before step i
+    mine = np.take_along_axis(last, seq, axis=1)  # (steps, 2)
+    newer = (last[:, None, :] > mine[:, :, None]).sum(axis=2)
+    return {c: np.sum((mine >= 0) & (newer < c)) / (2 * steps) for c in slots}
+
+
 def test_lru_hit_rates():
     runs = routing()
     lines = printed("lru_hit_rate")
     table = [line.split() for line in lines[2:5]]
+    rates = {s: lru_stack(seq, (2, 3, 4, 6)) for s, seq in runs.items()}
+    assert lru(runs[0.3], 3) == rates[0.3][3]  # the OrderedDict cache itself, on one full sequence
     for row, (s, seq) in zip(table, runs.items()):
-        share = sum(1 for a, b in zip(seq, seq[1:]) if set(a) & set(b)) / (len(seq) - 1)
+        share = np.mean((seq[:-1, :, None] == seq[1:, None, :]).any(axis=(1, 2)))  # the pairs share an expert
         assert float(row[0]) == s and row[1] == f"{share:.1%}"
-        hits = [lru(seq, c) for c in (2, 3, 4, 6)]
-        assert row[2:] == [f"{h:.1%}" for h in hits]
-    rand4 = lru(runs[0.0], 4)
+        assert row[2:] == [f"{h:.1%}" for h in rates[s].values()]
+    rand4 = rates[0.0][4]
     assert abs(rand4 - 0.5) < 0.01  # any cache of 4 of 8 under uniform routing: 4/8 on average
-    assert glued("loc_hit4_6") == f"{lru(runs[0.6], 4):.0%}"
+    assert glued("loc_hit4_6") == f"{rates[0.6][4]:.0%}"
     assert glued("loc_miss_rand") == f"{32 * 2 * (1 - rand4):.0f}"
     expert = 3 * 4096 * 14336 * 2
     assert glued("loc_expert_mb") == f"{expert / 1e6:.0f}" == "352"
@@ -142,11 +158,18 @@ TABLE5 = {
 }
 
 
-def sticky_repeat_probs(s):
-    """P(first choice repeats), P(pairs share an expert) under the sticky router, by enumerating ordered top-2 draws."""
+@functools.cache
+def fresh_repeat_probs():
+    """P(first choice repeats), P(pairs share an expert) for two fresh draws, by enumerating ordered top-2 draws."""
     ordered = list(itertools.permutations(range(8), 2))
     first = sum(a[0] == b[0] for a in ordered for b in ordered) / len(ordered) ** 2
     share = sum(bool(set(a) & set(b)) for a in ordered for b in ordered) / len(ordered) ** 2
+    return first, share
+
+
+def sticky_repeat_probs(s):
+    """The same under the sticky router: with probability s the pair is repeated outright."""
+    first, share = fresh_repeat_probs()
     return s + (1 - s) * first, s + (1 - s) * share
 
 
@@ -185,12 +208,7 @@ def test_mixtral_stickiness_and_hit_rates():
     assert glued("mx_s0_first") == f"{solve_s(max(col(0)), 0):.2f}"
     stick = [max(0.0, solve_s(sum(col(0)) / 8, 0)), solve_s(sum(col(1)) / 8, 0), solve_s(sum(col(4)) / 8, 1)]
     rng = np.random.default_rng(504)
-    hits = []
-    for s in stick:
-        seq = [tuple(rng.choice(8, 2, replace=False))]
-        for _ in range(19_999):
-            seq.append(seq[-1] if rng.random() < s else tuple(rng.choice(8, 2, replace=False)))
-        hits.append(lru(seq, 4))
+    hits = [lru_stack(sticky_routing(rng, s), (4,))[4] for s in stick]
     for tag, s, h in zip(("l0", "l15f", "l15e"), stick, hits):
         assert glued(f"mx_s_{tag}") == f"{s:.2f}"
         assert glued(f"mx_hit_{tag}") == f"{h:.0%}"
