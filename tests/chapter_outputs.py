@@ -49,3 +49,10 @@ def section(nb, label, end=None, kinds=("markdown", "code")):
         if stop is None:
             raise ValueError(f"no cell after ({label})= opens with {opener}")
     return "\n".join(sources[start:stop])
+
+
+def cell_glue(nb, marker):
+    """``{key: text}`` of the values glued by the code cell whose source contains ``marker``."""
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
+    return {o["metadata"]["scrapbook"]["name"]: o["data"][GLUE_TEXT].strip("'")
+            for o in cell["outputs"] if "scrapbook" in o.get("metadata", {})}

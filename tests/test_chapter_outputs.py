@@ -30,3 +30,13 @@ def test_the_last_section_runs_to_the_end_and_kinds_filter_cells():
 def test_a_missing_or_earlier_label_is_named(label, end, says):
     with pytest.raises(ValueError, match=says.replace("(", r"\(").replace(")", r"\)")):
         chapter_outputs.section(NB, label, end=end)
+
+
+def test_cell_glue_reads_only_the_marked_cell():
+    glue = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "k"}},
+            "data": {chapter_outputs.GLUE_TEXT: "'1,024'"}}
+    other = dict(glue, metadata={"scrapbook": {"name": "j"}})
+    nb = {"cells": [{"cell_type": "code", "source": ["x = 1"], "outputs": [glue]},
+                    {"cell_type": "code", "source": ["y = 2"], "outputs": [other, {"name": "stdout", "text": ["2\n"]}]}]}
+    assert chapter_outputs.cell_glue(nb, "x = 1") == {"k": "1,024"}
+    assert chapter_outputs.cell_glue(nb, "y = 2") == {"j": "1,024"}

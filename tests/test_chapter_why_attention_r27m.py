@@ -6,6 +6,7 @@ import math
 import pathlib
 
 import numpy as np
+import chapter_outputs
 
 NB = pathlib.Path(__file__).parents[1] / "book" / "why_attention.ipynb"
 D, LAYERS, HEAD_DIM, HEADS, N_CTX, BF16 = 768, 12, 64, 12, 1024, 2  # GPT-2 (HF GPT2Config defaults)
@@ -13,11 +14,7 @@ D, LAYERS, HEAD_DIM, HEADS, N_CTX, BF16 = 768, 12, 64, 12, 1024, 2  # GPT-2 (HF 
 
 def _stored(marker):
     nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
-    glued = {o["metadata"]["scrapbook"]["name"]: o["data"]["application/papermill.record/text/plain"].strip("'")
-             for o in cell["outputs"] if "scrapbook" in o.get("metadata", {})}
-    return text, glued
+    return chapter_outputs.printed(nb, marker), chapter_outputs.cell_glue(nb, marker)
 
 
 def test_parameter_counts_per_layer():

@@ -3,6 +3,7 @@ FLOPs per token; the backward twice that) for Llama 3 8B, its parameter count re
 published configuration (meta-llama/Meta-Llama-3-8B config.json), and the section's links and citations."""
 import json
 import pathlib
+import chapter_outputs
 
 NB = pathlib.Path(__file__).parents[1] / "book" / "why_attention.ipynb"
 # Llama 3 8B config.json: hidden 4096, 32 layers, 32 heads, 8 KV heads, head 128, FFN 14336, vocab 128256, untied
@@ -18,11 +19,7 @@ def _llama3_8b_params():
 
 def _stored(marker):
     nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
-    glued = {o["metadata"]["scrapbook"]["name"]: o["data"]["application/papermill.record/text/plain"].strip("'")
-             for o in cell["outputs"] if "scrapbook" in o.get("metadata", {})}
-    return text, glued
+    return chapter_outputs.printed(nb, marker), chapter_outputs.cell_glue(nb, marker)
 
 
 def test_training_flops_six_nd():
