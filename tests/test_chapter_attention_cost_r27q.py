@@ -54,6 +54,8 @@ def test_cap_binds_exactly_above_4d_squared():
         for m in (4 * d * d - 4 * d, 4 * d * d, 4 * d * d + 1, 4 * d * d + 4 * d):
             b_c = math.ceil(m / (4 * d))
             assert (b_c > d) == (m > 4 * d * d)
+    prose = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "the cap binds\nexactly when $M > 4d^2$" in prose  # the rule just checked is the one the chapter states
 
 
 def test_fa2_shared_memory():

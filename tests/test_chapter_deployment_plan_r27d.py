@@ -34,7 +34,11 @@ DAYS = [REQ * c for c in (BASE, cost(LARGE, CAPPED, False), L, ROUTED, ROUTED * 
 
 
 def test_prefix_drill_tokens():
-    assert math.isclose(PREFIX * (HIT * READ + (1 - HIT) * WRITE), 315)
+    worth = PREFIX * (HIT * READ + (1 - HIT) * WRITE)
+    assert math.isclose(worth, round(worth))  # a whole number of tokens' worth
+    prose = "".join("".join(c["source"]) for c in NB["cells"] if c["cell_type"] == "markdown")
+    assert f"= {round(worth)}$ tokens' worth instead of\n{PREFIX:,}" in prose
+    assert f"bills like {round(worth) + PROMPT - PREFIX:,} tokens instead of {PROMPT:,}" in prose
 
 
 def test_api_steps_in_dollars_a_day():

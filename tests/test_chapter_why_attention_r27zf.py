@@ -68,7 +68,11 @@ def test_transformer_form_with_k_equal_v_is_the_dot_context():
     rng = np.random.default_rng(31)
     H, q = rng.standard_normal((6, 4)), rng.standard_normal(4)
     scaled = (q * 2.0) @ H.T / np.sqrt(4)  # Q = q sqrt(d), divided by sqrt(d_k): the plain dot score
-    assert np.allclose(_softmax(scaled) @ H, out["dot"][2])
+    context = _softmax(scaled) @ H
+    assert np.allclose(context, out["dot"][2])
+    text = _stored_text()  # the chapter printed this same context for the dot score, and the kit's match
+    assert f"c     = {np.round(context, 3)}" in text
+    assert "output equals the dot context: True" in text
 
 
 def _section():
