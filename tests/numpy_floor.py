@@ -2,8 +2,8 @@
 
 mha_kit imports only numpy and must work on numpy >= 1.25 (pyproject.toml), the numpy of the browser
 edition's kernel (website/lite/site.py). Its tests are the files ``tests/test_*.py`` that import
-nothing but the standard library, ``mha_kit``, numpy, pytest, hypothesis and ``tests/chapter_outputs.py``
-(itself standard library only) (a test of the plots, the grading or the site needs more, and is left to
+nothing but the standard library, ``mha_kit``, numpy, pytest, hypothesis, ``tests/chapter_outputs.py`` and
+``tests/speculative_reference.py`` (both standard library only) (a test of the plots, the grading or the site needs more, and is left to
 ``make test``): a new module's test joins by itself. Paths relative to the repository, one line.
 """
 
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ALLOWED = {"mha_kit", "numpy", "pytest", "hypothesis", "chapter_outputs"}
+ALLOWED = {"mha_kit", "numpy", "pytest", "hypothesis", "chapter_outputs", "speculative_reference"}
 
 
 def imported(path):

@@ -11,6 +11,7 @@ import re
 import pytest
 
 import chapter_outputs
+from speculative_reference import speedup, tokens
 
 NB = chapter_outputs.notebook("speculative_decoding")
 BIB = (pathlib.Path(__file__).resolve().parents[1] / "references.bib").read_text()
@@ -20,15 +21,6 @@ ALPHAS, COSTS = (0.8, 0.5, 0.3), (0.05, 0.2)
 
 def glued(key):
     return chapter_outputs.glued(NB, key)
-
-
-def tokens(alpha, k):
-    # the i-th draft survives with probability alpha^i; the step always emits one more token
-    return sum(alpha ** i for i in range(k + 1))
-
-
-def speedup(alpha, k, c):
-    return tokens(alpha, k) / (k * c + 1)
 
 
 def best_k(alpha, c):

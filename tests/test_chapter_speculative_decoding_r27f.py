@@ -13,6 +13,7 @@ import re
 import pytest
 
 import chapter_outputs
+from speculative_reference import speedup, tokens
 
 NB = chapter_outputs.notebook("speculative_decoding")
 BIB = (pathlib.Path(__file__).resolve().parents[1] / "references.bib").read_text()
@@ -23,14 +24,6 @@ C_SMALL, K_TREE = 0.05, 4
 
 def glued(key):
     return chapter_outputs.glued(NB, key)
-
-
-def tokens(alpha, k):
-    return sum(alpha ** i for i in range(k + 1))
-
-
-def speedup(alpha, k, c):
-    return tokens(alpha, k) / (k * c + 1)
 
 
 def best(alpha, c):
