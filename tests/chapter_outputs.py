@@ -25,9 +25,17 @@ def glued(nb, key):
     raise KeyError(key)
 
 
+def _code_cell(nb, marker):
+    """The first code cell whose source contains ``marker``; ValueError names a marker no code cell contains."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and marker in "".join(cell["source"]):
+            return cell
+    raise ValueError(f"no code cell contains {marker!r}")
+
+
 def printed(nb, marker):
     """What the code cell whose source contains ``marker`` printed (stdout), as one string."""
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
+    cell = _code_cell(nb, marker)
     return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
 
 
@@ -53,6 +61,6 @@ def section(nb, label, end=None, kinds=("markdown", "code")):
 
 def cell_glue(nb, marker):
     """``{key: text}`` of the values glued by the code cell whose source contains ``marker``."""
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
+    cell = _code_cell(nb, marker)
     return {o["metadata"]["scrapbook"]["name"]: o["data"][GLUE_TEXT].strip("'")
             for o in cell["outputs"] if "scrapbook" in o.get("metadata", {})}

@@ -40,3 +40,10 @@ def test_cell_glue_reads_only_the_marked_cell():
                     {"cell_type": "code", "source": ["y = 2"], "outputs": [other, {"name": "stdout", "text": ["2\n"]}]}]}
     assert chapter_outputs.cell_glue(nb, "x = 1") == {"k": "1,024"}
     assert chapter_outputs.cell_glue(nb, "y = 2") == {"j": "1,024"}
+
+
+def test_a_marker_no_code_cell_contains_is_named():
+    nb = {"cells": [{"cell_type": "markdown", "source": ["x = 1"]}, {"cell_type": "code", "source": ["y = 2"], "outputs": []}]}
+    for reader in (chapter_outputs.cell_glue, chapter_outputs.printed):
+        with pytest.raises(ValueError, match="no code cell contains 'x = 1'"):
+            reader(nb, "x = 1")
