@@ -31,6 +31,7 @@ UNIT = frozenset({
     "test_chapter_flash_decoding_r25c.py",
     "test_set_associative.py",
     "test_chapter_deployment_plan_r20d.py",
+    "test_chapter_prefix_caching_r32b.py",
     "test_chapter_deployment_plan_r24e.py",
     "test_chapter_deployment_plan_r27d.py",
     "test_chapter_deployment_plan_r27j.py",
