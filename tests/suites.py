@@ -42,6 +42,7 @@ UNIT = frozenset({
     "test_chapter_low_precision_kv_r22a.py",
     "test_chapter_low_precision_kv_r25b.py",
     "test_chapter_low_precision_kv_r27r.py",
+    "test_chapter_low_precision_kv_r32d.py",
     "test_chapter_attention_backends_r20b.py",
     "test_chapter_attention_backends_r27v.py",
     "test_chapter_attention_backends_r27zg.py",
