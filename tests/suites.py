@@ -226,6 +226,7 @@ UNIT = frozenset({
     "test_chapter_cross_and_masked_attention_no_mask.py",
     "test_chapter_cross_and_masked_attention_r27k.py",
     "test_chapter_cross_and_masked_attention_r27z.py",
+    "test_chapter_cross_and_masked_attention_r32e.py",
     "test_chapter_state_space_models_bilinear.py",
     "test_chapter_state_space_models_gbt_convention.py",
 
