@@ -324,6 +324,8 @@ UNIT = frozenset({
     "test_chapter_serving_operations_cotenant.py",
     "test_chapter_scheduler_design_app_stampede.py",
     "test_chapter_scheduler_design_r27x.py",
+    "test_chapter_scheduler_design_r32cc.py",
+    "test_chapter_continuous_batching_r32c.py",
     "test_chapter_prefix_caching_summarise.py",
     "test_ops3.py",
     "test_chapter_serving_reliability.py",
