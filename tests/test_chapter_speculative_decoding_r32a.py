@@ -47,7 +47,14 @@ def test_cost_ratios_and_verify_cost():
     assert glued("sdm_c_factor") == f"{C_TIME / C_SIZE:.1f}" == "4.9"
     assert glued("sdm_v_run") == f"{V_RUN:.2f}" == "2.30"
     assert glued("sdm_m1_ms") == "83"
-    assert 1 < V_RUN < K + 1  # between one step and k + 1 steps
+    assert 1 < V_RUN < K + 1  # ggerganov's run happens to lie between one step and k + 1 steps
+
+
+def test_a100_log_shares():
+    # target "prompt eval" 5.52 ms per token against the single 13.19 ms eval; draft sampling 524.95 of 2924.72 ms
+    assert glued("sdm_pp_share") == f"{5.52 / 13.19:.2f}" == "0.42"
+    assert glued("sdm_sample_share") == f"{round(100 * 524.95 / 2924.72)}%" == "18%"
+    assert "draft sampling 18% of the draft's total time" in stdout("DRAFT_MS, TARGET_MS")
 
 
 @pytest.mark.parametrize("alpha", (0.6, 0.8))
@@ -98,13 +105,26 @@ def test_printed_table():
 def test_citations_links_and_boxes():
     text = section()
     for key in ("llamacppissue3649", "llamacppissue4624", "llamacpppr29110", "localllamangram665",
-                "llamacppsampling", "llamacppcommon", "qwen36a3barch"):
+                "llamacppcommon", "qwen36a3barch"):
         assert "`" + key + "{" in text, key
         assert re.search(r"@\w+\{" + key + ",", BIB), key
     assert "{ref}`speculative_decoding-moe`" in text and "{ref}`speculative_decoding-walltime`" in text
     assert "In the interview" in text
     assert text.count(":class: dropdown") == 2 and "Drill:" in text
     assert text.count("**Strong answer.**") == 2 and text.count("**Trap.**") == 2
+
+
+def test_review_32_corrections():
+    text = section()
+    flat = " ".join(text.split())
+    assert "\\le (k + 1)" not in text  # the bound #4624 contradicts is gone
+    assert "nothing caps it at $(k + 1)\\,T_1$" in flat
+    assert "one run in the log" in flat and "our combination" in flat
+    assert "measured, 0.8 acceptance" not in flat and "with both measured" not in flat
+    assert "drafting rule is the same" in flat
+    assert "or worse (#4624)" in flat and "that cap is $k = 0$" in flat
+    assert "4 \\times 0.113 + 1" in flat
+    assert "`llamacppsampling{" not in text
 
 
 def test_no_unqualified_not_the_model():
