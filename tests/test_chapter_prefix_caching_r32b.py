@@ -94,4 +94,31 @@ def test_vllm_rule_on_the_thread_shapes():
     out = chapter_outputs.printed(NB, "def vllm_use_cascade")
     assert out.splitlines() == ["8 query heads, 1 KV: batch 8 -> False | batch 4 -> False",
                                 "8 query heads, 8 KV: batch 8 -> True | batch 4 -> False",
-                                "64 query heads, 8 KV: batch 8 -> False | batch 4 -> False"]
+                                "64 query heads, 8 KV: batch 8 -> False | batch 4 -> False",
+                                "8 q / 1 kv, p = 4000, b = 8: cascade 8 CTAs, 32 waves | FlashDecoding 256 CTAs,"
+                                " 2 waves | vLLM cascade: False",
+                                "8 q / 1 kv, p = 16000, b = 64: cascade 8 CTAs, 125 waves | FlashDecoding 8000 CTAs,"
+                                " 61 waves | vLLM cascade: False"]
+
+
+def test_occupancy_and_follow_up_waves():
+    # by hand: cascade prefix kernel h_q * ceil(b/128) CTAs, each over ceil(p/128) tiles; FD b*h_kv*tiles CTAs; 132 SMs
+    sms = 132
+    for p, b, want in ((4000, 8, (8, 256, 32, 2)), (16000, 64, (8, 8000, 125, 61))):
+        tiles = math.ceil(p / 128)
+        casc, fd = 8 * math.ceil(b / 128), b * 1 * tiles
+        assert (casc, fd, math.ceil(casc / sms) * tiles, math.ceil(fd / sms)) == want
+    g = chapter_outputs.cell_glue(NB, "def vllm_use_cascade")
+    assert (g["pc_casc_ctas"], g["pc_fd_ctas"], g["pc_casc_waves"], g["pc_fd_waves"], g["pc_sms"]) == (
+        "8", "256", "32", "2", str(sms))
+    assert (g["pc_casc_waves_64"], g["pc_fd_waves_64"]) == ("125", "61")
+    text = chapter_outputs.section(NB, "prefix_caching-cascade-break-even", end="prefix_caching-sglang-frontend")
+    assert "SM occupancy" in text and "{glue:text}`pc_casc_waves_64` waves against {glue:text}`pc_fd_waves_64`" in text
+    assert "one copy per request" not in text and "would not use FlashDecoding (MHA" in text
+
+
+def test_declared_hash_and_lifetime():
+    text = chapter_outputs.section(NB, "prefix_caching-declared-vs-automatic", end="prefix_caching-radix")
+    assert "by its parent's hash" not in text and "Same exactness" not in text
+    assert "vllmhashofblock" in text and "vllmprefixpool" in text and "RadixAttention" in text
+    assert "longer than 128 tokens" in text.replace("\n", " ")
