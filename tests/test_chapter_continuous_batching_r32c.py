@@ -59,3 +59,21 @@ def test_section_cites_sources(nb):
     for key in ("dsfastgen_blog{§3B}", "dsv2managerconfig{", "miiraggedbatching{", "dsmii462"):
         assert key in text
     assert "{ref}`continuous_batching-loop`" in text
+
+
+def test_equal_passes_beat_unequal(nb):
+    # FastGen §3A insight 3: for concave throughput f, 2 f(x) >= f(x + h) + f(x - h); toy f(x) = x / (x + 256)
+    def f(x):
+        return x / (x + 256)
+
+    even, uneven = 2 * f(768), f(1280) + f(256)
+    assert chapter_outputs.glued(nb, "cb_sf_even") == f"{even:.3f}"
+    assert chapter_outputs.glued(nb, "cb_sf_uneven") == f"{uneven:.3f}"
+    assert even > uneven
+
+
+def test_768_is_a_default_not_a_knee(nb):
+    text = chapter_outputs.section(nb, "continuous_batching-dynamic-splitfuse")
+    assert "dsfastgen_blog{§3A, insights 1-3}" in text
+    assert "chosen at the throughput knee" not in text and "measured that and chose" not in text
+    assert "miiraggedbatching{lines 300-307}" in text

@@ -64,3 +64,18 @@ def test_section_cites_sources(nb):
     text = chapter_outputs.section(nb, "scheduler_design-trtllm-two-stage")
     for key in ("trtllmscheduler{", "trtllmtuning{", "trtllm2311", "{ref}`scheduler_design-littles-law`"):
         assert key in text
+
+
+def test_issue_budgets_fit_two_prompts(nb):
+    # max_num_tokens of 2,048, 2,050, 2,064 and 2,176 (issue #2311) all fit the same number of whole 1,024-token prompts
+    fits = {m // PROMPT for m in (2048, 2050, 2064, 2176)}
+    assert fits == {2}
+    assert g(nb, "sd_tr_fit") == "2"
+
+
+def test_policy_list_is_pinned_and_diagnosis_hedged(nb):
+    text = chapter_outputs.section(nb, "scheduler_design-trtllm-two-stage")
+    assert "trtllmtypesh{enum CapacitySchedulerPolicy}" in text
+    assert "trtllmruntimeflags{" in text
+    assert "one plausible cause" in text
+    assert "Little's law gives the queue, arrival rate times wait" not in text
