@@ -21,10 +21,11 @@ def glued(key):
 
 BLOCK_BYTES = {"q8_0": 34, "q5_1": 24, "q5_0": 22, "q4_1": 20, "q4_0": 18}
 BITS = {"f16": 16.0, **{t: b * 8 / 32 for t, b in BLOCK_BYTES.items()}}
+BITS["iq4_nl"] = (2 + 16) * 8 / 32  # block_iq4_nl: fp16 d + 16 bytes of 4-bit indices
 
 
 def test_block_bits():
-    assert BITS == {"f16": 16.0, "q8_0": 8.5, "q5_1": 6.0, "q5_0": 5.5, "q4_1": 5.0, "q4_0": 4.5}
+    assert BITS == {"f16": 16.0, "q8_0": 8.5, "q5_1": 6.0, "q5_0": 5.5, "q4_1": 5.0, "q4_0": 4.5, "iq4_nl": 4.5}
     for t, b in BITS.items():
         assert glued(f"lp_lc_bits_{t}") == f"{b:g}"
 
@@ -67,6 +68,28 @@ def test_kv_or_weights():
     assert glued("lp_kw_cross") == f"{w_freed * 1e9 / per_token / 1024:.1f}K"
     assert per_token * 16384 / 1e9 > w_freed > per_token * 4096 / 1e9  # the crossover lies between 4K and 16K
     assert glued("lp_kw_f16_64k") == f"{65536 * PER_TOKEN * 2 / 1e9:.1f}" == "8.6"
+
+
+def test_12gb_card_at_64k():
+    q8 = 65536 * PER_TOKEN * 8.5 / 8 / 1e9
+    total = PARAMS * 5.7036 / 8 / 1e9 + q8
+    assert glued("lp_kw_q8_64k") == f"{q8:.2f}" == "4.56"
+    assert glued("lp_kw_total_64k") == f"{total:.1f}" == "10.3"
+    assert glued("lp_kw_left_12") == f"{12 - total:.1f}" == "1.7"
+
+
+def test_lmdeploy_reported_ratios():
+    assert glued("lp_fu_pr1377_int8") == f"{10.37 / 9.42:.2f}" == "1.10"
+    assert glued("lp_fu_pr1377_int4") == f"{10.49 / 9.42:.2f}" == "1.11"
+    assert glued("lp_fu_doc13_int8") == f"{10.96 / 8.55:.2f}" == "1.28"
+    assert glued("lp_fu_doc13_int4") == f"{11.91 / 8.55:.2f}" == "1.39"
+    assert glued("lp_fu_621_gain") == f"{1160 / 1012 - 1:.0%}" == "15%"
+
+
+def test_mixed_pair_build_caveat():
+    text = " ".join(chapter_outputs.section(NB, "low_precision_kv-llamacpp-cache-types", end="low_precision_kv-kv-or-weights").split())
+    assert text.count("GGML_CUDA_FA_ALL_QUANTS") >= 2
+    assert "silently falls back to the CPU" in text
 
 
 def test_sections_in_order():
