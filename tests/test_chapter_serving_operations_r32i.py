@@ -12,6 +12,7 @@ import chapter_outputs
 
 L, D, H, H_KV, D_H, D_FF, V = 32, 4096, 32, 8, 128, 14336, 32000
 BF16 = 2
+ADAM = 16  # mixed-precision Adam per trainable parameter: bf16 weight + bf16 grad + fp32 master, m, v
 
 
 def policy_params():
@@ -57,3 +58,19 @@ def test_critic_is_what_grpo_drops():
     models = {m: re.split(r"\s{2,}", r)[1] for r in text.splitlines() for m in ("PPO", "GRPO") if r.startswith(m + " ")}
     assert "critic" in models["PPO"] and "critic" not in models["GRPO"]
     assert "reference" in models["GRPO"]  # the KL term still needs it
+
+
+def test_with_adam_per_stage():
+    p, s = policy_params(), scalar_params()
+    expected = {"SFT": ADAM * p, "RM training": ADAM * s, "PPO": ADAM * (p + s) + BF16 * (p + s),
+                "DPO": ADAM * p + BF16 * p, "GRPO": ADAM * p + BF16 * (p + s)}
+    text = printed()
+    for stage, n in expected.items():
+        row = next(line for line in text.splitlines() if line.startswith(stage + " "))
+        assert f"with Adam {n / 1e9:5.1f} GB" in row, row
+    nb = chapter_outputs.notebook("serving_operations")
+    assert chapter_outputs.glued(nb, "so_rlhf_ppo_adam_gb") == f"{expected['PPO'] / 1e9:.0f} GB" == "258 GB"
+    assert chapter_outputs.glued(nb, "so_rlhf_grpo_adam_gb") == f"{expected['GRPO'] / 1e9:.0f} GB" == "145 GB"
+    assert chapter_outputs.glued(nb, "so_rlhf_dpo_adam_gb") == f"{expected['DPO'] / 1e9:.0f} GB" == "130 GB"
+    assert min(expected.values()) / 1e9 > 80  # no stage trains a 7B policy on one 80 GB GPU unsharded
+    assert "1 (InstructGPT)" in next(r for r in text.splitlines() if r.startswith("PPO "))
