@@ -54,6 +54,24 @@ def test_kv_cache():
     assert f"cross K/V {SRC * ed_step:,} B (computed once), decoder-only {SRC * do_step:,} B" in out
 
 
+def test_two_matchings():
+    """T5 section 3.2.2: L + L layers have the compute of an L-layer LM and the parameters of a 2L-layer one."""
+    out = _stored("fam_cfg = ")
+    ed_pair = H * (SRC * SRC + _triangle(TGT) + TGT * SRC)  # one encoder plus one decoder layer
+    joint = H * _triangle(SRC + TGT)
+    ed_all, do_all = 6 * ed_pair, 12 * joint
+    assert (ed_all, do_all) == (19_209_600, 30_758_400)
+    assert do_all > ed_all  # at equal parameters the comparison reverses
+    assert f"encoder-decoder {ed_all:,} scores, decoder-only {do_all:,} ({do_all / ed_all:.2f}x)" in out
+    per_layer = 2 * D * 2
+    assert f"KV cache per token {6 * per_layer:,} B against {6 * per_layer:,} B, " \
+           f"source {SRC * 6 * per_layer:,} B against {SRC * 6 * per_layer:,} B" in out
+    text = "".join("".join(c["source"]) for c in _cells() if c["cell_type"] == "markdown")
+    fam = text[text.index("(cross_and_masked_attention-which-family)="):text.index("(cross_and_masked_attention-bert-mask)=")]
+    assert "raffel2020t5{§3.2.2}" in fam and "equal compute" in fam and "equal parameters" in fam
+    assert "still wins" not in fam and "Per layer the" not in fam
+
+
 def _applied(has_mask, hint, padding, fast):  # the rule, restated from the torch 2.13.0 source
     if fast:
         return "src_mask" if has_mask else "none (bidirectional)"
@@ -93,3 +111,4 @@ def test_prose_cites():
     hint = text[text.index("(cross_and_masked_attention-encoder-is-causal)="):text.index("(cross_and_masked_attention-no-key)=")]
     assert "pytorch_transformer_py" in hint and "pytorch_mha_functional" in hint and "torch 2.13.0" in hint
     assert "_detect_is_causal_mask" in hint
+    assert "autocast" in hint and "hardware SKU" in hint and "not allowed to attend" in hint
