@@ -71,6 +71,8 @@ def test_prompt_cache_and_copy():
     copy_s = 2 * prefix / BW
     saved_s = (prefill(SHARED + QUESTION) - prefill(QUESTION, SHARED)) / PEAK
     assert glued("kb_reuse_copy_ms") == f"{1e3 * copy_s:.2f}" == "0.16"
+    out = chapter_outputs.printed(nb(), "SHARED, QUESTION, CALLS")
+    assert f"at least {1e3 * copy_s:.2f} ms on an H100" in out  # peak bandwidth: a floor, not an estimate
     assert glued("kb_reuse_saved_ms") == f"{1e3 * saved_s:.1f}"
     assert copy_s < saved_s / 100  # the copy is cheap against what it saves
 
@@ -102,3 +104,26 @@ def test_section_links_and_sources():
     for key in ("hfkvcachereuse", "hfgenerateprefill", "mindieserviceparams", "mindiekvsizing"):
         assert f"{{{key}," in bib
         assert f"{key}{{" in text + npu
+
+
+def test_reused_cache_slice_and_engine_fractions():
+    # a reused cache after one call holds prompt + question + answer; the next input is prompt + question
+    answer = 200
+    n = (SHARED + QUESTION) - (SHARED + QUESTION + answer)  # input length - cache.get_seq_length()
+    assert n < 0
+    ids = list(range(SHARED + QUESTION))
+    fed = ids[-n:]  # Python accepts the negative slice: the first |n| tokens are dropped, no error
+    assert len(fed) == SHARED + QUESTION - answer and fed[0] == answer
+    text = chapter_outputs.section(nb(), "kv_cache_basics-reuse-across-calls", end="kv_cache_basics-memory-stays",
+                                   kinds=("markdown",))
+    assert "no error is raised" not in text.replace("neither case raises an error", "")
+    assert "5.25.0" in text and "negative" in text and "two tensors per layer" in text
+    assert "_expand_inputs_for_generation" in text
+    npu = chapter_outputs.section(nb(), "kv_cache_basics-npu-memory", end="kv_cache_basics-concurrency",
+                                  kinds=("markdown",))
+    # MindIE: total x fraction - (total - free), vLLM's form; TRT-LLM takes a fraction of what is free
+    total, used, frac = 64.0, 20.0, 0.8
+    assert total * frac - used != frac * (total - used)
+    assert "as with TensorRT-LLM above" not in npu and "gpu_memory_utilization" in npu
+    assert "_warmup_specified" in npu and "Huawei interviewer" not in npu
+    assert f"as many cards\nas KV heads ({KV} here)" in npu or f"as KV heads ({KV} here)" in npu
