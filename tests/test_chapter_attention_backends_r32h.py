@@ -99,3 +99,20 @@ def test_section_form_and_citations():
         assert key in section and "{" + key + "," in bib
     for key in re.findall(r"\{glue:text\}`(\w+)`", section):
         assert glued(key)
+    # review 32: the forum asker's bias is broadcast and needs no gradient; the table gather copies
+    assert "Adapted from a forum question" in section and "*learned* bias" in section
+    assert "the indexing copies" in section and "Expanding is free" not in section
+    assert "raffel2020t5{§2.1}" in section and "{raffel2020t5," in bib
+
+
+def test_the_distance_gather_cannot_be_a_view():
+    """The (H, L, S) bias gathered from an (H, 2L - 1) table: a view would need stride -1 along the key axis
+    (bias[h, i, j + 1] = table[h, i - j - 1 + L - 1]), which numpy can express but PyTorch cannot, so the
+    forward copy is H * L * S entries, what lb_head_bf16 glues in bf16."""
+    h, n = 2, 5
+    table = np.arange(h * (2 * n - 1)).reshape(h, 2 * n - 1)
+    offset = np.arange(n)[:, None] - np.arange(n)[None, :] + n - 1
+    gathered = table[:, offset]
+    assert not np.shares_memory(gathered, table)
+    assert np.all(np.diff(offset, axis=1) == -1)  # column index falls by one per key: a negative stride
+    assert glued("lb_head_bf16") == "1 GiB" and 2 * H * L * L == 2**30

@@ -68,6 +68,11 @@ def test_sources_and_form():
     for key in ("deepseekv2", "deepseekv3gatev2rule", "qa_huawei_device_limited"):
         assert key in section and "{" + key + "," in BIB
     assert "deepseekv2{§2.2.2}" in section and "deepseekv2{§3.1.2}" in section
+    # review 32: the 4 comes from §4.2 and the config; the top-K is joint over the kept nodes
+    assert "deepseekv3{§2.1.2, §4.2}" in section and "deepseekv3hfconfig{config.json}" in section
+    hf = re.search(r"@misc\{deepseekv3hfconfig,.*?\n\}", BIB, re.S).group(0)
+    assert "topk\\_group 4" in hf and "n\\_group 8" in hf
+    assert "one good expert and one poor one" not in section and "jointly over all kept nodes" in section
     note = re.search(r"@misc\{deepseekv3gatev2rule,.*?\n\}", BIB, re.S).group(0)
     for fact in ("n_routed\\_experts 160", "n\\_activated\\_experts 6", "n\\_expert\\_groups 8", "n\\_limited\\_groups 3"):
         assert fact.replace("n_routed", "n\\_routed") in note
