@@ -33,6 +33,7 @@ UNIT = frozenset({
     "test_set_associative.py",
     "test_chapter_deployment_plan_r20d.py",
     "test_chapter_prefix_caching_r32b.py",
+    "test_chapter_prefix_caching_r33b.py",
     "test_chapter_serving_operations_r32i.py",
     "test_chapter_attention_cost_r32ii.py",
     "test_chapter_deployment_plan_r24e.py",
