@@ -186,6 +186,7 @@ UNIT = frozenset({
     "test_chapter_positions.py",
     "test_chapter_scheduler_design.py",
     "test_chapter_disaggregated_serving.py",
+    "test_chapter_disaggregated_serving_r33a.py",
 
     "test_chapter_deployment_plan.py",
     "test_chapter_map.py",
