@@ -22,6 +22,8 @@ UNIT = frozenset({
     "test_chapter_kv_cache_basics_r21a.py",
     "test_chapter_kv_cache_basics_r27w.py",
     "test_chapter_kv_cache_basics_r32f.py",
+    "test_chapter_serving_kv_cache_r33c.py",
+    "test_chapter_mla_serving_r33cc.py",
     "test_chapter_gpu_kernels_r21b.py",
     "test_chapter_gpu_kernels_r26d.py",
     "test_chapter_multi_tenant_serving_r22c.py",
