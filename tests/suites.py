@@ -24,6 +24,8 @@ UNIT = frozenset({
     "test_chapter_kv_cache_basics_r32f.py",
     "test_chapter_serving_kv_cache_r33c.py",
     "test_chapter_mla_serving_r33cc.py",
+    "test_chapter_transformer_block_r33g.py",
+    "test_chapter_gpu_kernels_r33gg.py",
     "test_chapter_gpu_kernels_r21b.py",
     "test_chapter_gpu_kernels_r26d.py",
     "test_chapter_multi_tenant_serving_r22c.py",
