@@ -64,10 +64,20 @@ def test_glued_values():
     assert g["pc_blend_total"] == f"{RATIO * comp * 32e3:.1f}"
     assert g["pc_blend_ssd_total"] == f"{kv / 8e9 * 32e3:.1f}"
     assert g["pc_blend_flop_per_byte"] == f"{comp * RATE / kv:,.0f}"
+    # one check layer over every token in place of a 15% layer: 31 layers at 15%, one at 100%
+    check = 31 * RATIO * comp + comp
+    assert g["pc_blend_check_total"] == f"{check * 1e3:.1f}" == "11.1"
+    assert g["pc_blend_check_speedup"] == f"{32 * comp / check:.1f}" == "5.7"
+    assert g["pc_blend_plain_speedup"] == f"{1 / RATIO:.1f}" == "6.7"
+    assert float(g["pc_blend_check_total"]) > float(g["pc_blend_total"])
 
 
 def test_section_text():
     text = chapter_outputs.section(NB, "prefix_caching-blend-in-practice", end="## When the cache is full")
-    for key in ("lmcache922", "lmcacheblendexample", "lmcachepr121", "lmcache3229", "lmcacheascend282", "lmcache2442"):
+    for key in ("lmcache922", "lmcacheblendexample", "lmcachepr121", "lmcachepr762", "lmcacheblender",
+                "lmcache3229", "lmcacheascend282", "lmcache2442"):
         assert f"{{cite:p}}`{key}" in text
     assert "enable_prefix_caching=False" in text and "8{,}192{,}000$" in text and "0.128 ms" in text
+    assert "repairs either case" not in text and "corrects it either way" not in text  # no repair claimed
+    assert "reduces the error" in text and "no bound" in text and "threshold-based blending" in text
+    assert "chunks 2, 1, 3" in text and "legacy in-process CacheBlend path" in text
