@@ -31,6 +31,14 @@ def test_times():
     assert chapter_outputs.glued(NB, "mla_split_ratio") == f"{ring / (LATENT / TP / HBM):.0f}" == "46"
 
 
+def test_against_the_read_saved():
+    saved = LATENT / HBM * (1 - 1 / TP)  # the whole latent's read less the rank's remaining eighth
+    ring = RING * SCORES / NVLINK
+    assert chapter_outputs.glued(NB, "mla_split_saved") == f"{saved * 1e3:.2f}" == "0.16"
+    assert chapter_outputs.glued(NB, "mla_split_vs_saved") == f"{ring / saved:.1f}" == "6.6"
+    assert "0.158 ms; all-reduce / saving: 3.8 (link rate) to 6.6 (ring)" in chapter_outputs.printed(NB, "scores_bytes = batch")
+
+
 def test_printed_lines():
     out = chapter_outputs.printed(NB, "scores_bytes = batch")
     assert "256 MiB; 0.60 ms at the link rate, 1.04 ms as a ring" in out

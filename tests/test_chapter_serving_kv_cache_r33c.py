@@ -26,6 +26,13 @@ def test_kernel_count():
     assert " 54 kernels" in out and "108 kernels" in out
 
 
+def test_kernels_per_added_block_size():
+    # one more block size adds one kernel per head size and variant: 18, a third of 54, not 54 again;
+    # adding 64, 128 and 256 together doubles the count
+    assert chapter_outputs.glued(NB, "skv_bsk_per_size") == str(HEAD_SIZES * 2) == "18"
+    assert chapter_outputs.glued(NB, "skv_bsk_six") == str(HEAD_SIZES * 6 * 2) == "108" == str(2 * 54)
+
+
 def test_even_lengths_waste_half_a_block():
     for block in BLOCKS:
         mean, _, entries = waste_row(EVEN, block)
@@ -52,3 +59,4 @@ def test_glued_shares():
 def test_follow_up_numbers():
     assert (-(-8000 // 16), -(-8000 // 256)) == (500, 32)
     assert 32 * 256 - 8000 == 192 and f"{192 / 8192:.1%}" == "2.3%"
+    assert 15 < 500 / 32 < 16  # "about sixteen times", not exactly
