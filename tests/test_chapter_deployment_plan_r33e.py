@@ -54,7 +54,21 @@ def test_thirty_percent_short_caps_the_gpu_rate():
     assert f"{served:.0f}" == "190" == chapter_outputs.glued(NB, "dp_cpu_short_rate")
     assert f"{GPU_PLANNED * served / RATE:.0%}" == "54%" == chapter_outputs.glued(NB, "dp_cpu_short_gpu")
     assert f"{60 * (RATE - served):,.0f}" == "6,571" == chapter_outputs.glued(NB, "dp_cpu_short_backlog")
-    assert "unbounded" in row("30% short of the busy")
+    short = row("4 cores, ")
+    assert short[:4] == ["4", "cores,", f"{1 - cores / (RATE * CPU_S):.0%}", "short"] and short[2] == "37%"
+    assert "unbounded" in short
+    assert chapter_outputs.glued(NB, "dp_cpu_short_pct") == "37%"
+    # the general rule: GPU busy = planned busy x CPU cores / busy cores, here 0.85 x 4 / 6.3
+    assert f"{GPU_PLANNED * cores / (RATE * CPU_S):.0%}" == "54%"
+
+
+def test_safety_classifier_is_almost_half_the_cpu_budget():
+    assert f"{10.0 / math.fsum(STAGES_MS):.0%}" == "48%" == chapter_outputs.glued(NB, "dp_cpu_safety_share")
+
+
+def test_image_tensor_hand_off_bandwidth():
+    mb_s = RATE * 0.3 * (3 << 20) * 2 / 1e6  # 90 image requests/s x one 3x1024x1024 FP16 tensor
+    assert f"{mb_s:,.0f}" == "566" == chapter_outputs.glued(NB, "dp_cpu_image_mb_s")
 
 
 def test_image_share_of_cpu_work():
@@ -63,6 +77,8 @@ def test_image_share_of_cpu_work():
 
 def test_section_cites_ray_serve_and_links_the_front_end_split():
     text = chapter_outputs.section(NB, "deployment_plan-cpu-gpu-pools", end="deployment_plan-parallel-search")
+    assert "30% short" not in text and "a third of the CPU budget" not in text
     for needle in ("rayserveresources{", "rayserveconfig{", "{ref}`serving_operations-engine-core-process`",
-                   "--api-server-count", "{ref}`serving_reliability-query-of-death`"):
+                   "--api-server-count", "{ref}`serving_reliability-query-of-death`",
+                   "vllmperf060{", "rayserveadvautoscale{", "target_ongoing_requests", "warm nodes"):
         assert needle in text

@@ -70,8 +70,20 @@ def test_running_retries_alone_keeps_innocents_out():
     assert ISO[5] < ALONE[5] < CRASH[5]
 
 
+def test_batch_one_reruns_outweigh_the_first_pass():
+    runs = round(N * ALONE[5] / 100)  # every receive past the first runs alone, at batch 1
+    assert runs == ALONE[1] + 2 * (ALONE[2] + ALONE[3])  # round 2 delivers 2nd+3rd+DLQ, round 3 3rd+DLQ
+    batches = -(-N // BATCH)
+    assert chapter_outputs.glued(NB, "sr_aj_alone_runs") == str(runs)
+    assert chapter_outputs.glued(NB, "sr_aj_first_batches") == str(batches) == "157"
+    assert runs > batches  # even at well under one batch step per single run, isolation costs more than pass one
+    assert chapter_outputs.glued(NB, "sr_aj_bisect_levels") == str(BATCH.bit_length() - 1) == "6"
+    assert "extra attempts" in TABLE and "extra GPU work" not in TABLE
+
+
 def test_section_cites_the_dlq_and_links_the_engine_side():
     text = chapter_outputs.section(NB, "serving_reliability-async-jobs", end="serving_reliability-ep-failure")
     for needle in ("awssqsdlq{", "awscdksqsdlq{", "beyer2016sre{ch. 22}", "{ref}`serving_reliability-query-of-death`",
-                   "{ref}`scheduler_design-priorities`", "{ref}`serving_operations-batch-api`", "maxReceiveCount"):
+                   "{ref}`scheduler_design-priorities`", "{ref}`serving_operations-batch-api`", "maxReceiveCount",
+                   "awssqschangevisibility{", "visibility timeout", "{ref}`deployment_plan-decode-floor`"):
         assert needle in text
