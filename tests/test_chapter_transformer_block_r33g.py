@@ -13,7 +13,7 @@ NB = pathlib.Path(__file__).parents[1] / "book" / "transformer_block.ipynb"
 MODELS = {
     "LLaMA-1 65B": (80, 64, 8192, 32_000, 2048, 1_400 * 10**9, 65.2e9),
     "GLM-130B": (70, 96, 12288, 150_528, 2048, 400 * 10**9, 130e9),
-    "BLOOM 176B": (70, 112, 14336, 250_680, 2048, 350 * 10**9, 176e9),
+    "BLOOM 176B": (70, 112, 14336, 250_680, 2048, 366 * 10**9, 176e9),  # tokens seen (HF model card v1.3)
 }
 BLOOM_PUBLISHED_PARAMS = 176_247_271_424  # the bigscience/bloom model card's exact count
 GQA8_KV_BYTES = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 KV heads of 128, 2 bytes
@@ -54,7 +54,7 @@ def test_rows(name):
 
 def test_chinchilla_gap_and_gqa_ratio():
     out = _stdout()
-    ratio = 20 / (350e9 / 176e9)
+    ratio = 20 / (366e9 / 176e9)
     assert round(ratio) == 10
     assert f"{round(ratio)}x what it saw" in out
     assert 2 * 80 * 8192 * 2 // GQA8_KV_BYTES == 8
@@ -65,3 +65,19 @@ def test_under_trained_order():
     per_param = {n: m[5] / m[6] for n, m in MODELS.items()}
     assert per_param["BLOOM 176B"] < per_param["GLM-130B"] < 20 < per_param["LLaMA-1 65B"]
     assert re.search(r"LLaMA 7B 149 and Llama 2 70B 28\.6", _stdout())
+
+
+def test_deepnorm_and_glm_objective():
+    n = 2 * MODELS["GLM-130B"][0]  # DeepNorm's 2N, N = 70 layers (GLM-130B paper Sec. 2.1)
+    alpha, beta = n ** 0.5, n ** -0.5
+    assert alpha * beta == pytest.approx(1.0)
+    mip_tokens = 0.05 * MODELS["GLM-130B"][5]  # MIP is 5% of the tokens (Sec. 2.2)
+    assert (f"DeepNorm at N = 70: alpha = {alpha:.1f}, beta = {beta:.3f}; "
+            f"GLM-130B MIP 5% of 400B = {mip_tokens / 1e9:.0f}B tokens") in _stdout()
+
+
+def test_llama_against_chinchilla():
+    llama65 = MODELS["LLaMA-1 65B"][5] / MODELS["LLaMA-1 65B"][6] / 20
+    llama7 = 1.0e12 / 6.7e9 / 20
+    assert 1.0 < llama65 < 1.1 and llama7 > 7
+    assert f"LLaMA 65B at {llama65:.2f}x Chinchilla's ratio, 7B at {llama7:.1f}x" in _stdout()
