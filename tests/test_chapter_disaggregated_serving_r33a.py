@@ -54,13 +54,24 @@ def test_spec_metadata(nb):
     assert 1 / 21 < spec / PER_TOKEN < 1 / 19  # "a twentieth of one token's KV"
 
 
+def test_draft_kv(nb):
+    draft = 2 * 1 * KV * HD * 2  # one-layer EAGLE-3 head, K and V, bf16
+    assert draft == 4_096 and PER_TOKEN // draft == 80
+    out = chapter_outputs.printed(nb, "draft_per_token =")
+    assert f"{draft:,} bytes" in out and f"{draft * PROMPT:,} bytes" in out and "1/80 " in out
+    assert chapter_outputs.glued(nb, "ds_both_draft_tok") == "4 KiB"
+    assert chapter_outputs.glued(nb, "ds_both_draft_bytes") == f"{draft * PROMPT / 2**20:.1f} MiB"  # 39.1 MiB
+    assert chapter_outputs.glued(nb, "ds_both_draft_ratio") == "80"
+
+
 def test_prose_cites_the_threads_and_code(nb):
     text = chapter_outputs.section(nb, LABEL, end="disaggregated_serving-ratio")
     for key in ("dynamoissue397", "dynamoissue849", "dynamoissue850", "dynamopr340", "dynamoprefillrouter",
                 "vllmpr32553", "vllmnixlmatched", "vllmkvcachemanager", "sglangdecodeprefix",
-                "sglangmetadatabuffers", "mooncakeissue17", "qin2025mooncake{§3.1, Figure 3}"):
+                "sglangmetadatabuffers", "sglangdraftkvtransfer", "vllmpr34388", "vllmissue54926",
+                "mooncakeissue17", "qin2025mooncake{§3.1, Figure 3}"):
         assert key in text, key
     for phrase in ("get_num_new_matched_tokens", "--disaggregation-decode-enable-radix-cache", "$N-1$",
-                   "For PD + spec decode", "logits", ":class: dropdown"):
+                   "For PD + spec decode", "logits", "We should also transfer draft", ":class: dropdown"):
         assert phrase in text, phrase
     assert ":class: dropdown followup" not in text  # the chapter-end chain keeps its three
