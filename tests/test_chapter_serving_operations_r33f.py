@@ -2,7 +2,7 @@
 
 vLLM 0.6.3 (V0): SchedulerConfig.__init__ sets max_num_batched_tokens to max(max_model_len, 2048) with chunked
 prefill off and to 512 with it on; EngineArgs.create_engine_config turns chunked prefill on by default when
-max_model_len > 32768. vLLM 0.10.1.1 (V1): chunked prefill always on, 8192 tokens for the server on an H100.
+max_model_len > 32768. vLLM 0.10.1.1 (V1): chunked prefill always on, 16384 tokens for the LLM class (8192 for the server) on an H100.
 The pool is utilisation x total - weights - activations (Worker.determine_num_available_blocks). Qwen2.5-7B's
 config.json written out: 28 layers, hidden 3584, 28 query and 4 KV heads of 128, intermediate 18944, vocabulary
 152064, untied head. The logged hit rate: PrefixCachingMetrics, hits / queries over the recent requests, whole
@@ -47,12 +47,13 @@ def test_v0_budgets_follow_the_threshold():
     assert g["so_ml_budget_v0_8192_off"] == "8,192"
     assert g["so_ml_budget_v0_40960_on"] == "512"
     assert g["so_ml_budget_v0_40960_off"] == "40,960"
-    assert g["so_ml_budget_v1_8192_on"] == g["so_ml_budget_v1_40960_on"] == "8,192"
+    assert g["so_ml_budget_v1_8192_on"] == g["so_ml_budget_v1_40960_on"] == "16,384"
+    assert g["so_ml_pool_v1_8192_on"] == g["so_ml_pool_v1_40960_on"] == f"{pool(16384) / 1e9:.1f}"
 
 
 def test_pools_and_the_lost_tokens():
     g = glue()
-    for key, budget in (("v0_8192_off", 8192), ("v0_40960_on", 512), ("v0_40960_off", 40960), ("v1_40960_on", 8192)):
+    for key, budget in (("v0_8192_off", 8192), ("v0_40960_on", 512), ("v0_40960_off", 40960), ("v1_40960_on", 16384)):
         assert g[f"so_ml_pool_{key}"] == f"{pool(budget) / 1e9:.1f}"
         assert g[f"so_ml_tokens_{key}"] == f"{pool(budget) // KV_TOKEN:,}"
         assert g[f"so_ml_act_{key}"] == f"{activations(budget) / 1e9:.2f}"
