@@ -38,6 +38,7 @@ UNIT = frozenset({
     "test_chapter_flash_decoding_r34b.py",
     "test_set_associative.py",
     "test_chapter_deployment_plan_r20d.py",
+    "test_chapter_deployment_plan_r34hh.py",
     "test_chapter_deployment_plan_r33e.py",
     "test_chapter_prefix_caching_r32b.py",
     "test_chapter_prefix_caching_r34gg.py",
@@ -247,6 +248,7 @@ UNIT = frozenset({
     "test_chapter_cross_and_masked_attention_r27k.py",
     "test_chapter_cross_and_masked_attention_r27z.py",
     "test_chapter_cross_and_masked_attention_r32e.py",
+    "test_chapter_cross_and_masked_attention_r34h.py",
     "test_chapter_state_space_models_bilinear.py",
     "test_chapter_state_space_models_gbt_convention.py",
 
