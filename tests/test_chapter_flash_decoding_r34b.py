@@ -77,10 +77,21 @@ def test_glued(nb):
     assert g("fdv_blocks") == "64"
     assert g("fdv_blocks_per_split") == str(math.ceil(64 / 7)) == "10"
     assert g("fdv_thread_ratio") == "3.2"  # 77 us / 24 us, issue 1029
+    # the heuristic's own cutoff for MHA decode: the first b with b * 32 >= 0.8 * 264 = 211.2 (batch 7, 224 tiles)
+    first = next(b for b in range(1, 65) if launch("kvcache", b, 32)[1] == 1)
+    assert first == 7 and launch("kvcache", 6, 32)[1] > 1  # batches 5-6 would still split
+    assert (g("fdv_nosplit_batch"), g("fdv_nosplit_tiles"), g("fdv_nosplit_cut")) == (
+        str(first), str(first * H), f"{0.8 * SLOTS:.1f}")
+    assert g("fdv_mha_varlen_idle_sms") == str(SMS - launch("varlen", 1, 32)[0]) == "100"
+    assert (g("fdv_slots"), g("fdv_sms")) == (str(SLOTS), str(SMS))
+    assert g("fdv_revert_days") == "26"  # b322ae2 (2026-04-16) to 9bad4be (2026-05-12)
 
 
 def test_section_cites_sources(nb):
     text = chapter_outputs.section(nb, "flash_decoding-varlen-gqa-only", end="flash_decoding-fa3-splits")
-    for key in ("flashattnissue1029", "flashattnpr754", "flashattnissue1217", "flashattnpr2550", "flashattnrepo"):
+    for key in ("flashattnissue1029", "flashattnpr754", "flashattnissue1217", "flashattnpr2550", "flashattnrepo",
+                "flashattnpr2448", "flashattnpr2542", "vllmfapr176", "vllmfapr190"):
         assert key in text
     assert "77" in text and "24 µs" in text
+    assert "an eighth" not in text and "alone would have been enough" not in text  # round-34 corrections
+    assert "total_q == batch_size" in text and "Only apply split-k for decoding" in text
