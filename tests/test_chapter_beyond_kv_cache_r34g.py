@@ -24,10 +24,32 @@ def test_dsa_token_counts():
 
 def test_cache_factors():
     rows = _rows()
-    assert rows["GQA-8 / MQA"][-3] == f"{8 / 64:.3g}"
-    assert rows["MLA"][-4] == f"{(512 + 64) / (128 * (192 + 128)):.3g}"
+    assert rows["GQA-8 / MQA"][-5] == f"{8 / 64:.3g}" and rows["GQA-8 / MQA"][-1] == f"{1 / 64:.3g})"
+    assert rows["MLA"][-5] == f"{(512 + 64) / (128 * (192 + 128)):.3g}" and "DeepSeek-V3's" in rows["MLA"]
     assert rows["DSA"][5] == f"{(2 * 576 + 128 + 4) / (2 * 576):.3g}"
     assert rows["CLA2 / YOCO"][-6] == "0.5"
+    assert " ".join(rows["evict (H2O, SnapKV)"][-2:]) == "(budget 4,096)"
+    assert " ".join(rows["DSA"][6:]).startswith("of a BF16 MLA cache")
+
+
+def test_cross_model_and_lossy_factors():
+    """MLA against Llama 3 70B's GQA-8 entries (8 heads x 128 for K and V, 80 layers; DeepSeek-V3 61 layers),
+    and the lossy engineering cuts matching the trained factors (FP8 2x, eviction to 4,096 of 32K 8x)."""
+    per_layer = 576 / (2 * 8 * 128)
+    whole = 61 * 576 * 2 / (80 * 2 * 8 * 128 * 2)
+    assert chapter_outputs.glued(NB, "bk_nt_mla70_layer") == f"{per_layer:.2f}" == "0.28"
+    assert chapter_outputs.glued(NB, "bk_nt_mla70_model") == f"{whole:.2f}" == "0.21"
+    assert chapter_outputs.glued(NB, "bk_nt_layers") == "61 layers against 80"
+    assert chapter_outputs.glued(NB, "bk_nt_gqa") == f"{64 // 8}×"
+    assert chapter_outputs.glued(NB, "bk_nt_fp8") == "2×"
+    assert chapter_outputs.glued(NB, "bk_nt_evict") == f"{32768 / 4096:.0f}×"
+    assert chapter_outputs.glued(NB, "bk_nt_budget") == "4,096"
+    assert chapter_outputs.glued(NB, "bk_nt_dsa") == f"{(2 * 576 + 128 + 4) / (2 * 576):.3g}"
+    hybrid = float(chapter_outputs.glued(NB, "bk_nt_hybrid").rstrip("×"))
+    assert 3.0 < hybrid < 4.0  # 1 attention layer in 4 plus the state layers' fixed cost at 32K
+    text = chapter_outputs.section(NB, "beyond_kv_cache-needs-training", end="beyond_kv_cache-minikv")
+    assert "not shrink a sequence's own cache" in " ".join(text.split())
+    assert "against the baseline named" in chapter_outputs.printed(NB, "warmup_tokens =")
 
 
 def test_training_column():
@@ -41,3 +63,4 @@ def test_training_column():
     text = chapter_outputs.section(NB, "beyond_kv_cache-needs-training", end="beyond_kv_cache-minikv")
     assert "deepseekv32{§2.1}" in text and "ainslie2023gqa{Abstract, §2.1}" in text
     assert "is wrong" in text
+    assert "yuan2025nsa{§2.2, §4}" in text and "llama3{§3.2}" in text and "Mistral 7B v0.1" in text

@@ -43,3 +43,13 @@ def test_drill():
     text = chapter_outputs.section(NB, "prefix_caching-cascade-merge", end="prefix_caching-sglang-frontend")
     assert "0.881" in text and "1.24" in text and "2.13" in text
     assert "flash_decoding-split-keys" in text and "flashinferrecursive" in text
+
+
+def test_caveats():
+    """The no-mask prefix pass holds only for full causal attention (vLLM's use_cascade_attention refuses
+    sliding-window, local and ALiBi models); RadixAttention's reuse argument is given inline."""
+    text = " ".join(chapter_outputs.section(NB, "prefix_caching-cascade-merge",
+                                            end="prefix_caching-sglang-frontend").split())
+    assert "vllmusecascade{use_cascade_attention}" in text and "ALiBi" in text
+    assert "at the absolute position $i$ before they are cached" in text
+    assert "two-level split only" in text
