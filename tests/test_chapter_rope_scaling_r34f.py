@@ -79,6 +79,9 @@ def test_slow_pairs_and_largest_errors():
     assert chapter_outputs.glued(NB, "dn_err_max_16k") == f"{e16.max():.0f}"
     assert chapter_outputs.glued(NB, "dn_err_recent_max") == f"{np.abs(err(RECENT, RECENT + 1, 16384)).max():.2f}"
     assert e16[slow].max() < 5 < 100 < e16.max()  # the claim: small only in the slow pairs
+    # the slowest pair is off by under half a radian, the slow pairs near the 4K boundary by over half a turn
+    assert chapter_outputs.glued(NB, "dn_err_slowest_16k") == f"{e16[-1]:.2f}"
+    assert e16[-1] < 0.5 < np.pi < e16[slow].max()
 
 
 def test_scores():
@@ -113,5 +116,7 @@ def test_vllm_static_base_is_transformers_base_at_f_times_l():
 
 def test_section_cites_its_sources():
     text = chapter_outputs.section(NB, "rope_scaling-dynamic-ntk-cache", end="rope_scaling-yarn")
+    assert "[H]" in text and "[M]" not in text  # the tag of q34_ntk
+    assert "perplexity barely" not in text and "not a measured perplexity" in text  # the thread measured none
     for key in ("hfpr24653", "hfdynamicntkcache", "hfdynamicropeupdate", "vllmdynamicntk", "peng2024yarn"):
         assert key in text
