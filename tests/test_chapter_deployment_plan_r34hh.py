@@ -81,3 +81,20 @@ def test_think_time_halved(nb):
     assert chapter_outputs.glued(nb, "oc_peak_rate") == f"{peak:,.0f}"
     assert chapter_outputs.glued(nb, "oc_peak_flight") == f"{peak * R:,.0f}"
     assert chapter_outputs.glued(nb, "oc_peak_x") == "1.75"
+
+
+def test_peak_formula_consistent(nb):
+    text = chapter_outputs.section(nb, "deployment_plan-open-conversations", end="deployment_plan-cost")
+    assert "Z/2" not in text and "$N / (R + Z)$ =" in text
+    assert chapter_outputs.glued(nb, "oc_peak_think") == f"{Z / 2:.0f}" == "15"
+    assert chapter_outputs.glued(nb, "oc_peak_rate") == f"{OPEN / (R + Z / 2):,.0f}"
+
+
+def test_fleet_recompute_and_hbm_floors(nb):
+    recompute_s = _prefill_flops(HIST) / (GPUS * PEAK)
+    nodes_busy = RATE * recompute_s  # node-seconds of peak compute per second
+    assert 150 < nodes_busy < 263  # hundreds of nodes at peak, yet below the all-HBM store
+    assert chapter_outputs.glued(nb, "oc_recompute_nodes") == f"{nodes_busy:.0f}"
+    hbm_free = GPUS * HBM - 2 * P70
+    assert chapter_outputs.glued(nb, "oc_flight_nodes") == str(math.ceil(RATE * R * SESSION / hbm_free)) == "38"
+    assert chapter_outputs.glued(nb, "oc_fp8_nodes") == str(math.ceil(OPEN * SESSION / 2 / hbm_free))
