@@ -96,3 +96,8 @@ def test_sections_cite_and_box():
             assert f"{{{key}," in BIB, key
     assert "core_v0.12.0" in sp and "1587" in sp and "training speed" in sp
     assert "12/28" in b1 and "2203" in b1
+    # Round-34 review: no unsourced "result unchanged" claim; the t-copy gradient caveat; the cited group layout.
+    assert "changes nothing in the result" not in sp and "Accuracy is not the concern" not in sp
+    assert "$t$ times too large" in sp and "During training, performance may degrade" in sp
+    assert "deepseekv3gate{" in b1 and "{deepseekv3gate," in BIB and "at most 4 groups" in b1
+    assert "untuned Triton EP kernel" not in b1
