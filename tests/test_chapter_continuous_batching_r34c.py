@@ -140,3 +140,17 @@ def test_sections_cite_sources(nb):
     tgi = chapter_outputs.section(nb, "continuous_batching-tgi-knobs")
     for key in ("tgilauncher{", "tgirouterv3{", "tgiwarmup{", "tgi2160{", "tgipr872{", "tgipr1820{"):
         assert key in tgi
+
+
+def test_tgi_launcher_default_and_memory(nb):
+    """TGI v3.3.7 launcher default for max_batch_prefill_tokens, the warm-up hold-back and KV bytes per token, by hand."""
+    ffn, positions = 14_336, 8192
+    per_layer = 2 * D * HEAD_DIM * (HEADS + KV_HEADS + KV_HEADS + HEADS + HEADS) + 3 * 2 * D * ffn
+    flop = LAYERS * per_layer
+    a100, h100 = 312 * 10**12 // flop, 900 * 10**12 // flop
+    assert chapter_outputs.glued(nb, "cb_tgi_optimal_a100") == f"{a100:,}" == "20,755"
+    assert chapter_outputs.glued(nb, "cb_tgi_optimal_h100") == f"{h100:,}"
+    assert chapter_outputs.glued(nb, "cb_tgi_default_prefill") == f"{min(a100, h100, positions):,}" == "8,192"
+    assert chapter_outputs.glued(nb, "cb_tgi_kv_token_kib") == str(K // 1024) == "128"
+    assert chapter_outputs.glued(nb, "cb_tgi_holdback_gb") == "8"  # (1 - 0.90 x 1.0) x 80 GB
+    assert K / 2**20 < 0.25  # the issue author's 0.25 MB a token is twice too high
