@@ -146,6 +146,8 @@ def test_metrics_section_citations_and_boxes():
     flat = " ".join(text.split())
     assert "The user will usually see less accepted tokens" in flat
     assert "num_accepted = len(generated_token_ids) - 1" in flat
+    assert "never above V0's (equal at $k = 1$" in flat and "drifts mainly because" in flat
+    assert "relative to one plain target step" in flat
     assert "{ref}`speculative_decoding-walltime`" in text and "{ref}`speculative_decoding-eagle3`" in text
     assert "In the interview" in text and text.count(":class: dropdown") == 2 and "Drill:" in text
     assert text.count("**Strong answer.**") == 2 and text.count("**Trap.**") == 2
@@ -154,8 +156,17 @@ def test_metrics_section_citations_and_boxes():
 def test_vocab_and_load_section_citations_and_boxes():
     text = chapter_outputs.section(NB, "speculative_decoding-other-vocab-and-load",
                                    end="speculative_decoding-draft-kinds", kinds=("markdown",))
-    _cites(text, ("timor2025heterogeneous", "hfuniversalassisted", "vllmblogspecdecode2024", "vllmv0specworker"))
+    _cites(text, ("timor2025heterogeneous", "hfuniversalassisted", "hftransformers525usd", "vllmblogspecdecode2024",
+                  "vllmv0specworker"))
     flat = " ".join(text.split())
+    # a separate draft always has its own cache; the vocabulary only breaks the position alignment
+    assert "A separate draft model always keeps its own KV cache" in flat
+    assert "share no token ids" not in flat and "no one-to-one id map" not in flat
+    assert "Two models never share a KV cache" in flat
+    # greedy -> UAG, sampling -> USD with the pruned-LM-head id table (transformers 5.25.0 _get_candidate_generator)
+    for phrase in ("`do_sample=False`", "`do_sample=True`", "UniversalSpeculativeDecodingGenerator",
+                   "AssistedCandidateGeneratorDifferentTokenizers", "in the steps where the seam moves"):
+        assert phrase in flat, phrase
     for phrase in ("assistant_tokenizer", "AssistantToTargetTranslator", "remove_from_pkv", "turboderp/Qwama-0.5B-Instruct",
                    "speculative_disable_by_batch_size", "4 H100s"):
         assert phrase in flat, phrase
@@ -168,4 +179,16 @@ def test_verify_dropdown():
     text = chapter_outputs.section(NB, "speculative_decoding-verify", kinds=("markdown",))
     assert "Why can't the target just generate $k$ tokens in parallel itself?" in text
     assert "{ref}`kv_cache_basics-training-needs-none`" in text and "{ref}`speculative_decoding-lookahead`" in text
-    _cites(text, ("santilli2023parallel",))
+    _cites(text, ("santilli2023parallel", "cai2024medusa"))
+    assert "{ref}`speculative_decoding-mtp-training`" in text and "which is rare on real text" not in text
+
+
+def test_v1_rate_never_above_v0():
+    # the prose: for the same verdicts V1's rate is never above V0's, equal at k = 1 or with no match after a rejection
+    import itertools
+    for k in (1, 2, 3, 4):
+        for row in itertools.product((0, 1), repeat=k):
+            m = metrics([list(row)])
+            assert m["v1"] <= m["v0"]
+            first_zero = row.index(0) if 0 in row else k
+            assert (m["v1"] == m["v0"]) == (k == 1 or sum(row[first_zero:]) == 0)
