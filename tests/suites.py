@@ -23,6 +23,7 @@ UNIT = frozenset({
     "test_chapter_kv_cache_basics_r27w.py",
     "test_chapter_kv_cache_basics_r32f.py",
     "test_chapter_kv_cache_basics_r35b.py",
+    "test_chapter_kv_cache_basics_r35a.py",
     "test_chapter_serving_kv_cache_r33c.py",
     "test_chapter_continuous_batching_r34c.py",
     "test_chapter_mla_serving_r33cc.py",
@@ -235,6 +236,7 @@ UNIT = frozenset({
     "test_chapter_tree_attention.py",
 
     "test_chapter_position_encodings.py",
+    "test_chapter_position_encodings_r35aa.py",
     "test_chapter_why_attention.py",
     "test_chapter_why_several_heads.py",
     "test_chapter_why_attention_derivations.py",
