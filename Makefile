@@ -123,9 +123,9 @@ test: $(STAMP) $(LITE_STAMP)
 	@mkdir -p $(dir $(UNIT_LOG)); rm -f $(UNIT_LOG); \
 	echo "make test: the unit tests in one process (output: $(UNIT_LOG), printed at the end), the rest on $(WORKERS) workers"; \
 	env -u PYTHONDONTWRITEBYTECODE OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -o cache_dir=.pytest_cache/unit \
-		--durations=5 $$($(BIN)/python tests/suites.py) > $(UNIT_LOG) 2>&1 & unit=$$!; \
+		--durations=5 --suite unit tests > $(UNIT_LOG) 2>&1 & unit=$$!; \
 	env -u PYTHONDONTWRITEBYTECODE OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 \
-		$$($(BIN)/python tests/suites.py full) $(CHAPTERS) $(SOLUTIONS) \
+		--suite full tests $(CHAPTERS) $(SOLUTIONS) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg; rest=$$?; \
 	wait $$unit; units=$$?; \
 	echo "================ the unit tests (tests/suites.py UNIT, one process): $(UNIT_LOG) ================"; \
@@ -134,10 +134,10 @@ test: $(STAMP) $(LITE_STAMP)
 	test $$units -eq 0 -a $$rest -eq 0
 
 # The unit tests: the modules tests/suites.py lists as UNIT (tests/conftest.py also marks their
-# tests `unit`, so `pytest -m unit` picks the same ones); collecting only those files keeps the
-# grading, notebook and browser modules' imports out of it.
+# tests `unit`, so `pytest -m unit` picks the same ones); collecting only those files (--suite unit:
+# tests/conftest.py) keeps the grading, notebook and browser modules' imports out of it.
 check: $(STAMP)
-	$(BIN)/python -m pytest -n $(CHECK_WORKERS) $$($(BIN)/python tests/suites.py)
+	$(BIN)/python -m pytest -n $(CHECK_WORKERS) --suite unit tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

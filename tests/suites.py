@@ -493,7 +493,7 @@ LONGEST_FIRST = (
 )
 
 
-if __name__ == "__main__":  # `make check` runs these files: python tests/suites.py; `make test` also FULL's (full)
+if __name__ == "__main__":  # the file lists (the Makefile names the folder with --suite unit / --suite full: tests/conftest.py)
     import sys
 
     if sys.argv[1:] not in ([], ["full"]):
