@@ -83,3 +83,7 @@ def test_all_combined_and_text():
     for key in ("lmdeploycachemaxentry", "interntutoriallmdeploy"):
         assert f"{{{key}," in bib and f"{key}{{" in text
     assert "e96e2b4" in bib and "a129a14" in bib  # v0.2.1 and v0.5.3, the two rules
+    # a block count (>= 1) is accepted only from v0.10.0 (commit 63553a882); v0.5.3 asserts 0 < x < 1
+    assert "v0.10.0" in text and "`0 < cache_max_entry_count < 1`" in text and "63553a882" in bib
+    assert "a number of blocks, not a share" not in text
+    assert '"four times"' in text and "studio-smi" in text and "§1.1, §2.2.1 and §2.2.3" in text

@@ -103,4 +103,8 @@ def test_section_links_and_sources():
         assert f"{key}{{" in text
     for key in ("bengio2015scheduled", "ranzato2016sequence"):
         entry = bib.split(f"{{{key},", 1)[1].split("\n}", 1)[0]
-        assert "Not re-read in this session; cited for its central proposal only" in entry
+        assert "Not re-read" not in entry and "read instead:" in entry  # says exactly what was read
+    mixer = bib.split("{mixercode,", 1)[1].split("\n}", 1)[0]
+    assert "start by training using XENT only" in mixer and "deltasteps" in mixer
+    assert "mixercode{" in text and "cross-entropy alone first" in text
+    assert "prefills the prompt in one parallel pass" in text  # only decode is token by token
