@@ -3,11 +3,10 @@
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import nbval_kernels
 import pytest
-from pathlib import Path
-
 from suites import FULL, LONGEST_FIRST, UNIT
 
 TESTS = Path(__file__).resolve().parent

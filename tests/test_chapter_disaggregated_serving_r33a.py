@@ -25,10 +25,6 @@ def rows(nb):
             re.findall(r"^\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+\S+ \w+\s+([\d.]+)\s+([\d.]+)$", out, re.M)}
 
 
-def test_per_token_bytes():
-    assert PER_TOKEN == 327_680 == 320 * 1024
-
-
 @pytest.mark.parametrize("cached", [0, 4_000, 8_000])
 def test_suffix_bytes_and_times(nb, cached):
     moved = PROMPT - cached
@@ -40,10 +36,11 @@ def test_suffix_bytes_and_times(nb, cached):
     assert got[3] == f"{ms / TP:.1f}"
 
 
-def test_worked_values():
-    assert f"{1e3 * PROMPT * PER_TOKEN / PORT:.1f}" == "65.5"
-    assert f"{1e3 * 2_000 * PER_TOKEN / PORT:.1f}" == "13.1"
-    assert 2_000 * PER_TOKEN == 625 * 2**20  # 625 MiB left after an 8,000-token hit
+def test_worked_values(nb):
+    assert chapter_outputs.glued(nb, "ds_both_ms_0") == f"{1e3 * PROMPT * PER_TOKEN / PORT:.1f}" == "65.5"
+    assert chapter_outputs.glued(nb, "ds_both_ms_8000") == f"{1e3 * 2_000 * PER_TOKEN / PORT:.1f}" == "13.1"
+    assert 2_000 * PER_TOKEN == 625 * 2**20  # 625 MiB left after an 8,000-token hit, as the chapter glues it
+    assert chapter_outputs.glued(nb, "ds_both_bytes_8000") == "625 MiB"
 
 
 def test_spec_metadata(nb):

@@ -30,12 +30,11 @@ def prefill(new, cached=0):
     return linear_per_token() * new + 4 * H * HD * L * keys + 2 * V * D  # last position's logits only
 
 
-def nb():
-    return chapter_outputs.notebook("kv_cache_basics")
+NB = chapter_outputs.notebook("kv_cache_basics")
 
 
 def glued(key):
-    return chapter_outputs.glued(nb(), key)
+    return chapter_outputs.glued(NB, key)
 
 
 def tflop(x):
@@ -43,8 +42,9 @@ def tflop(x):
 
 
 def test_model_constants():
-    assert PARAMS == 8_030_261_248
+    assert PARAMS == 8_030_261_248  # Llama 3 8B's published count
     assert KV_TOKEN == 131_072
+    assert glued("kb_npu_block") == "16 MiB" and 128 * KV_TOKEN == 16 * 2**20  # a 128-token MindIE block
 
 
 def test_prefill_per_call():
@@ -61,7 +61,7 @@ def test_ten_calls():
     assert glued("kb_reuse_total_no") == tflop(no_reuse)
     assert glued("kb_reuse_total_yes") == tflop(reuse)
     assert glued("kb_reuse_ratio") == f"{no_reuse / reuse:.1f}" == "8.1"
-    out = chapter_outputs.printed(nb(), "SHARED, QUESTION, CALLS")
+    out = chapter_outputs.printed(NB, "SHARED, QUESTION, CALLS")
     assert f"{CALLS} calls: {tflop(no_reuse)} TFLOP against {tflop(reuse)} TFLOP" in out
 
 
@@ -71,7 +71,7 @@ def test_prompt_cache_and_copy():
     copy_s = 2 * prefix / BW
     saved_s = (prefill(SHARED + QUESTION) - prefill(QUESTION, SHARED)) / PEAK
     assert glued("kb_reuse_copy_ms") == f"{1e3 * copy_s:.2f}" == "0.16"
-    out = chapter_outputs.printed(nb(), "SHARED, QUESTION, CALLS")
+    out = chapter_outputs.printed(NB, "SHARED, QUESTION, CALLS")
     assert f"at least {1e3 * copy_s:.2f} ms on an H100" in out  # peak bandwidth: a floor, not an estimate
     assert glued("kb_reuse_saved_ms") == f"{1e3 * saved_s:.1f}"
     assert copy_s < saved_s / 100  # the copy is cheap against what it saves
@@ -92,12 +92,12 @@ def test_mindie_blocks():
 
 
 def test_section_links_and_sources():
-    text = chapter_outputs.section(nb(), "kv_cache_basics-reuse-across-calls", end="kv_cache_basics-memory-stays",
+    text = chapter_outputs.section(NB, "kv_cache_basics-reuse-across-calls", end="kv_cache_basics-memory-stays",
                                    kinds=("markdown",))
     for ref in ("prefix_caching-hashed", "prefix_caching-radix", "kv_cache_basics-beam-search"):
         assert f"{{ref}}`{ref}`" in text
     assert "copy.deepcopy" in text and "encoder_outputs" in text
-    npu = chapter_outputs.section(nb(), "kv_cache_basics-npu-memory", end="kv_cache_basics-concurrency",
+    npu = chapter_outputs.section(NB, "kv_cache_basics-npu-memory", end="kv_cache_basics-concurrency",
                                   kinds=("markdown",))
     assert "npuMemSize" in npu and "NPU_MEMORY_FRACTION" in npu
     bib = (Path(__file__).resolve().parent.parent / "references.bib").read_text(encoding="utf-8")
@@ -114,12 +114,12 @@ def test_reused_cache_slice_and_engine_fractions():
     ids = list(range(SHARED + QUESTION))
     fed = ids[-n:]  # Python accepts the negative slice: the first |n| tokens are dropped, no error
     assert len(fed) == SHARED + QUESTION - answer and fed[0] == answer
-    text = chapter_outputs.section(nb(), "kv_cache_basics-reuse-across-calls", end="kv_cache_basics-memory-stays",
+    text = chapter_outputs.section(NB, "kv_cache_basics-reuse-across-calls", end="kv_cache_basics-memory-stays",
                                    kinds=("markdown",))
     assert "no error is raised" not in text.replace("neither case raises an error", "")
     assert "5.25.0" in text and "negative" in text and "two tensors per layer" in text
     assert "_expand_inputs_for_generation" in text
-    npu = chapter_outputs.section(nb(), "kv_cache_basics-npu-memory", end="kv_cache_basics-concurrency",
+    npu = chapter_outputs.section(NB, "kv_cache_basics-npu-memory", end="kv_cache_basics-concurrency",
                                   kinds=("markdown",))
     # MindIE: total x fraction - (total - free), vLLM's form; TRT-LLM takes a fraction of what is free
     total, used, frac = 64.0, 20.0, 0.8

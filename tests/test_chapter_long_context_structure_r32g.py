@@ -49,13 +49,6 @@ def fmt(b):  # bytes in the largest binary unit at least 1, one decimal unless w
     return f"{v:,.0f} {unit}" if v == int(v) else f"{v:,.1f} {unit}"
 
 
-def test_constants():
-    assert P == 8_030_261_248  # Llama 3 8B's parameter count
-    assert (N_GLOBAL, N_SOFT, IDX_HEADS) == (5, 4, 4)
-    assert 64 * 129 > PER_KEY  # in FLOPs DSA's own indexer matches this model's attention per key
-    assert L * KV_LAYER_TOKEN * S == 128 * GIB
-
-
 def test_table():
     out = chapter_outputs.printed(NB, 'mk.LAYER_LAYOUTS["gemma-3"]')
     for name, (flops, held, read) in rows().items():

@@ -39,6 +39,7 @@ def test_cache_gb_at_32k(k, v):
 
 def test_fp16_cache_is_4_29_gb_at_32k():
     assert 32768 * PER_TOKEN * 2 == 4_294_967_296
+    assert glued("lp_lc_gb_f16_f16") == "4.29"
 
 
 def step(bits):

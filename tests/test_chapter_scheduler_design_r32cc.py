@@ -39,6 +39,35 @@ def test_pool_and_admitted(nb):
         assert g(nb, f"sd_tr_{key}_n") == str(blocks // b)
 
 
+PEAK, V, D, L, H, HD = 989e12, 128_256, 4096, 32, 32, 128  # H100 SXM dense bf16; Llama 3 8B vocabulary and shape
+
+
+def step(prefill, decode, cached):
+    """One roofline step written out: weights and the cache read once, 2 FLOPs per weight per new token (the
+    embedding table is looked up, not multiplied) plus 4 h d_h FLOPs per layer per cached token."""
+    new = prefill + decode
+    nbytes = 2 * PARAMS + KV_PER_TOKEN * (cached + new)
+    flops = 2 * (PARAMS - V * D) * new + 4 * H * HD * L * cached
+    return max(nbytes / BW, flops / PEAK)
+
+
+def capacity(n):  # Little's law: n running, each for one prefill and ANSWER decode steps
+    return n / (step(PROMPT, 0, 0) + ANSWER * step(0, n, n * (PROMPT + ANSWER // 2)))
+
+
+@pytest.mark.parametrize("key", ["reserve", "reserve_sized", "current"])
+def test_capacity_recomputed(nb, key):
+    assert g(nb, f"sd_tr_{key}_rate") == f"{capacity(int(g(nb, f'sd_tr_{key}_n'))):.1f}"
+
+
+def test_queueing_exact(nb):
+    mu = capacity(int(g(nb, "sd_tr_reserve_n")))
+    backlog = (LAM - mu) * T
+    assert g(nb, "sd_tr_backlog") == f"{backlog:,.0f}"
+    assert g(nb, "sd_tr_wait") == f"{backlog / mu:.0f}"
+    assert g(nb, "sd_tr_ahead") == f"{TTFT * mu:,.0f}"
+
+
 def test_capacity_below_memory_floor(nb):
     # each request runs at least ANSWER decode steps, each reading the weights and the batch's cache
     prev = 0.0

@@ -34,10 +34,12 @@ def test_kernels_per_added_block_size():
 
 
 def test_even_lengths_waste_half_a_block():
-    for block in BLOCKS:
+    lines = chapter_outputs.printed(NB, "def paged_waste").splitlines()[1:]
+    for line, block in zip(lines, BLOCKS):
         mean, _, entries = waste_row(EVEN, block)
         assert mean == (block - 1) / 2  # lengths 1..8,192 fall evenly on every offset in a block
         assert entries == (8192 / block + 1) / 2
+        assert line.split()[1] == f"{(block - 1) / 2:.1f}"  # the chapter's even-length waste column
 
 
 def test_printed_table():
@@ -53,10 +55,15 @@ def test_glued_shares():
     assert chapter_outputs.glued(NB, "skv_bsk_even256") == f"{waste_row(EVEN, 256)[1]:.1%}" == "3.0%"
     assert chapter_outputs.glued(NB, "skv_bsk_tail256") == f"{waste_row(TAIL, 256)[1]:.0%}" == "58%"
     assert chapter_outputs.glued(NB, "skv_bsk_tail16") == f"{waste_row(TAIL, 16)[1]:.1%}" == "8.5%"
-    assert 256 - 50 == 206  # a 50-token request's empty slots in a 256-token block, as the prose says
+
 
 
 def test_follow_up_numbers():
-    assert (-(-8000 // 16), -(-8000 // 256)) == (500, 32)
-    assert 32 * 256 - 8000 == 192 and f"{192 / 8192:.1%}" == "2.3%"
-    assert 15 < 500 / 32 < 16  # "about sixteen times", not exactly
+    text = " ".join(chapter_outputs.section(NB, "serving_kv_cache-block-size-kernels").split())
+    assert f"its waste is {256 - 50} slots" in text  # a 50-token request's empty slots in a 256-token block
+    entries16, entries256 = -(-8000 // 16), -(-8000 // 256)
+    assert f"\\lceil 8000/16 \\rceil = {entries16}$ entries" in text
+    spare = entries256 * 256 - 8000
+    assert f"wastes {spare} of {entries256 * 256:,} slots, {spare / (entries256 * 256):.1%}" in text
+    assert f"({entries256} entries against {entries16})" in text and "about sixteen times smaller" in text
+    assert 15 < entries16 / entries256 < 16  # "about sixteen times", not exactly
