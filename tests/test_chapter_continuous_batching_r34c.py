@@ -126,9 +126,22 @@ def test_tgi_table(nb):
     assert chapter_outputs.glued(nb, "cb_tgi_hold_rate") == f"{hold[3]:,.0f}"
 
 
-def test_drills():
+def test_drills(nb):
+    """The two drills' answers, recomputed from the drills' own numbers and found in the chapter's text."""
     assert math.floor(10 * 0.3) == 3 and math.floor(6 * 0.3) == 1 and math.floor(7 * 0.3) == 2
     assert 3 * (900 + 400) == 3900 and (150 + 950 + 700) == 1800 and round(100 * 1800 / 3900) == 46
+    tgi = " ".join(chapter_outputs.section(nb, "continuous_batching-tgi-knobs").split())
+    assert "running, `waiting_served_ratio` 0.3, `max_waiting_tokens` 20" in tgi
+    assert f"min_size = floor(10 × 0.3) = {math.floor(10 * 0.3)}`" in tgi
+    trt = " ".join(chapter_outputs.section(nb, "continuous_batching-trtllm-model-types",
+                                           end="continuous_batching-tgi-knobs").split())
+    prompts, answers = (100, 900, 300), (50, 50, 400)
+    assert "prompts 100, 900 and 300 tokens, answers 50, 50 and 400" in trt
+    slots = len(prompts) * (max(prompts) + max(answers))
+    real = sum(p + a for p, a in zip(prompts, answers))
+    assert f"{max(prompts)} + {max(answers)} = {max(prompts) + max(answers):,} slots a row" in trt
+    assert f"{len(prompts)} × {max(prompts) + max(answers):,} = {slots:,} slots" in trt
+    assert f"{real:,}, about {round(100 * real / slots)}% of the slots" in trt
 
 
 def test_sections_cite_sources(nb):

@@ -58,14 +58,6 @@ def test_table_rows(nb, name, b):
     assert row.rstrip(" |") in chapter_outputs.printed(nb, "def fa2_decode_grid").splitlines()
 
 
-def test_batch1_values():
-    """The exact counts the text rests on."""
-    assert launch("varlen", 1, 32) == (32, 1)  # MHA through varlen: b * h CTAs, never split
-    assert launch("kvcache", 1, 32) == (32, 7)  # 224 CTAs
-    assert launch("varlen", 1, 8) == (8, 32)  # GQA swapped: 8 tiles, 32 splits, 256 CTAs
-    assert launch("varlen", 8, 32) == (256, 1) and launch("kvcache", 8, 32) == (256, 1)  # batch 8: no split either way
-
-
 def test_glued(nb):
     g = lambda key: chapter_outputs.glued(nb, key)  # noqa: E731
     cases = {"mha_varlen": ("varlen", 1, 32), "mha_kvcache": ("kvcache", 1, 32), "gqa_varlen": ("varlen", 1, 8),
@@ -74,6 +66,13 @@ def test_glued(nb):
         tiles, k = launch(api, b, h_kv)
         assert (g(f"fdv_{key}_splits"), g(f"fdv_{key}_ctas"), g(f"fdv_{key}_busy")) == (
             str(k), str(tiles * k), pct(eff(tiles * k)))
+    # the exact counts the text rests on, pinned on the chapter's glue
+    assert (g("fdv_mha_varlen_splits"), g("fdv_mha_varlen_ctas")) == ("1", "32")  # MHA through varlen: never split
+    assert (g("fdv_mha_kvcache_splits"), g("fdv_mha_kvcache_ctas")) == ("7", "224")
+    assert (g("fdv_gqa_varlen_splits"), g("fdv_gqa_varlen_ctas")) == ("32", "256")  # GQA swapped: 8 tiles x 32
+    # batch 8: no split either way, in the chapter's printed table
+    table = chapter_outputs.printed(nb, "def fa2_decode_grid").splitlines()
+    assert f"{'MHA h_kv=32':<25}{8:>3} | {1:>13}{256:>6}{'97.0%':>7} | {1:>19}{256:>6}{'97.0%':>7}" in table
     assert g("fdv_blocks") == "64"
     assert g("fdv_blocks_per_split") == str(math.ceil(64 / 7)) == "10"
     assert g("fdv_thread_ratio") == "3.2"  # 77 us / 24 us, issue 1029

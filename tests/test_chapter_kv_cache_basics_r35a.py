@@ -6,6 +6,7 @@ BlockManager::GetBlockCount returns free * ratio / block_size, the free memory r
 bytes of bf16 weights, a quarter of that for W4A16, 1 GB of other memory; tokens counted in 64-token blocks of
 a 32-layer, 8-KV-head, head-128 shape (block.h: 4-bit data plus a 16-bit scale and zero per head and token).
 """
+from fractions import Fraction as F
 from pathlib import Path
 
 import chapter_outputs
@@ -18,20 +19,19 @@ WEIGHTS = {"bf16": 14 * GB, "W4A16": 3_500_000_000}
 OTHER = 1 * GB
 
 
-def nb():
-    return chapter_outputs.notebook("kv_cache_basics")
+NB = chapter_outputs.notebook("kv_cache_basics")
 
 
 def glued(key):
-    return chapter_outputs.glued(nb(), key)
+    return chapter_outputs.glued(NB, key)
 
 
 def gb(x):
     return f"{x / 1e9:.1f} GB"
 
 
-def pool_bytes(card, weights, ratio=0.8):
-    return int(ratio * (card - weights))  # free after the weights x ratio
+def pool_bytes(card, weights, ratio=F(4, 5)):
+    return int(ratio * (card - weights))  # free after the weights x ratio, exact integer bytes
 
 
 def tokens(pool, token_bytes):
@@ -41,6 +41,12 @@ def tokens(pool, token_bytes):
 def test_constants():
     assert BF16_TOKEN == 131_072 and INT4_TOKEN == 34_816
     assert 3.7 < BF16_TOKEN / INT4_TOKEN < 3.8  # less than 4x: the scale and zero point
+    assert glued("kb_lmd_int4_token") == f"{INT4_TOKEN // 1024} KiB" and INT4_TOKEN % 1024 == 0
+    text = " ".join(chapter_outputs.section(NB, "kv_cache_basics-lmdeploy-fraction",
+                                            end="kv_cache_basics-npu-memory").split())
+    assert (f"{{glue:text}}`kb_lmd_int4_token` a token instead of {BF16_TOKEN // 1024} KiB, "
+            f"about {BF16_TOKEN / INT4_TOKEN:.1f} times the tokens fit") in text
+    assert "That is less than 4 times" in text
 
 
 def test_table_against_tutorial():
@@ -61,21 +67,21 @@ def test_table_against_tutorial():
 def test_w4a16_saves_a_fifth_and_total_tracks_card():
     totals = {(f, c): WEIGHTS[f] + pool_bytes(c * GB, WEIGHTS[f]) for f in WEIGHTS for c in (24, 40)}
     drop = totals["bf16", 24] - totals["W4A16", 24]
-    assert abs(drop - 0.2 * (WEIGHTS["bf16"] - WEIGHTS["W4A16"])) < 1e3  # (1 - r) x freed weights
+    assert drop == F(1, 5) * (WEIGHTS["bf16"] - WEIGHTS["W4A16"])  # (1 - r) x freed weights, exact bytes
     assert glued("kb_lmd_saved") == gb(drop) == "2.1 GB" and glued("kb_lmd_freed") == "10.5 GB"
-    assert abs((totals["bf16", 40] - totals["bf16", 24]) - 0.8 * 16 * GB) < 1e3  # r x extra card
+    assert totals["bf16", 40] - totals["bf16", 24] == F(4, 5) * 16 * GB  # r x extra card, exact bytes
     # the v0.2.0-0.2.1 rule, 0.5 of the total, would not fit the bf16 model on 24 GB
     assert 0.5 * 24 * GB + WEIGHTS["bf16"] > 24 * GB
 
 
 def test_all_combined_and_text():
-    pool = pool_bytes(24 * GB, WEIGHTS["W4A16"], ratio=0.4)
+    pool = pool_bytes(24 * GB, WEIGHTS["W4A16"], ratio=F(2, 5))
     assert glued("kb_lmd_all_pool") == gb(pool) == "8.2 GB"  # the tutorial's 20.5 x 0.4 (its box says 16.4)
     assert glued("kb_lmd_all_tokens") == f"{tokens(pool, INT4_TOKEN):,}" == "235,520"
     assert glued("kb_lmd_int4_token") == "34 KiB"
-    printed = chapter_outputs.printed(nb(), "def lmdeploy_pool(")
+    printed = chapter_outputs.printed(NB, "def lmdeploy_pool(")
     assert f"{tokens(pool, BF16_TOKEN):,} if the cache were bf16" in printed
-    text = chapter_outputs.section(nb(), "kv_cache_basics-lmdeploy-fraction", end="kv_cache_basics-npu-memory")
+    text = chapter_outputs.section(NB, "kv_cache_basics-lmdeploy-fraction", end="kv_cache_basics-npu-memory")
     for needle in ("cache_max_entry_count", "GetBlockCount", "v0.2.2", "TOTAL", "FREE", "gpu_memory_utilization",
                    "TensorRT-LLM", "quant_policy", "0.2 GB"):
         assert needle in text, needle

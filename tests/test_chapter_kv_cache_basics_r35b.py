@@ -45,12 +45,11 @@ def free_running():
 ROWS = free_running()
 
 
-def nb():
-    return chapter_outputs.notebook("kv_cache_basics")
+NB = chapter_outputs.notebook("kv_cache_basics")
 
 
 def glued(key):
-    return chapter_outputs.glued(nb(), key)
+    return chapter_outputs.glued(NB, key)
 
 
 def test_closed_forms():
@@ -61,14 +60,19 @@ def test_closed_forms():
     assert ROWS[0][3] == EPS * F(12, 15)
     # stationary share off the cycle: leave at EPS * 12/15, come back at 4/16
     a, b = EPS * F(12, 15), F(4, 16)
-    assert abs(float(ROWS[-1][3]) - float(a / (a + b))) < 1e-6  # converges as 0.71^t
-    assert abs(float(ROWS[-1][2]) - float((1 - a / (a + b)) * EPS + a / (a + b) * F(15, 16))) < 1e-6
+    off, wrong = a / (a + b), (1 - a / (a + b)) * EPS + a / (a + b) * F(15, 16)
+    assert abs(float(ROWS[-1][3]) - float(off)) < 1e-6  # converges as 0.71^t
+    assert abs(float(ROWS[-1][2]) - float(wrong)) < 1e-6
+    # the chapter's step-50 values are the fixed point's, to the digits it prints
+    assert glued("kb_exp_cycle_50") == f"{float(off):.3f}"
+    assert glued("kb_exp_wrong_50") == f"{float(wrong):.3f}"
+    assert glued("kb_exp_eps") == f"{float(ROWS[0][2]):.2f}"  # step 1: free-running error equals the slip rate
     # the climb: off the reference strictly increases over the 50 steps
     assert all(x[1] < y[1] for x, y in zip(ROWS, ROWS[1:]))
 
 
 def test_printed_table():
-    out = chapter_outputs.printed(nb(), "V, EPS, STEPS")
+    out = chapter_outputs.printed(NB, "V, EPS, STEPS")
     for t, off_ref, wrong, off_cycle in ROWS:
         if t in (1, 2, 5, 10, 20, 50):
             line = f"{t:>4}{float(EPS):>16.3f}{float(off_ref):>15.3f}{float(wrong):>18.3f}{float(off_cycle):>17.3f}"
@@ -89,7 +93,7 @@ def test_glued_numbers():
 
 
 def test_section_links_and_sources():
-    text = chapter_outputs.section(nb(), "kv_cache_basics-exposure-bias", end="kv_cache_basics-architecture-memory",
+    text = chapter_outputs.section(NB, "kv_cache_basics-exposure-bias", end="kv_cache_basics-architecture-memory",
                                    kinds=("markdown",))
     assert "exposure bias" in text and "teacher forcing" in text and "Scheduled sampling" in text
     for ref in ("kv_cache_basics-training-needs-none", "serving_operations-rlhf-pipeline",

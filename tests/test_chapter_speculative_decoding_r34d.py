@@ -192,3 +192,13 @@ def test_v1_rate_never_above_v0():
             assert m["v1"] <= m["v0"]
             first_zero = row.index(0) if 0 in row else k
             assert (m["v1"] == m["v0"]) == (k == 1 or sum(row[first_zero:]) == 0)
+    # the chapter's own numbers obey it: the thread's and the drill's glued rates, and the nine printed rows
+    # (k >= 2 at alpha < 1, so a match after a rejection makes V1 strictly lower)
+    for case in ("thread", "drill"):
+        assert float(glued(f"sdvm_{case}_v1")) < float(glued(f"sdvm_{case}_v0"))
+    rows = re.findall(r"k = (\d+): V0 rate ([0-9.]+), V0 efficiency [0-9.]+, V1 rate ([0-9.]+)",
+                      chapter_outputs.printed(NB, "thread = spec_metrics("))
+    assert len(rows) == 9 and all(int(k) >= 2 and float(v1) < float(v0) for k, v0, v1 in rows)
+    flat = " ".join(chapter_outputs.section(NB, "speculative_decoding-vllm-metrics",
+                                            end="speculative_decoding-draft-choice", kinds=("markdown",)).split())
+    assert "never above V0's (equal at $k = 1$" in flat

@@ -4,9 +4,11 @@ Recomputed here from primary-source constants, not through mha_kit: Mistral 7B's
 Table 1: d 4,096, 32 layers, 32 heads of 128, 8 KV heads, FFN 14,336, vocabulary 32,000, untied embeddings),
 the H100 SXM datasheet (3.35 TB/s, 1,979 TFLOPS dense FP8), Megatron's two all-reduces per layer (Shoeybi et al.
 2019, sec. 3), NCCL 2.30.7's tuner constants (ring, LL: base 6.6 us, NVLink step 0.6 us) and the TensorRT-LLM
-quantization blog's speed-up table; compared with the chapter's stored outputs.
+quantization blog's speed-up table; compared with the chapter's stored outputs (and the parameter count with the
+kit's Mistral 7B record, which the chapter's cell reads).
 """
 import chapter_outputs
+import mha_kit as mk
 
 NB = chapter_outputs.notebook("weight_quantization")
 D, L, H, DH, HKV, FFN, VOCAB = 4096, 32, 32, 128, 8, 14336, 32000
@@ -26,7 +28,8 @@ def params():
 
 
 def test_param_count():
-    assert params()[0] == 7_241_732_096  # Mistral 7B, the commonly quoted 7.24B
+    # Mistral 7B, the commonly quoted 7.24B; the chapter's tpq_P is mk.dense_decoder_params of this record
+    assert params()[0] == mk.dense_decoder_params(mk.MODEL_FACTS["mistral-7b"]) == 7_241_732_096
 
 
 def step_speedups():
