@@ -56,6 +56,7 @@ UNIT = frozenset({
     "test_chapter_deployment_plan_r27j.py",
     "test_chapter_cuda_basics_r20e.py",
     "test_chapter_rope_scaling_r34f.py",
+    "test_chapter_rope_scaling_r36a.py",
     "test_chapter_cuda_basics_r26c.py",
     "test_chapter_cuda_basics_r27l.py",
     "test_chapter_serving_operations_r27c.py",
