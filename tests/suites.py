@@ -68,6 +68,7 @@ UNIT = frozenset({
     "test_chapter_attention_backends_r27v.py",
     "test_chapter_attention_backends_r27zg.py",
     "test_chapter_attention_backends_r32h.py",
+    "test_chapter_attention_backends_r36a.py",
     "test_chapter_moe_serving_r32hh.py",
     "test_chapter_moe_serving_r34e.py",
     "test_chapter_state_space_models_r20c.py",
