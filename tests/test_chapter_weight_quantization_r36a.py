@@ -1,0 +1,113 @@
+"""Section weight_quantization-llm-vs-cnn: FLOPs per weight, bytes and the share INT4 weights remove, for the
+3 x 3 layer of cuda_basics-convolution, ResNet-50 (He et al. 2016, Table 1) and a Llama 3 8B decode step
+(config.json), recomputed here from the layer shapes, and compared with the chapter's stored table."""
+import json
+import pathlib
+
+import pytest
+
+NB = pathlib.Path(__file__).parents[1] / "book" / "weight_quantization.ipynb"
+INT4_BITS = 4 + (16 + 16) / 128  # group of 128 weights sharing an fp16 scale and an fp16 zero point
+H100_BYTES, H100_BW, H100_BF16 = 80e9, 3.35e12, 989e12  # NVIDIA H100 SXM datasheet
+
+
+def _conv(images, h_in, h_out, c_in, c_out, k):
+    macs = images * h_out * h_out * c_out * c_in * k * k  # one multiply-add per weight per output position
+    return 2 * macs, c_out * c_in * k * k, images * (h_in * h_in * c_in + h_out * h_out * c_out)
+
+
+def _resnet50_layers():
+    # He et al. Table 1, 50-layer column: stem 7x7/2, max-pool, then bottlenecks [1x1, 3x3, 1x1 (x4)] x (3, 4, 6, 3)
+    out, h, c = [(224, 112, 3, 64, 7)], 56, 64
+    for stage, (width, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3))):
+        for b in range(blocks):
+            stride = 2 if stage and not b else 1
+            ho = h // stride
+            out.append((h, h, c, width, 1))
+            out.append((h, ho, width, width, 3))
+            out.append((ho, ho, width, width * 4, 1))
+            if not b:
+                out.append((h, ho, c, width * 4, 1))
+            h, c = ho, width * 4
+    return out
+
+
+def _resnet50(images):
+    totals = [0, 0, 0]
+    for layer in _resnet50_layers():
+        for i, v in enumerate(_conv(images, *layer)):
+            totals[i] += v
+    totals[0] += 2 * images * 2048 * 1000  # the fully connected classifier
+    totals[1] += 2048 * 1000
+    totals[2] += images * (2048 + 1000)
+    return tuple(totals)
+
+
+def _llama3_8b_decode(batch):
+    d, q, kv, ff, layers, vocab = 4096, 32 * 128, 8 * 128, 14336, 32, 128256  # Llama 3 8B config.json
+    per_layer = [(d, q), (d, kv), (d, kv), (q, d), (d, ff), (d, ff), (ff, d)]
+    weights = layers * sum(a * b for a, b in per_layer) + d * vocab
+    acts = batch * (layers * sum(a + b for a, b in per_layer) + d + vocab)
+    return 2 * batch * weights, weights, acts
+
+
+def _row(name, counts):
+    flops, weights, acts = counts
+    total = 2 * (weights + acts)
+    cut = weights * (16 - INT4_BITS) / 8 / total
+    return (f"{name:<36}{flops / 1e9:>9.3f}{total / 1e6:>10.2f}{flops / weights:>12,.0f}{flops / total:>8.1f}"
+            f"{2 * weights / total:>9.1%}{cut:>11.1%}")
+
+
+def _cell_lines(marker):
+    nb = json.loads(NB.read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
+    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
+    return text.strip().splitlines()
+
+
+def test_resnet50_weight_count_matches_torchvision():
+    # torchvision's resnet50 has 25,557,032 parameters: conv and fc weights, the fc bias, and 2 per BN channel
+    bn = 2 * sum(layer[3] for layer in _resnet50_layers())
+    assert _resnet50(1)[1] == 25_557_032 - 1000 - bn
+    assert len(_resnet50_layers()) == 53
+
+
+def test_book_layer_exact_counts():
+    flops, weights, acts = _conv(1, 58, 56, 64, 64, 3)
+    assert (flops, weights, acts) == (231_211_008, 36_864, 215_296 + 200_704)  # GEMM 3,136 x 64 x 576
+
+
+def test_stored_table():
+    lines = _cell_lines("def resnet50_convs(")
+    assert lines[1:6] == [
+        _row("the 3x3 conv of cuda_basics, 1 image", _conv(1, 58, 56, 64, 64, 3)),
+        _row("ResNet-50, 1 image", _resnet50(1)),
+        _row("ResNet-50, 32 images", _resnet50(32)),
+        _row("Llama 3 8B decode step, batch 1", _llama3_8b_decode(1)),
+        _row("Llama 3 8B decode step, batch 32", _llama3_8b_decode(32)),
+    ]
+    assert lines[6].startswith(f"H100 SXM ridge point: {H100_BF16 / H100_BW:.0f} FLOP/B")
+
+
+@pytest.mark.parametrize("counts, low, high", [
+    (_conv(1, 58, 56, 64, 64, 3), 0.05, 0.07),  # the layer: INT4 weights remove about 6% of its bytes
+    (_resnet50(32), 0.02, 0.03),  # batched ResNet-50: under 3%
+    (_llama3_8b_decode(1), 0.73, 0.74),  # decode: 1 - 4.25/16 of nearly all bytes
+])
+def test_int4_cut_brackets(counts, low, high):
+    flops, weights, acts = counts
+    assert low < weights * (16 - INT4_BITS) / 8 / (2 * (weights + acts)) < high
+
+
+def test_fit_lines():
+    # Llama 3 70B config.json: every weight, untied embeddings, RMSNorm vectors
+    d, q, kv, ff, layers, vocab = 8192, 64 * 128, 8 * 128, 28672, 80, 128256
+    p70 = layers * (2 * d * q + 2 * d * kv + 3 * d * ff + 2 * d) + 2 * vocab * d + d
+    r50 = _resnet50(1)[1]
+    assert _cell_lines("r50_weights = ")[:2] == [
+        f"ResNet-50: {r50 / 1e6:.1f} M weights, {4 * r50 / 1e6:.0f} MB in fp32, {r50 / 1e6:.1f} MB in int8",
+        f"Llama 3 70B: {p70 / 1e9:.1f} B weights, {2 * p70 / 1e9:.1f} GB in bf16 against one H100's "
+        f"{H100_BYTES / 1e9:.0f} GB: {2 * p70 / H100_BYTES:.2f} H100s for the weights alone",
+    ]
+    assert 2 * p70 > H100_BYTES and 4 * r50 < 1e9
