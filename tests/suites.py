@@ -203,6 +203,7 @@ UNIT = frozenset({
     "test_chapter_cross_rope_claims.py",
     "test_chapter_cross_and_masked_attention.py",
     "test_chapter_tradeoffs.py",
+    "test_chapter_tradeoffs_r36a.py",
     "test_vllm_max_model_len.py",
     "test_chapter_rope_scaling.py",
     "test_chapter_rope_scaling_critical_dimension.py",
