@@ -74,24 +74,42 @@ def test_resnet50_weight_count_matches_torchvision():
 
 
 def test_book_layer_exact_counts():
-    flops, weights, acts = _conv(1, 58, 56, 64, 64, 3)
-    assert (flops, weights, acts) == (231_211_008, 36_864, 215_296 + 200_704)  # GEMM 3,136 x 64 x 576
+    flops, weights, acts = _conv(1, 56, 56, 64, 64, 3)
+    assert (flops, weights, acts) == (231_211_008, 36_864, 200_704 + 200_704)  # unpadded input  # GEMM 3,136 x 64 x 576
 
 
 def test_stored_table():
     lines = _cell_lines("def resnet50_convs(")
     assert lines[1:6] == [
-        _row("the 3x3 conv of cuda_basics, 1 image", _conv(1, 58, 56, 64, 64, 3)),
+        _row("the 3x3 conv of cuda_basics, 1 image", _conv(1, 56, 56, 64, 64, 3)),
         _row("ResNet-50, 1 image", _resnet50(1)),
         _row("ResNet-50, 32 images", _resnet50(32)),
         _row("Llama 3 8B decode step, batch 1", _llama3_8b_decode(1)),
         _row("Llama 3 8B decode step, batch 32", _llama3_8b_decode(32)),
     ]
     assert lines[6].startswith(f"H100 SXM ridge point: {H100_BF16 / H100_BW:.0f} FLOP/B")
+    flops = _resnet50(1)[0]
+    assert lines[7] == f"ResNet-50 (stride in the 3 x 3): {flops / 1e9:.2f} GFLOP = {flops / 2e9:.2f} G multiply-adds"
+    _, weights, acts = _llama3_8b_decode(32)
+    kv_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 KV heads of 128, 2 bytes
+    assert kv_token == 128 * 1024
+    for line, ctx in zip(lines[8:11], (1024, 4096, 8192)):
+        kv = 32 * ctx * kv_token
+        cut = weights * (16 - INT4_BITS) / 8 / (2 * (weights + acts) + kv)
+        assert line == (f"batch 32 x {ctx:>5,} tokens: KV cache {kv / 1e9:5.1f} GB against {2 * weights / 1e9:.1f} GB "
+                        f"of weights; W4A16 cuts {cut:.0%}")
+
+
+def test_kv_cache_shrinks_the_int4_cut():
+    # at 4,096 tokens the batch-32 cache outweighs the weights, and INT4 weights remove about a third
+    _, weights, acts = _llama3_8b_decode(32)
+    kv = 32 * 4096 * 2 * 32 * 8 * 128 * 2
+    assert kv > 2 * weights
+    assert 0.30 < weights * (16 - INT4_BITS) / 8 / (2 * (weights + acts) + kv) < 0.37
 
 
 @pytest.mark.parametrize("counts, low, high", [
-    (_conv(1, 58, 56, 64, 64, 3), 0.05, 0.07),  # the layer: INT4 weights remove about 6% of its bytes
+    (_conv(1, 56, 56, 64, 64, 3), 0.05, 0.07),  # the layer: INT4 weights remove about 6% of its bytes
     (_resnet50(32), 0.02, 0.03),  # batched ResNet-50: under 3%
     (_llama3_8b_decode(1), 0.73, 0.74),  # decode: 1 - 4.25/16 of nearly all bytes
 ])
