@@ -81,7 +81,7 @@ def test_in_bounds_length_and_needed_scale():
 
 def test_static_and_dynamic_setups():
     rows = {int(line.split()[0].replace(",", "")): re.findall(r"(\d+) / (\d+\.\d+)", line)
-            for line in SETUPS.splitlines()[2:] if line.strip()}
+            for line in SETUPS.splitlines()[2:] if re.match(r"\s*[\d,]+\s", line)}
     assert sorted(rows) == [1024, 4096, 8192, 16384]
     for n, cells in rows.items():
         s_dyn = max(1.0, n / L)
@@ -90,3 +90,12 @@ def test_static_and_dynamic_setups():
             assert int(moved) == int((~np.isclose(inv, THETA, rtol=1e-12, atol=0.0)).sum())
             assert float(gain) == pytest.approx(want_gain, abs=0.0006)
     assert rows[1024][1] == ("0", "1.000") and rows[1024][3] == ("0", "1.000")  # dynamic: the trained model
+
+
+def test_vllm_dynamic_is_static():
+    # vLLM's DynamicNTKScalingRotaryEmbedding: cache of s * L positions; base from max_len / L = s
+    old = BASE * (S * S - (S - 1)) ** (R / (R - 2))  # v0.15.0: s * max_len / L - (s - 1) = s^2 - s + 1
+    assert chapter_outputs.glued(NB, "nf_vllm_old_base") == f"{old:,.0f}"
+    ntk_s4 = BASE * S ** (R / (R - 2))
+    assert chapter_outputs.glued(NB, "nf_ntk_base_s4") == f"{ntk_s4:,.0f}"
+    assert old > ntk_s4  # stretched beyond plain NTK-aware at the same s
