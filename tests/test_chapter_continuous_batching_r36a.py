@@ -39,6 +39,8 @@ def nb():
 
 def adjust_replay(prompt, decodes, num_tokens_per_iter, max_prefill_iters, max_context_token_num=8192):
     """AdjustMaxInputCount as the C++ writes it (deque of min_input_count), then the sequences take tokens in order."""
+    if num_tokens_per_iter == 0:  # LlamaTritonModel::handleMissingParams
+        num_tokens_per_iter = max_context_token_num
     min_input_count, left, chunks = collections.deque([0] * max_prefill_iters), prompt, []
     while left > 0:
         batch_size = decodes + 1
@@ -58,16 +60,27 @@ def adjust_replay(prompt, decodes, num_tokens_per_iter, max_prefill_iters, max_c
 def test_old_knobs(nb):
     out = chapter_outputs.printed(nb, "def turbomind_v04_chunks")
     assert adjust_replay(DOC, N_DEC, 0, 1) == [8000] == adjust_replay(DOC, N_DEC, 2048, 1)  # the stall of #1740
-    assert adjust_replay(DOC, N_DEC, 0, 4) == [2001, 2001, 2001, 1997]
+    assert adjust_replay(DOC, N_DEC, 0, 4) == [8000]  # max_prefill_iters alone does nothing: 0 means the cap
+    assert adjust_replay(DOC, N_DEC, 2048, 4) == [2001, 2001, 2001, 1997]  # ceil(7,999/4) + 65 > 2,048: quarters
     big = adjust_replay(DOC, N_DEC, 2048, 1024)
     assert big == [2048 - 64] * 4 + [64] == adjust_replay(DOC, N_DEC, 2048, 8)
     small = adjust_replay(DOC, N_DEC, 256, 1024)
     assert small[0] == 192 and len(small) == 42 and small[-1] == 8000 - 41 * 192
-    for n_iter, iters in ((0, 1), (2048, 1), (0, 4), (2048, 8), (2048, 1024), (256, 1024)):
+    for n_iter, iters in ((0, 1), (2048, 1), (0, 4), (2048, 4), (2048, 8), (2048, 1024), (256, 1024)):
         cut = adjust_replay(DOC, N_DEC, n_iter, iters)
         shown = ", ".join(f"{c:,}" for c in cut) if len(cut) <= 5 else f"{len(cut)} passes of {cut[0]:,} (last {cut[-1]:,})"
         assert f"{n_iter:>20,}{iters:>19,}  {shown}" in out
         assert chapter_outputs.glued(nb, f"cb_lmd_old_{n_iter}_{iters}") == shown
+
+
+def test_python_mapping(nb):
+    # _update_tm_config: num_tokens_per_iter 0 -> max_prefill_token_num, max_prefill_iters ceil(session_len / it)
+    iters = math.ceil(32768 / 8192)
+    assert chapter_outputs.glued(nb, "cb_lmd_map_iters") == str(iters) == "4"
+    cut = adjust_replay(20000, N_DEC, 8192, iters, max_context_token_num=32768)
+    assert cut[0] == 8192 - N_DEC and sum(cut) == 20000
+    assert chapter_outputs.glued(nb, "cb_lmd_map_chunks") == ", ".join(f"{c:,}" for c in cut)
+    assert adjust_replay(DOC, N_DEC, 8192, math.ceil(8192 / 8192)) == [DOC]  # Llama 3 8B's window: one pass
 
 
 @pytest.mark.parametrize("budget", (512, 1024, 2048, 4096, 8192))
