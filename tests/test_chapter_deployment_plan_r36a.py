@@ -13,7 +13,8 @@ HBM, BW, BF16, INT8 = 80e9, 2.039e12, 312e12, 624e12  # A100 80GB SXM datasheet
 NVLINK3 = 600e9 / 2  # each way
 KV_TOKEN = 2 * L * KV * HD * 2  # bf16 K and V, bytes a token
 W4_BITS = 4 + 16 / 128  # int4, one fp16 scale per 128 weights
-LAYOUTS = {"bf16": (4, 16, BF16), "int8": (2, 8, INT8), "fp8": (2, 8, BF16), "w4": (1, W4_BITS, BF16)}
+LAYOUTS = {"bf16": (4, 16, BF16), "int8": (2, 8, INT8), "fp8": (2, 8, BF16), "w4": (1, W4_BITS, BF16),
+           "tp4int8": (4, 8, INT8), "tp4w4": (4, W4_BITS, BF16)}
 
 NB = chapter_outputs.notebook("deployment_plan")
 
@@ -36,7 +37,7 @@ def test_cache_token_is_320_kib():
 
 
 def test_cache_tokens_exact():
-    assert [row(k)[1] for k in LAYOUTS] == [448_280, 224_140, 224_140, 108_705]
+    assert [row(k)[1] for k in LAYOUTS] == [448_280, 224_140, 224_140, 108_705, 663_593, 767_885]
     assert [glued(f"a1_{k}_tok") for k in LAYOUTS] == [f"{row(k)[1]:,}" for k in LAYOUTS]
     # the node holds (almost) the same cache in every layout: replicas x tokens per replica
     assert row("bf16")[1] == 2 * row("int8")[1]
@@ -47,7 +48,7 @@ def test_cache_tokens_exact():
 def test_weights_and_floors():
     got = {k: (f"{row(k)[0] / 1e9:.1f}", f"{1e3 * row(k)[2]:.1f}") for k in LAYOUTS}
     assert got == {"bf16": ("35.3", "17.3"), "int8": ("35.3", "17.3"), "fp8": ("35.3", "17.3"),
-                   "w4": ("36.4", "17.8")}
+                   "w4": ("36.4", "17.8"), "tp4int8": ("17.6", "8.7"), "tp4w4": ("9.1", "4.5")}
     for k, (gb, floor) in got.items():
         assert (glued(f"a1_{k}_gb"), glued(f"a1_{k}_floor")) == (gb, floor)
 
@@ -58,7 +59,7 @@ def test_all_reduce_cache_and_prefill():
         assert glued(f"a1_{k}_ar") == f"{1e3 * ar:.2f}"
         assert glued(f"a1_{k}_cache") == f"{1e3 * cache:.2f}"
         assert glued(f"a1_{k}_prefill") == f"{1e3 * prefill:,.0f}"
-    assert [glued(f"a1_{k}_prefill") for k in LAYOUTS] == ["463", "463", "926", "1,852"]
+    assert [glued(f"a1_{k}_prefill") for k in LAYOUTS] == ["463", "463", "926", "1,852", "232", "463"]
     assert glued("a1_ar_share") == f"{row('bf16')[3] / row('bf16')[2]:.0%}" == "10%"
 
 
@@ -76,3 +77,13 @@ def test_section_placed_after_vendor_choice_and_links_it():
     assert [s.split(")=")[0][1:] for s in order] == ["deployment_plan-vendor-choice", "deployment_plan-70b-four-a100",
                                                      "deployment_plan-pcie-cards"]
     assert "mk.GPUS[\"a100-80gb\"]" in text
+
+
+def test_tp4_int4_step_keeps_the_all_reduce():
+    bf16 = 1e3 * (row("bf16")[2] + row("bf16")[3])
+    w4 = 1e3 * (row("tp4w4")[2] + row("tp4w4")[3])
+    assert (glued("a1_bf16_step"), glued("a1_tp4w4_step")) == (f"{bf16:.1f}", f"{w4:.1f}") == ("18.9", "6.1")
+    assert glued("a1_step_ratio") == f"{bf16 / w4:.1f}" == "3.1"
+    assert glued("a1_floor_ratio") == f"{row('bf16')[2] / row('tp4w4')[2]:.1f}" == "3.9"
+    assert glued("a1_budget_gb") == f"{0.9 * HBM / 1e9:.0f}" == "72"
+    assert glued("a1_bf16_free_gb") == f"{(0.9 * HBM - row('bf16')[0]) / 1e9:.1f}" == "36.7"
