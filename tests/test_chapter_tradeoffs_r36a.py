@@ -111,17 +111,30 @@ def test_tp_claims():
     assert (glued("tr_wv_tp8"), glued("tr_wv_mha_tp8")) == ("40 KiB", "320 KiB")
 
 
+def test_data_parallel_attention():
+    """Batch-sharded attention: an MQA token cached once on one GPU against GQA-8's token spread over TP8."""
+    node_gqa = kib_per_gpu(8, 8) * 8  # every GPU holds its share of each token's heads
+    mqa_once = kib_per_gpu(1, 1)  # the whole token, on the one GPU that holds the sequence
+    assert (node_gqa, mqa_once) == (320, 40)
+    ratio = node_gqa / mqa_once
+    assert ratio == 8 and glued("tr_wv_dp_ratio") == f"{ratio:.0f}" and glued("tr_wv_mqa_dp") == "40 KiB"
+    printed = chapter_outputs.printed(NB, "WV_TP = (")
+    assert "GQA-8 at TP8 320 KiB, MQA with data-parallel attention 40 KiB: 8x the cached tokens" in printed
+
+
 def test_section_place_citations_and_links():
     text = chapter_outputs.section(NB, LABEL, end="## Summary")
     sources = ["".join(c["source"]) for c in NB["cells"]]
     assert sources.index(next(s for s in sources if s.startswith(f"({LABEL})="))) < \
         sources.index(next(s for s in sources if s.startswith("(tradeoffs-chain)=")))
     for cite in ("llama2modelcard{Model Details table}", "gemmapytorchconfig{get_config_for_2b}",
-                 "chowdhery2022palm{§2, Multi-Query Attention}", "touvron2023llama2{App. A.2.1",
+                 "chowdhery2022palm{§2, Multi-Query Attention}", "touvron2023llama2{App. A.2.1, Table 18, Fig. 24}", "touvron2023llama2{App. A.2.1, Fig. 24}",
+                 "pope2022efficiently", "llama3config8b{config.json}", "deepseekv2{App. D.1, Table 8}",
                  "ainslie2023gqa{§2.2}", "flashmladeepdive{A Theoretical Analysis of the MLA Algorithm}"):
         assert cite in text
     for ref in ("tradeoffs-gqa-vs-mqa", "why_several_heads-tensor-parallel", "mla_serving-own-kernels",
                 "tradeoffs-quality", "tradeoffs-mean-pool"):
         assert f"{{ref}}`{ref}`" in text
+    assert "Not with attention sharded by heads" in text and "data-parallel attention" in text
     assert text.count(":class: dropdown\n") == 2 and "followup" not in text  # the chapter-end chain keeps three
     assert sum(s.count(":class: dropdown followup") for s in sources) == 3
