@@ -99,8 +99,21 @@ def test_forced_flash_and_the_global_switch():
     assert chapter_outputs.glued(NB, "sdpa_decode_choice") == "EFFICIENT_ATTENTION"
 
 
+def test_decode_is_causal_keeps_only_key_zero():
+    # PyTorch's is_causal is the upper-left mask tril(ones(L, S)); recount it for L = 1, S = 2048 by hand
+    n_q, n_k = 1, 2048
+    top_left = sum(1 for i in range(n_q) for j in range(n_k) if j <= i)
+    bottom_right = sum(1 for i in range(n_q) for j in range(n_k) if j <= i + n_k - n_q)
+    assert (top_left, bottom_right) == (1, 2048)
+    assert chapter_outputs.glued(NB, "sdpa_decode_keys_kept") == str(top_left)
+    assert chapter_outputs.glued(NB, "sdpa_decode_keys_total") == f"{n_k:,}"
+    text = chapter_outputs.section(NB, LABEL)
+    assert "Why is it slower?" not in text
+    assert "What happens?" in text and "causal_lower_right" in text
+
+
 def test_the_section_cites_the_source_and_the_docs():
     text = chapter_outputs.section(NB, LABEL)
-    for key in ("pytorchsdputils", "pytorchsdpakernel", "pytorchcpuflash"):
+    for key in ("pytorchsdputils", "pytorchsdpakernel", "pytorchcpuflash", "pytorchcausalvariant"):
         assert f"{{cite:p}}`{key}{{" in text
     assert "import torch" not in text
