@@ -129,7 +129,7 @@ def test_section_place_citations_and_links():
         sources.index(next(s for s in sources if s.startswith("(tradeoffs-chain)=")))
     for cite in ("llama2modelcard{Model Details table}", "gemmapytorchconfig{get_config_for_2b}",
                  "chowdhery2022palm{§2, Multi-Query Attention}", "touvron2023llama2{App. A.2.1, Table 18, Fig. 24}", "touvron2023llama2{App. A.2.1, Fig. 24}",
-                 "pope2022efficiently", "llama3config8b{config.json}", "deepseekv2{App. D.1, Table 8}",
+                 "pope2022efficiently", "llama3_8b_config{config.json}", "deepseekv2{App. D.1, Table 8}",
                  "ainslie2023gqa{§2.2}", "flashmladeepdive{A Theoretical Analysis of the MLA Algorithm}"):
         assert cite in text
     for ref in ("tradeoffs-gqa-vs-mqa", "why_several_heads-tensor-parallel", "mla_serving-own-kernels",
