@@ -27,6 +27,12 @@ MODELS = {
     "qwen3-30b-a3b": ("Qwen3-30B-A3B", 32, 4, (6144, 768)),
     "llama-3.2-1b": ("Llama 3.2 1B", 32, 8, (8192,)),
 }
+# d_model and the attention output's width (heads x head_dim, or x v_head_dim for MLA), from config.json
+ATTN = {"transformer-base": (512, 512), "gpt2": (768, 768), "llama-3-8b": (4096, 4096), "llama-3-70b": (8192, 8192),
+        "llama-3.1-405b": (16384, 16384), "mistral-7b": (4096, 4096), "falcon-7b": (4544, 4544),
+        "falcon-40b": (8192, 8192), "deepseek-67b": (8192, 8192), "qwen2.5-7b": (3584, 3584),
+        "gemma-2-9b": (3584, 4096), "deepseek-v2": (5120, 16384), "deepseek-v2-lite": (2048, 2048),
+        "deepseek-v3": (7168, 16384), "qwen3-30b-a3b": (2048, 4096), "llama-3.2-1b": (2048, 2048)}
 # Llama 3 70B config.json: hidden 8192, 80 layers, 64 heads of 128, 8 KV heads, intermediate 28672, vocab 128256
 D, LAYERS, VOCAB, HEAD, FF = 8192, 80, 128256, 128, 28672
 HBM, BW = 80e9, 2.039e12  # A100 80GB datasheet
@@ -36,27 +42,35 @@ def nb():
     return chapter_outputs.notebook("tensor_parallel")
 
 
-def admits(heads, kv, widths, t, group=None):
+def admits(heads, kv, widths, t, group=None, attn=None):
     if heads % t:
         return False
     if kv is not None and (kv % t if t < kv else t % kv):
         return False
     if any(w % t for w in widths):
         return False
-    return group is None or all(w // t % group == 0 for w in widths)
+    if group is None:
+        return True
+    d_model, attn_out = attn
+    # column-parallel layers take the whole d_model; row-parallel ones (o_proj, down) take 1/t of their input
+    return d_model % group == 0 and all(w % t == 0 and w // t % group == 0 for w in (*widths, attn_out))
 
 
 def test_admitted_sizes_match_the_printed_table():
     out = chapter_outputs.printed(nb(), "def tp_checks")
-    for title, heads, kv, widths in MODELS.values():
+    for name, (title, heads, kv, widths) in MODELS.items():
         bf16 = [t for t in range(1, 9) if admits(heads, kv, widths, t)]
-        g128 = [t for t in range(1, 9) if admits(heads, kv, widths, t, 128)]
+        g128 = [t for t in range(1, 9) if admits(heads, kv, widths, t, 128, ATTN[name])]
         row = f"{' '.join(map(str, bf16)):<19}{' '.join(map(str, g128)) or '-':<13}"
         assert any(line.startswith(title) and row in line for line in out.splitlines()), (title, row)
     # the hand-checked cases the text names
     assert [t for t in range(1, 9) if admits(64, 8, (28672,), t)] == [1, 2, 4, 8]
     assert [t for t in range(1, 9) if admits(12, 12, (3072,), t)] == [1, 2, 3, 4, 6]
     assert not admits(28, 4, (18944,), 7)  # 7 divides 28 heads but is not a multiple of 4 KV heads
+    assert not admits(28, 4, (), 7) and not admits(28, 4, (), 14) and 18944 % 7  # nor 14; 7 fails the MLP too
+    g = {n: [t for t in range(1, 9) if admits(*MODELS[n][1:], t, 128, ATTN[n])] for n in ("gpt2", "transformer-base")}
+    assert g == {"gpt2": [1, 2, 3, 6], "transformer-base": [1, 2, 4]}  # o_proj: 768/4 = 192, 512/8 = 64
+    assert not [t for t in range(1, 9) if admits(71, 1, (18176,), t, 128, (4544, 4544))] and 4544 / 128 == 35.5
     assert 22016 // 8 / 128 == 21.5 and 768 // 4 / 128 == 1.5 and 10944 % 128 == 64
     assert 28672 == 2**12 * 7
     at_3 = sum(admits(h, kv, w, 3) for _, h, kv, w in MODELS.values())
@@ -100,6 +114,23 @@ def test_three_gpu_options():
     assert (int(tok_a), int(tok_b), int(tok_c)) == (57_647, 286_578, 260_035)
     assert tok_b > tok_c > tok_a and sum(w_b) / BW > w_a / BW > w_c / BW  # PP: most cache, slowest lone token
     assert 72 / 64 == 1.125 == 24 / (64 / 3)
+    # (a) on the card's 80 GiB and at vLLM's default memory fractions
+    gib = 80 * 2**30
+    at = {f: int((f * gib - w_a) // (kv_tok * 4 * LAYERS)) for f in (1.0, 0.9, 0.92)}
+    assert at[1.0] == 93_654 and at[0.9] == 41_225 and at[0.9] < tok_a < at[1.0]
+    # (e) TP 2 with FP8 linear weights (1 byte), bf16 embedding and LM head halves and norms
+    lin = LAYERS * (2 * D * HEAD * 32 + 2 * D * HEAD * 4 + 3 * D * FF // 2)
+    w_e = w_a - lin
+    tok_e = int((HBM - w_e) // (kv_tok * 4 * LAYERS))
+    tok_e8 = int((HBM - w_e) // (kv_tok * 2 * LAYERS))
+    out2 = chapter_outputs.printed(nb(), "GIB80")
+    assert f"(a) on 80 GiB: {at[1.0]:,} tokens; at gpu_memory_utilization 0.9: {at[0.9]:,}, 0.92: {at[0.92]:,}" in out2
+    assert (f"(e) TP 2, FP8 weights: {w_e / 1e9:.1f} GB a GPU, {tok_e:,} tokens ({tok_e / tok_a:.1f} x (a)), "
+            f"{tok_e8:,} with an FP8 cache, {1e3 * w_e / BW:.1f} ms") in out2
+    assert tok_e > 4 * tok_a and 1e3 * w_e / BW < 1e3 * w_c / BW
+
+
+W_A = LAYERS * 2 * (2 * D * HEAD * 32 + 2 * D * HEAD * 4 + 3 * D * FF // 2 + 2 * D) + 2 * VOCAB * D  # (a), one GPU
 
 
 def test_glued_numbers():
@@ -107,7 +138,11 @@ def test_glued_numbers():
             "tpdiv_ds67_g128": "1, 2, 4", "tpdiv_qwen3_g128": "1, 2", "tpdiv_n_at_3": "1", "tpdiv_n_models": "16",
             "tpdiv_tp2_tokens": "57,647", "tpdiv_pp_tokens": "286,578", "tpdiv_pad_tokens": "260,035",
             "tpdiv_uneven_tokens": "260,035", "tpdiv_pp_split": "27/27/26", "tpdiv_pad_pct": "12.5%",
-            "tpdiv_tp2_ms": "34.6", "tpdiv_pp_ms": "69.2", "tpdiv_pad_ms": "23.6", "tpdiv_tp2_w": "70.6 GB"}
+            "tpdiv_tp2_ms": "34.6", "tpdiv_pp_ms": "69.2", "tpdiv_pad_ms": "23.6", "tpdiv_tp2_w": "70.6 GB",
+            "tpdiv_gpt2_g128": "1, 2, 3, 6", "tpdiv_tbase_g128": "1, 2, 4", "tpdiv_qwen7_ff7": f"{18944 / 7:,.1f}",
+            "tpdiv_falcon7_dgroups": "35.5", "tpdiv_gpt2_oproj4": "1.5", "tpdiv_tp2_gib_tokens": "93,654",
+            "tpdiv_tp2_u90_tokens": "41,225", "tpdiv_fa_split": "22/21/21", "tpdiv_ff_pad": "28,674",
+            "tpdiv_tp2_kvfp8_tokens": f"{int((HBM - W_A) // (2 * HEAD * 4 * LAYERS)):,}"}
     assert {k: chapter_outputs.glued(nb(), k) for k in want} == want
 
 
@@ -117,7 +152,8 @@ def test_section_cites_the_sources_and_links_replication():
                 "vllmverifyparallel{vllm/config/model.py, ModelConfig.verify_with_parallel_config}",
                 "vllmqkv{linear.py, QKVParallelLinear.__init__", "vllmawqlinear{", "vllm11797{",
                 "vllmparallelismscaling{", "vllmppindices{", "vllmverifyparallel2024{", "sglang6771{", "sglang8243{",
-                "vllm13934{", "flashattndistributed{", "vllm4232{"):
+                "vllm13934{", "flashattndistributed{", "vllm4232{", "vllmmarlinshape{",
+                "vllmgpumemutildefault{", "vllmfp8config{", "vllmengineargs{"):
         assert key in sec, key
     assert "{ref}`tensor_parallel-replication`" in sec and "{ref}`tensor_parallel-pipeline-bubble`" in sec
     assert "In the interview" in sec and sec.count(":class: dropdown") == 2
