@@ -73,6 +73,9 @@ def test_block_against_entry():
                         f" 1 part in {block // INT32:,}")
     assert B * kv_bytes_per_token("llama-3-70b") == 5 * MIB and B * kv_bytes_per_token("llama-3-8b") == 2 * MIB
     assert chapter_outputs.glued(NB, "skv_bt_ratio_70b") == f"{5 * MIB // 4:,}" == "1,310,720"
+    # the blocks quoted in the section's opening answer
+    assert chapter_outputs.glued(NB, "skv_bt_block_8b") == human(B * kv_bytes_per_token("llama-3-8b")) == "2 MiB"
+    assert chapter_outputs.glued(NB, "skv_bt_block_70b") == human(B * kv_bytes_per_token("llama-3-70b")) == "5 MiB"
     share = 32 * MIB / (40 * GIB)
     assert out[2] == f"the largest table, 32 MiB, against a 40 GiB pool: {share:.2%} of it"
     assert chapter_outputs.glued(NB, "skv_bt_pool_share") == "0.08%"
@@ -91,3 +94,15 @@ def test_prose_numbers():
     assert 1024 * entries_per_request(131_072) * INT32 == 32 * MIB
     assert "1,024 live rows of 8,192 entries (128K at $B = 16$) are 32 MiB per step" in text
     assert "could address 40 TiB of Llama 3 70B cache" in text
+    # the answer says where the per-step whole-row copy applies and what the CPU fill costs
+    assert "vLLM V1's classic `GPUModelRunner`" in text and "Model Runner V2" in text
+    assert "in proportion to the blocks actually held" in text
+    assert "whenever $B \\le 128$, for every backend" in text
+    assert "the A100 80 GB included" in text and "other than the A100 and to 256 on smaller ones" not in text
+
+
+def test_kernel_block_multiplier():
+    # BlockTable.__init__: entries count kernel blocks when the kernel's block is smaller
+    manager_block, kernel_block = 64, 16
+    per_req = entries_per_request(32_768, manager_block) * (manager_block // kernel_block)
+    assert per_req == 512 * 4 == entries_per_request(32_768, kernel_block)
