@@ -79,3 +79,28 @@ def test_section_cites_and_links():
         assert f"{{ref}}`{ref}`" in text, ref
     assert "{admonition} In the interview" in text and text.count(":class: dropdown") == 2
     assert "uniform" in text  # the routing assumption is stated
+
+
+def test_v3_shared_expert_fp8_and_network():
+    g = chapter_outputs.cell_glue(NB, MARKER)
+    d, ff, k, e = 7168, 2048, 8, 256
+    routed, shared = 2 * k * 3 * d * ff, 2 * 1 * 3 * d * ff  # 1 shared expert of the routed width (sec. 4.2)
+    assert g["ktk_mflop_v3_shared"] == "88" == f"{shared / 1e6:.0f}"
+    assert g["ktk_mflop_v3_total"] == "793" == f"{(routed + shared) / 1e6:.0f}"
+    assert g["ktk_v3_shared_pct"] == "12.5%" == f"{shared / routed:.1%}"
+    # copies leaving the GPU at EP 8: k (EP - 1) / EP
+    assert g["ktk_leave_256_8"] == str(k * (EP - 1) // EP) == "7"
+    # FP8 dispatch (1 byte) + bf16 combine (2 bytes), remote copies only
+    fp8 = k * (EP - 1) * d * (1 + 2) // EP
+    assert g["ktk_a2a_v3_fp8"] == f"{fp8:,}" == "150,528"
+    mix = 2 * (EP - 1) * 4096 * 2 * 2 // EP
+    assert g["ktk_a2a_fp8_ratio"] == f"{fp8 / mix:.2f}" == "5.25"
+    assert g["ktk_e_over_k"] == "32"
+    assert g["ktk_gap64_pct"] == f"{float(1 - touched(64, e, k) / e):.0%}" == "13%"
+    text = chapter_outputs.section(NB, LABEL)
+    for cite in ("deepseekv3{§3.2.2}", "deepseekv3{§3.3.3}", "deepseekv3{§3.4.2}",
+                 "meta2025llama4{Llama 4 Maverick, MoE layers}", "lu2024notallexperts{Abstract}"):
+        assert cite in text, cite
+        assert f"{{{cite.split('{')[0]}," in BIB
+    assert "routed-expert FLOPs match" in text and "three representative points" in text
+    assert "the one place" not in text
