@@ -131,3 +131,22 @@ def test_bug_table(name):
 def test_only_the_reference_catches_three_bugs():
     quiet = [b for b in BUGS[1:] if _fails(b) == ["= kit reference"]]
     assert quiet == ["NormAfterResidual", "RepeatWrongAxis", "NoScale"]
+
+
+def test_invariants_without_a_reference():
+    """Post-LN rows have RMS = final gain, Pre-LN rows do not; the scale sets the score std; mask alignment."""
+    out = _stdout("class MaskAfterSoftmax")
+    gain = _weights()[0][1]
+    post = np.sqrt(((_block(X, POS, "NormAfterResidual") / gain) ** 2).mean(-1))
+    pre = np.sqrt(((_block(X, POS) / gain) ** 2).mean(-1))
+    assert np.all(np.abs(post - 1) < 1e-4) and pre.min() > 1.05
+    assert (f"NormAfterResidual {post.min():.4f} to {post.max():.4f}, "
+            f"DecoderBlock {pre.min():.2f} to {pre.max():.2f}") in out
+    q, k = np.random.default_rng(128).standard_normal((2, 4096, 128))
+    dots = np.einsum("td,td->t", q, k)
+    assert f"{dots.std() / np.sqrt(128):.2f} scaled, {dots.std():.1f} unscaled" in out
+    assert abs(dots.std() - np.sqrt(128)) < 0.5
+    s = 100 + N
+    last_top_left = sum(1 for j in range(s) if j <= N - 1)
+    last_bottom_right = sum(1 for j in range(s) if j <= (N - 1) + (s - N))
+    assert f"the last query sees {last_top_left} keys top-left aligned, {last_bottom_right} bottom-right aligned" in out
