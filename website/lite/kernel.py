@@ -26,6 +26,7 @@ or if it is a module of ``mha_course`` that the folder rule does not pack.
 """
 
 import ast
+import functools
 import gzip
 import io
 import json
@@ -107,6 +108,20 @@ def _resolve(module, level, target, is_package):
     return ".".join(base + ([target] if target else []))
 
 
+def parse_file(path):
+    """The ``ast`` tree of the Python file ``path``, parsed once per version of the file in a process (the
+    site build and the browser edition's tests ask for mha_kit's modules again for every chapter and check).
+    The tree is shared: read it, never change it."""
+    path = Path(path)
+    stat = path.stat()
+    return _parse_file(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _parse_file(path, mtime_ns, size):
+    return ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+
+
 @dataclass
 class _Source:
     """One module read with ``ast``: its top-level definitions and the names its imports bind."""
@@ -118,7 +133,7 @@ class _Source:
     bindings: dict = field(default_factory=dict)  # local name -> (module, attribute or None)
 
     def __post_init__(self):
-        self.tree = ast.parse(self.path.read_text(encoding="utf-8"), filename=str(self.path))
+        self.tree = parse_file(self.path)
         for stmt in self.tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[stmt.name] = stmt
@@ -272,7 +287,7 @@ def course_files(root=REPO_ROOT):
 def imports(module, path):
     """``(imported module, names imported from it)`` of every import statement of the file ``path``, inside
     functions too, relative ones resolved (``module``: the file's module name)."""
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=str(path))
+    tree = parse_file(path)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from ((alias.name, ()) for alias in node.names)

@@ -25,6 +25,7 @@ left out, with the reason :func:`browser_problem` gives; the site then shows no 
 
 import ast
 import copy
+import functools
 import json
 import re
 from pathlib import Path
@@ -54,7 +55,7 @@ def glue(name, value, display=True):
 
 def _imports(source):
     try:
-        tree = ast.parse(_python(source))
+        tree = parse_python(_python(source))
     except SyntaxError:
         return None
     for node in ast.walk(tree):
@@ -62,6 +63,13 @@ def _imports(source):
             yield from (a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             yield node.module
+
+
+@functools.lru_cache(maxsize=8192)
+def parse_python(python):
+    """The ``ast`` tree of the code ``python`` (a cell's :func:`_python`), parsed once per text in a process:
+    the build's plan and each copy read every chapter's cells several times. Shared: never change it."""
+    return ast.parse(python)
 
 
 def _python(source):
@@ -72,7 +80,7 @@ def _python(source):
 def _kit_calls(nb):
     """The names of mha_kit a chapter uses: ``mk.name`` (any alias of ``mha_kit``) and ``from mha_kit import name``."""
     aliases, names = set(), set()
-    trees = [ast.parse(_python(cell["source"])) for cell in code_cells(nb)]
+    trees = [parse_python(_python(cell["source"])) for cell in code_cells(nb)]
     for node in (n for tree in trees for n in ast.walk(tree)):
         if isinstance(node, ast.Import):
             aliases |= {a.asname for a in node.names if a.name == "mha_kit" and a.asname}
@@ -314,7 +322,7 @@ def _plot_names(nb):
     names = set()
     for cell in code_cells(nb):
         try:
-            tree = ast.parse(_python(cell["source"]))
+            tree = parse_python(_python(cell["source"]))
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -356,7 +364,7 @@ def split_drawing(source, tainted):
     python = _python(source)
     lines = python.splitlines()
     kept, drawing = [], []
-    for stmt in ast.parse(python).body:
+    for stmt in parse_python(python).body:
         start = stmt.lineno - 1 - _comment_lines(lines, stmt.lineno)
         text = ("\n" if start > 0 and not lines[start - 1].strip() else "") + "\n".join(lines[start:stmt.end_lineno])
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
