@@ -3,6 +3,7 @@
 Standard library only, so a chapter test that reads outputs through it still runs in ``make test-numpy-floor``
 (tests/numpy_floor.py admits this module; tests/test_lite.py checks that it stays standard library only).
 """
+import functools
 import json
 import re
 from pathlib import Path
@@ -12,8 +13,17 @@ GLUE_TEXT = "application/papermill.record/text/plain"
 
 
 def notebook(name):
-    """The chapter ``book/<name>.ipynb`` as a dict."""
-    return json.loads((BOOK / f"{name}.ipynb").read_text(encoding="utf-8"))
+    """The chapter ``book/<name>.ipynb`` as a dict, read once per version of the file in a process (the
+    chapter tests ask for the same chapters again and again: 54 notebooks of up to 2 MB). The dict is
+    shared: read it, never change it."""
+    path = BOOK / f"{name}.ipynb"
+    stat = path.stat()
+    return _notebook(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _notebook(path, mtime_ns, size):
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def glued(nb, key):
