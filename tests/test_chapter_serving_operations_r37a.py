@@ -1,0 +1,105 @@
+"""Section serving_operations-latency-creep of "Serving in production": latency that rises over weeks, no deploy.
+
+The queueing knee rho / (1 - rho) and the weeks of traffic growth, from the formula; the prefill floors, cache per
+request and decode floors of a growing chat history, from Llama 3 8B's shape written out and the H100's datasheet
+rates (not through mk.roofline_step or mk.prefill_seconds); the simulated replica's numbers against the chapter's
+own sweep table; and the metric names, links and citations the playbook rests on.
+"""
+import math
+import re
+
+import pytest
+import chapter_outputs
+
+NB = chapter_outputs.notebook("serving_operations")
+LABEL = "serving_operations-latency-creep"
+TEXT = chapter_outputs.section(NB, LABEL, "serving_operations-ttft-tpot-levers")
+
+# Llama 3 8B (config.json): 32 layers, d 4096, 32 query and 8 KV heads of 128, d_ff 14336, vocabulary 128256
+L, D, H, KV, HD, FF, V = 32, 4096, 32, 8, 128, 14_336, 128_256
+PROJ = D * H * HD + 2 * D * KV * HD + H * HD * D  # q, k, v, o
+PARAMS = 2 * V * D + L * (PROJ + 3 * D * FF + 2 * D) + D  # embeddings, output head, layers, final norm
+BW, PEAK = 3.35e12, 989e12  # H100 SXM: HBM bytes/s, dense bf16 FLOP/s (datasheet)
+KV_TOKEN = 2 * L * KV * HD * 2  # K and V, every layer, bf16 bytes
+
+
+def glued(key):
+    return chapter_outputs.glued(NB, key)
+
+
+def wait(rho):  # M/M/1 mean time in queue, in mean service times
+    return rho / (1 - rho)
+
+
+def prefill_flops(cached, new):  # weights see the new tokens; new token i attends to cached + i keys
+    return 2 * new * L * (PROJ + 3 * D * FF) + 2 * V * D + L * 4 * H * HD * (new * cached + new * (new + 1) // 2)
+
+
+def decode_step(seqs, ctx):  # one step of `seqs` sequences with `ctx` cached tokens each
+    nbytes = 2 * PARAMS + KV_TOKEN * (seqs * ctx + seqs)
+    flops = 2 * (PARAMS - V * D) * seqs + 4 * H * HD * L * seqs * ctx
+    return max(nbytes / BW, flops / PEAK)
+
+
+def test_shape_constants():
+    assert PARAMS == 8_030_261_248
+    assert KV_TOKEN == 131_072
+
+
+def test_queueing_knee():
+    table = chapter_outputs.printed(NB, "so_lc_w95")
+    for rho in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95):
+        assert re.search(rf"{rho:.0%}\s+{wait(rho):.2f}\n", table), rho
+    assert glued("so_lc_w95") == f"{wait(0.95) / wait(0.5):.0f}" == "19"
+    weeks = math.log(0.9 / 0.7) / math.log(1.03)
+    assert glued("so_lc_weeks") == f"{weeks:.1f}" == "8.5"
+    assert glued("so_lc_w7090") == f"{wait(0.9) / wait(0.7):.1f}" == "3.9"
+
+
+def test_simulated_replica_matches_the_sweep_table():
+    sweep = chapter_outputs.printed(NB, 'glue("so_cap"')
+    rows = {int(r[0]): r for r in (line.split() for line in sweep.splitlines()[1:]) if r}
+    assert glued("so_lc_tpot15") == rows[15][4].removesuffix("ms")
+    assert glued("so_lc_tpot25") == rows[25][4].removesuffix("ms")
+    assert glued("so_lc_ttft25") == rows[25][3].removesuffix("s")
+    assert glued("so_lc_ttft30") == rows[30][3].removesuffix("s")
+    # the order the section describes: TPOT moves first, the TTFT tail jumps near capacity
+    assert float(glued("so_lc_tpot25")) > 2 * float(glued("so_lc_tpot15"))
+    assert float(glued("so_lc_ttft30")) > 4 * float(glued("so_lc_ttft25"))
+
+
+@pytest.mark.parametrize("hist, pre, kv, dec", [(1_000, "14.4", "0.13", "5.4"), (16_000, "293.7", "2.10", "14.8")])
+def test_growing_history(hist, pre, kv, dec):
+    assert f"{1e3 * prefill_flops(0, hist) / PEAK:.1f}" == pre == glued(f"so_lc_pre{hist // 1000}k")
+    assert f"{KV_TOKEN * hist / 1e9:.2f}" == kv == glued(f"so_lc_kv{hist // 1000}k")
+    assert f"{1e3 * decode_step(16, hist):.1f}" == dec == glued(f"so_lc_dec{hist // 1000}k")
+
+
+def test_32_long_histories_do_not_fit():
+    need = (32 * KV_TOKEN * 16_000 + 2 * PARAMS) / 1e9
+    assert glued("so_lc_fit16k") == f"{need:.0f}" == "83"
+    assert need > 80  # H100's 80 GB
+
+
+def test_prefix_hit_rate():
+    hit90, hit50 = (prefill_flops(int(h * 8000), 8000 - int(h * 8000)) / PEAK for h in (0.9, 0.5))
+    assert glued("so_lc_hit90") == f"{1e3 * hit90:.1f}" == "14.5"
+    assert glued("so_lc_hit50") == f"{1e3 * hit50:.1f}" == "69.2"
+    assert glued("so_lc_hitx") == f"{hit50 / hit90:.1f}"
+
+
+def test_playbook_names_every_signal_and_source():
+    for name in ("vllm:request_queue_time_seconds", "vllm:request_prompt_tokens", "vllm:kv_cache_usage_perc",
+                 "vllm:num_preemptions_total", "vllm:prefix_cache_hits", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+                 "process_resident_memory_bytes", "slow_callback_duration"):
+        assert name in TEXT, name
+    for key in ("vllmmetrics{docs/design/metrics.md", "dcgmfields", "pyasynciodebug{"):
+        assert "{cite:p}`" + key in TEXT, key
+    for ref in ("serving_operations-regression", "serving_operations-diagnose", "serving_operations-metrics",
+                "serving_operations-tail-latency", "serving_reliability-overload", "serving_reliability-grey-failures",
+                "prefix_caching-growing-conversation", "scheduler_design-preemption"):
+        assert "{ref}`" + ref + "`" in TEXT, ref
+    table = TEXT.split("| signal, plotted over the period |")[1].split("\n\n")[0]
+    assert len([r for r in table.splitlines() if r.startswith("| ")]) == 6
+    assert "```{admonition} In the interview" in TEXT
+    assert TEXT.count(":class: dropdown followup") == 1
