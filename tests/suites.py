@@ -29,6 +29,7 @@ UNIT = frozenset({
     "test_chapter_continuous_batching_r34c.py",
     "test_chapter_continuous_batching_r36a.py",
     "test_chapter_mla_serving_r33cc.py",
+    "test_chapter_mla_serving_r37a.py",
     "test_chapter_transformer_block_r33g.py",
     "test_chapter_transformer_block_r36a.py",
     "test_chapter_gpu_kernels_r33gg.py",
