@@ -40,7 +40,7 @@ from .gpu_math import gemm_tile_intensity, implied_clock_hz, peak_flops, tiled_g
 from .hybrid import hybrid_cache_bytes, layout_kv_bytes, linear_state_bytes
 from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work_items, flash_decoding_bytes,
                       flash_loop_io, split_kv_heuristic, wave_efficiency)
-from .hardware import LINKS, NODES, Link, Node
+from .hardware import DEEPSEEK_V3_H800_LINKS, LINKS, NODES, Link, Node
 from .deployment import (EIGHT_BIT_SPEEDUP, DeploymentPlan, FleetEstimate, RateFleet, cache_crossover_batch,
                          decode_memory_floor, fleet_estimate, gpus_for_rate, plan_deployment)
 from .mla_cost import FLASHMLA_FP8_BYTES_PER_TOKEN, FLASHMLA_H800, mla_attention_macs, mla_decode_intensity

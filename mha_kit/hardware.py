@@ -142,6 +142,16 @@ _RECORDS = (
                 registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64,
                 fp32_flops=75e12, fp32_lanes_per_sm=128, tensor_flops_per_clock_per_sm=2 * 4 * 1024, sfu_per_sm=16,
                 tensor_memory_bytes_per_sm=256 * 1024, smem_bytes_per_clock_per_sm=32 * 4),
+    # A consumer card, kept for the "A100 vs H100 vs 4090" comparison. Its memory is GDDR6X, not HBM: the
+    # field is named for the data-centre parts. The whitepaper prints every tensor rate as dense/sparse and
+    # gives two FP16 rows; the bf16 row (FP32 accumulate, the one training and serving use) is 165.2/330.4,
+    # half the FP16-accumulate rate (330.3/660.6). The dense figure is recorded here.
+    Accelerator(name="rtx-4090", title="GeForce RTX 4090", cite="nvidiaadawhitepaper",
+                source="NVIDIA Ada GPU Architecture whitepaper, Appendix A, Table 2 (GeForce RTX 4090: 128 SMs, "
+                       "24 GB GDDR6X, 1008 GB/sec, L2 73,728 KB, Peak BF16 Tensor TFLOPS with FP32 Accumulate "
+                       "165.2/330.4, dense/sparse)",
+                hbm_bandwidth=1.008e12, bf16_flops=165.2e12, hbm_bytes=24 * 10**9, num_sms=128,
+                l2_bytes=73_728 * 1024),
 )
 
 #: Read-only mapping from a short name to its :class:`Accelerator` record.
@@ -205,10 +215,23 @@ _LINKS = (
     Link(name="pcie4-x4", title="PCIe 4.0 x4 (one NVMe SSD)", cite="pcisig",
          source="PCI-SIG: PCIe 4.0 runs 16 GT/s per lane; 4 lanes = 8 GB/s each way, the ceiling of a drive on it",
          bytes_per_s=8e9),
+    Link(name="nvlink3", title="NVLink 3 (A100 SXM)", cite="nvidiaa100",
+         source="A100 datasheet: NVLink 600 GB/s a GPU (SXM), counted both ways, so 300 GB/s each way",
+         bytes_per_s=300e9),
+    # NVIDIA publishes no H800 datasheet page; DeepSeek's hardware paper gives the cut link rate of its H800 nodes.
+    Link(name="nvlink-h800", title="NVLink on the H800 SXM", cite="zhao2025insights",
+         source="Insights into DeepSeek-V3 (ISCA 2025), sec. 4.1: the NVLink bandwidth in H800 SXM nodes is "
+                "reduced from 900 GB/s to 400 GB/s (both ways), so 200 GB/s each way",
+         bytes_per_s=200e9),
 )
 
 #: Read-only mapping from a short name to its :class:`Link` record.
 LINKS = MappingProxyType({link.name: link for link in _LINKS})
+
+#: What DeepSeek's H800 cluster gave its all-to-all kernels, bytes/s (DeepSeek-V3 report, sec. 3.2.2:
+#: "NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times that of IB (50 GB/s)"). These are the report's
+#: working figures, not a datasheet's; the report does not say whether they count one direction or both.
+DEEPSEEK_V3_H800_LINKS = MappingProxyType({"nvlink": 160e9, "ib": 50e9})
 
 
 @dataclass(frozen=True, kw_only=True)

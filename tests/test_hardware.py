@@ -67,3 +67,28 @@ def test_sram_must_be_a_positive_integer():
     with pytest.raises(ValueError, match=r"^sram_bytes_per_sm must be a positive integer, got 1.5"):
         _gpu(sram_bytes_per_sm=1.5)
     assert _gpu(num_sms=4).ridge_point == 100.0
+
+
+def test_rtx_4090_from_the_ada_whitepaper_appendix():
+    """Appendix A, Table 2: dense BF16 (FP32 accumulate) 165.2 of 165.2/330.4; 1008 GB/sec; 24 GB; 73,728 KB of L2."""
+    card = mk.GPUS["rtx-4090"]
+    assert (card.bf16_flops, card.hbm_bandwidth, card.hbm_bytes) == (165.2e12, 1008e9, 24 * 10**9)
+    assert card.bf16_flops == 330.4e12 / 2  # the sparse figure is twice the dense one (footnote 2)
+    assert (card.num_sms, card.l2_bytes) == (128, 72 * 2**20)  # 73,728 KB = 72 MiB
+    assert "165.2/330.4" in card.source and "GDDR6X" in card.source
+    assert card.ridge_point == pytest.approx(165.2 / 1.008, rel=1e-12)
+
+
+def test_nvlink_rates_each_way():
+    # A100 datasheet 600 GB/s and DeepSeek's ISCA paper (sec. 4.1) 400 GB/s on the H800, both counted both ways
+    assert mk.LINKS["nvlink3"].bytes_per_s == 600e9 / 2
+    assert mk.LINKS["nvlink-h800"].bytes_per_s == 400e9 / 2
+    assert mk.LINKS["nvlink-h800"].bytes_per_s / mk.LINKS["nvlink4"].bytes_per_s == pytest.approx(400 / 900)
+    assert "900 GB/s to 400 GB/s" in mk.LINKS["nvlink-h800"].source
+
+
+def test_deepseek_v3_h800_links_as_the_report_states_them():
+    # DeepSeek-V3 report sec. 3.2.2: NVLink 160 GB/s, "roughly 3.2 times that of IB (50 GB/s)"
+    links = mk.DEEPSEEK_V3_H800_LINKS
+    assert (links["nvlink"], links["ib"]) == (160e9, 50e9)
+    assert links["nvlink"] / links["ib"] == pytest.approx(3.2)

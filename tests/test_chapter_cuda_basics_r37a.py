@@ -1,0 +1,92 @@
+"""Section cuda_basics-gpu-comparison: A100 / H100 / H800 / RTX 4090, recomputed from the primary figures.
+
+A100 datasheet (80 GB, 2,039 GB/s, 312 dense bf16 TFLOPS, NVLink 600 GB/s both ways); H100 datasheet (80 GB,
+3.35 TB/s, 1,979 TFLOPS with sparsity, 989 dense) and whitepaper (NVLink 900 GB/s both ways); H800: DeepSeek's FlashMLA
+notes (3.35 TB/s, 990 TFLOPS) and ISCA 2025 paper sec. 4.1 (NVLink 400 GB/s both ways), no capacity; RTX 4090:
+Ada whitepaper Appendix A Table 2 (24 GB, 1008 GB/sec, BF16 with FP32 accumulate 165.2/330.4 dense/sparse) and
+PCIe 4.0 x16 (16 GT/s x 16 lanes = 32 GB/s each way). Llama 3 8B / 70B parameter counts from their config.json.
+"""
+import json
+import pathlib
+
+import pytest
+
+NB = pathlib.Path(__file__).parents[1] / "book" / "cuda_basics.ipynb"
+
+
+def _params(layers, d, ffn, heads, kv_heads, vocab):
+    head = d // heads
+    attn = d * d * 2 + 2 * d * kv_heads * head  # q, o; k, v
+    return layers * (attn + 3 * d * ffn + 2 * d) + 2 * vocab * d + d  # untied embeddings, final norm
+
+
+P8 = _params(32, 4096, 14336, 32, 8, 128256)
+P70 = _params(80, 8192, 28672, 64, 8, 128256)
+# card: (memory GB or None, bytes/s, dense FLOP/s, link GB/s each way)
+CARDS = {
+    "A100 80GB SXM": (80, 2039e9, 312e12, 600 / 2),
+    "H100 SXM": (80, 3.35e12, 989e12, 900 / 2),  # 1,979 with sparsity; the sheet rounds the dense half to 989
+    "H800 SXM": (None, 3.35e12, 990e12, 400 / 2),
+    "GeForce RTX 4090": (24, 1008e9, 330.4e12 / 2, 16 * 16 / 8),
+}
+
+
+def _outputs():
+    nb = json.loads(NB.read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and "cb_gpus_4090_floor" in "".join(c["source"]))
+    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
+    glued = {o["metadata"]["scrapbook"]["name"]: o["data"]["application/papermill.record/text/plain"].strip("'")
+             for o in cell["outputs"] if "scrapbook" in o.get("metadata", {})}
+    return text, glued
+
+
+def test_parameter_counts_match_the_configs():
+    assert (P8, P70) == (8_030_261_248, 70_553_706_496)
+
+
+@pytest.mark.parametrize("card", list(CARDS))
+def test_table_row(card):
+    mem, bw, flops, link = CARDS[card]
+    text, _ = _outputs()
+    row = next(line for line in text.splitlines() if line.startswith(card))
+    floor = 2 * P8 / bw
+    fits = "memory not published" if mem is None else f"no: {2 * P70 / (mem * 1e9):.1f}x its memory"
+    expected = [f"{mem}" if mem else "-", f"{bw / 1e12:.2f}", f"{flops / 1e12:.0f}", f"{flops / bw:.0f}",
+                f"{link:.0f}", f"{1e3 * floor:.1f}", f"{1 / floor:.0f}"]
+    cuts = [17, 24, 30, 38, 45, 60, 65, 77, 84]  # the table's fixed columns; the link's name sits in 47:60
+    fields = [row[a:b].strip() for a, b in zip(cuts, cuts[1:])]
+    assert fields[:4] + fields[5:] == expected, row
+    assert row.endswith(fits)
+
+
+def test_summary_lines_and_glue():
+    text, glued = _outputs()
+    assert f"Llama 3 8B in bf16: {2 * P8 / 1e9:.1f} GB of weights; 70B: {2 * P70 / 1e9:.0f} GB " \
+           f"(int4: {P70 / 2 / 1e9:.0f} GB)" in text
+    assert "A100 80GB SXM: Adam training state alone fits 5.0B parameters" in text  # 80 GB / 16 B
+    assert "GeForce RTX 4090: Adam training state alone fits 1.5B parameters" in text  # 24 GB / 16 B
+    assert "NVLink 160 GB/s vs IB 50 GB/s = 3.2x; at most 4 nodes a token -> up to 12.8 experts" in text
+    assert glued == {
+        "cb_gpus_4090_floor": f"{2e3 * P8 / 1008e9:.1f}",
+        "cb_gpus_h100_floor": f"{2e3 * P8 / 3.35e12:.1f}",
+        "cb_gpus_4090_vs_h100": f"{3.35e12 / 1008e9:.1f}",
+        "cb_gpus_h800_link_share": f"{400 / 900:.0%}",
+        "cb_gpus_4090_adam": "1.5",
+        "cb_gpus_70b_int4": f"{P70 / 2 / 1e9:.0f}",
+        "cb_gpus_4090_ridge": f"{165.2e12 / 1008e9:.0f}",
+    }
+    assert (glued["cb_gpus_4090_floor"], glued["cb_gpus_h100_floor"], glued["cb_gpus_h800_link_share"]) == \
+        ("15.9", "4.8", "44%")
+
+
+def test_nothing_fits_70b_in_bf16_and_4090_misses_even_int4():
+    assert all(mem is None or 2 * P70 > mem * 1e9 for mem, *_ in CARDS.values())
+    assert P70 / 2 > 24e9  # int4 weights alone exceed the 4090's 24 GB
+
+
+def test_prose_quotes_the_dense_not_sparse_4090_rate():
+    nb = json.loads(NB.read_text())
+    prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"
+                    and ("(cuda_basics-gpu-comparison)=" in "".join(c["source"]) or "cb_gpus_4090_adam" in "".join(c["source"])))
+    assert "165.2/330.4" in prose and "165 dense bf16 TFLOPS" in prose
+    assert "{cite:p}`nvidiaadawhitepaper{Appendix A, Table 2}`" in prose and "deepseekv3{§3.2.2}" in prose
