@@ -35,7 +35,7 @@ from .flash import flash_attention, online_softmax_update
 from .flash import flash_decoding, flash_decoding_partials, merge_softmax_states, split_bounds
 from .attention_backward import (attention_backward_dense, attention_forward_lse, flash_attention_backward,
                                  forward_flops_per_token)
-from .hardware import GPUS, Accelerator
+from .hardware import CONSUMER_GPUS, GPUS, Accelerator
 from .gpu_math import gemm_tile_intensity, implied_clock_hz, peak_flops, tiled_gemm_bytes, warp_softmax
 from .hybrid import hybrid_cache_bytes, layout_kv_bytes, linear_state_bytes
 from .kernels import (DecodeBytes, LoopIO, TileCounts, causal_tiles, decode_work_items, flash_decoding_bytes,

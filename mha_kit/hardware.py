@@ -142,20 +142,24 @@ _RECORDS = (
                 registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64,
                 fp32_flops=75e12, fp32_lanes_per_sm=128, tensor_flops_per_clock_per_sm=2 * 4 * 1024, sfu_per_sm=16,
                 tensor_memory_bytes_per_sm=256 * 1024, smem_bytes_per_clock_per_sm=32 * 4),
-    # A consumer card, kept for the "A100 vs H100 vs 4090" comparison. Its memory is GDDR6X, not HBM: the
-    # field is named for the data-centre parts. The whitepaper prints every tensor rate as dense/sparse and
-    # gives two FP16 rows; the bf16 row (FP32 accumulate, the one training and serving use) is 165.2/330.4,
-    # half the FP16-accumulate rate (330.3/660.6). The dense figure is recorded here.
+)
+
+#: Read-only mapping from a short name to its :class:`Accelerator` record.
+GPUS = MappingProxyType({gpu.name: gpu for gpu in _RECORDS})
+
+#: Consumer cards, for the "A100 against H100 against RTX 4090" comparison: not in :data:`GPUS`, which holds the
+#: data-centre parts (HBM, NVLink) that the planner and the chapters' HBM tables list.
+CONSUMER_GPUS = MappingProxyType({gpu.name: gpu for gpu in (
+    # Its memory is GDDR6X, not HBM: the field is named for the data-centre parts. The whitepaper prints every
+    # tensor rate as dense/sparse and gives two FP16 rows; the bf16 row (FP32 accumulate, the one training and
+    # serving use) is 165.2/330.4, half the FP16-accumulate rate (330.3/660.6). The dense figure is recorded here.
     Accelerator(name="rtx-4090", title="GeForce RTX 4090", cite="nvidiaadawhitepaper",
                 source="NVIDIA Ada GPU Architecture whitepaper, Appendix A, Table 2 (GeForce RTX 4090: 128 SMs, "
                        "24 GB GDDR6X, 1008 GB/sec, L2 73,728 KB, Peak BF16 Tensor TFLOPS with FP32 Accumulate "
                        "165.2/330.4, dense/sparse)",
                 hbm_bandwidth=1.008e12, bf16_flops=165.2e12, hbm_bytes=24 * 10**9, num_sms=128,
                 l2_bytes=73_728 * 1024),
-)
-
-#: Read-only mapping from a short name to its :class:`Accelerator` record.
-GPUS = MappingProxyType({gpu.name: gpu for gpu in _RECORDS})
+)})
 
 
 # --- Links and nodes: where a KV cache travels when it leaves the GPU ----------------------------

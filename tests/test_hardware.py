@@ -71,7 +71,8 @@ def test_sram_must_be_a_positive_integer():
 
 def test_rtx_4090_from_the_ada_whitepaper_appendix():
     """Appendix A, Table 2: dense BF16 (FP32 accumulate) 165.2 of 165.2/330.4; 1008 GB/sec; 24 GB; 73,728 KB of L2."""
-    card = mk.GPUS["rtx-4090"]
+    card = mk.CONSUMER_GPUS["rtx-4090"]
+    assert "rtx-4090" not in mk.GPUS  # a GDDR6X card: not among the HBM parts the planner lists
     assert (card.bf16_flops, card.hbm_bandwidth, card.hbm_bytes) == (165.2e12, 1008e9, 24 * 10**9)
     assert card.bf16_flops == 330.4e12 / 2  # the sparse figure is twice the dense one (footnote 2)
     assert (card.num_sms, card.l2_bytes) == (128, 72 * 2**20)  # 73,728 KB = 72 MiB
