@@ -52,6 +52,10 @@ def test_glued():
     assert g("mla_abs_extra_gb") == f"{extra / 1e9:.1f}" == "50.1"
     assert g("mla_abs_active_gb") == f"{ACTIVE * BF16 / 1e9:.0f}" == "74"
     assert g("mla_abs_extra_share") == f"{extra / (ACTIVE * BF16):.1%}" == "67.8%"
+    wkv_b = H * (D_NOPE + D_V) * D_C  # (h * 256, 512)
+    assert g("mla_abs_fold_m") == f"{H * D_C * (D_NOPE + D_V) / 1e6:.1f}" == "16.8"
+    dequant = wkv_b * 1 + 2 * wkv_b * BF16  # read FP8, write bf16, read bf16
+    assert g("mla_abs_dequant_gb") == f"{dequant * LAYERS / 1e9:.1f}" == "5.1"
 
 
 def test_printed_table():
@@ -62,14 +66,16 @@ def test_printed_table():
     assert f"{FACTORS * BF16 / 1e6:,.1f} MB a layer" in lines[5] and "19.4 GB for 61 layers" in lines[5]
     assert f"{MERGED * BF16 / 1e6:,.1f} MB a layer" in lines[6]
     assert "1,140.9 MB" in lines[6]
+    assert "16.8 M multiply-adds" in lines[8] and "83.9 MB a layer, 5.1 GB a step" in lines[8]
 
 
 def test_prose_names_the_code_and_the_sources():
     text = chapter_outputs.section(NB, "mla_serving-absorb-at-runtime", end="mla_serving-intensity")
     for fact in ('attn_impl: Literal["naive", "absorb"] = "absorb"', "`kv_cache`", "`pe_cache`",
                  'einsum("bshd,hdc->bshc", q_nope, wkv_b[:, :128])', "wkv_b[:, -128:]", "q_norm",
-                 "$[1536, 65536]$", "mn \\le k(m + n)"):
+                 "$[1536, 65536]$", "mn \\le k(m + n)", "only suitable for decode", "gemm_impl",
+                 "minor regression in short context", "no more bytes"):
         assert fact in text, fact
-    for key in ("deepseekv3mlaabsorb", "deepseekv3issue848", "flashinfermla551", "vllmmla14770"):
+    for key in ("deepseekv3mlaabsorb", "deepseekv3issue848", "flashinfermla551", "vllmmla14770", "sglangmla4615"):
         assert key in text, key
     assert "In the interview" in text and ":class: dropdown followup" in text
