@@ -61,6 +61,7 @@ def test_simulated_replica_matches_the_sweep_table():
     rows = {int(r[0]): r for r in (line.split() for line in sweep.splitlines()[1:]) if r}
     assert glued("so_lc_tpot15") == rows[15][4].removesuffix("ms")
     assert glued("so_lc_tpot25") == rows[25][4].removesuffix("ms")
+    assert glued("so_lc_ttft15") == rows[15][3].removesuffix("s")
     assert glued("so_lc_ttft25") == rows[25][3].removesuffix("s")
     assert glued("so_lc_ttft30") == rows[30][3].removesuffix("s")
     # the order the section describes: TPOT moves first, the TTFT tail jumps near capacity
@@ -78,7 +79,27 @@ def test_growing_history(hist, pre, kv, dec):
 def test_32_long_histories_do_not_fit():
     need = (32 * KV_TOKEN * 16_000 + 2 * PARAMS) / 1e9
     assert glued("so_lc_fit16k") == f"{need:.0f}" == "83"
-    assert need > 80  # H100's 80 GB
+    pool_sheet, pool_reported = 0.9 * 80e9 / 1e9, 0.9 * 79.6 * 2**30 / 1e9  # vLLM's default share of the H100
+    assert glued("so_lc_pool") == f"{pool_sheet:.0f}" == "72"
+    assert glued("so_lc_poolrep") == f"{pool_reported:.0f}" == "77"
+    assert need > pool_reported > pool_sheet
+    assert "more than\nvLLM lets itself use" in TEXT and "the GPU's 80 GB" not in TEXT
+    assert "{cite:p}`vllmmemoryprofile{vllm/config/cache.py}`" in TEXT
+
+
+def test_prefill_grows_faster_than_history():
+    ratio = prefill_flops(0, 16_000) / prefill_flops(0, 1_000)
+    assert glued("so_lc_histx") == "16"
+    assert glued("so_lc_prex") == f"{ratio:.1f}" == "20.4"
+    assert "more than in proportion" in TEXT and "a little more, for attention" not in TEXT
+
+
+def test_revised_claims():
+    assert "barely moves" not in TEXT and glued("so_lc_ttft15") == "0.24"
+    assert "Traffic is flat through the day" in TEXT and "at equal request rates" in TEXT
+    assert "Frontend Stats Collection}`" in TEXT and "tokens, not requests" in TEXT
+    assert "rate(vllm:prefix_cache_hits_total[5m])" in TEXT and "{cite:p}`vllmpromloggers{" in TEXT
+    assert "the API-server process only" in TEXT and "understates the bend" in TEXT
 
 
 def test_prefix_hit_rate():
