@@ -40,7 +40,9 @@ def test_sharding_table():
     for world in (4, 8, 16, 64):
         esd, hsd = degrees(world)
         assert f"esd {esd}, hsd {hsd}: {E // esd} expert(s) a rank, {FF // hsd:,} columns each" in out, world
-    assert "ValueError: esd (8) * hsd (1) != world_size (12)" in out
+    # mpu.py's own message (lines 81-84 at 78eea65), not a paraphrase
+    assert ("ValueError: Invalid sharding. 'expert_sharding_degree' (8) * hidden_sharding_degree (1)"
+            " != world_size (12).") in out
 
 
 def test_weights_and_bytes():
@@ -48,7 +50,7 @@ def test_weights_and_bytes():
     per_layer = {gpus: E * 3 * D * FF // gpus * BF16 for gpus in (8, 16)}
     assert per_layer[8] == 336 * 2**20 and per_layer[16] == 168 * 2**20  # 336 MiB and 168 MiB a layer
     assert g["mbp_w_ep8"] == "10.5 GiB" == f"{per_layer[8] * LAYERS / 2**30:.1f} GiB"
-    assert g["mbp_w_ep16"] == f"{per_layer[16] * LAYERS / 2**30:.1f} GiB"  # 5.25 GiB, printed to one decimal
+    assert g["mbp_w_ep16"] == f"{per_layer[16] * LAYERS / 2**30:.2f} GiB" == "5.25 GiB"
     ep8, ep16 = a2a_token_bytes(8, 1), a2a_token_bytes(16, 2)
     tp8_gpu = 2 * (8 - 1) * (D // 8) * BF16  # ring all-reduce of one token's d outputs, per GPU
     assert (ep8, ep16, tp8_gpu) == (28_672, 61_440, 14_336)
@@ -83,3 +85,30 @@ def test_section_cites_and_links():
                    "no de-duplication", "12 ranks"):
         assert phrase in text, phrase
     assert "not tensor parallelism" in text and "There is no all-reduce" in text
+
+
+def test_cross_node_share_and_128_limit():
+    """EP 16 on two 8-GPU nodes: mlp.py puts expert e's slice s on rank s * esd + e, so one half of every expert is
+    in each node and exactly half of a token's copies (and partials) change node; the dMoE's width limit of 128."""
+    g = chapter_outputs.cell_glue(NB, MARKER)
+    esd, hsd = degrees(16)
+    placement = {e: [s * esd + e for s in range(hsd)] for e in range(E)}
+    assert all(sorted(r // 8 for r in ranks) == [0, 1] for ranks in placement.values())
+    remote = Fraction(sum((src // 8) != (r // 8) for src in range(16) for e in range(E) for r in placement[e]),
+                      16 * E * hsd)  # share of copies that change node
+    copies = K * hsd * remote
+    assert copies == 2 and g["mbp_xnode_copies"] == str(copies)
+    xnode_gpu = int(copies * 2 * D * BF16) // 16  # out and back, per GPU per token of the step
+    assert xnode_gpu == 2_048 and g["mbp_xnode_gpu"] == f"{xnode_gpu:,}"
+    assert g["mbp_xnode_share"] == f"{xnode_gpu / (a2a_token_bytes(16, 2) // 16):.0%}" == "53%"
+    widths = {h: FF // h for h in (1, 2, 4, 8, 16, 32, 64)}
+    assert g["mbp_128_max_hsd"] == str(max(h for h, w in widths.items() if w % 128 == 0)) == "16"
+    assert g["mbp_128_fail"] == f"{widths[32]:,}" == "448" and widths[32] % 128
+    text = chapter_outputs.section(NB, LABEL, end="moe_serving-attention-moe")
+    for cite in ("megablocksissue40{tgale96, 22 November 2023", "megablocksissue85{tgale96, 5 January 2024}",
+                 "megablocksissue100{mvpatel2000, 1 April 2024}", "megablocksexpscripts{exp/dmoe/dmoe_*_8gpu.sh",
+                 "megablocksexpscripts{mlp.py lines 71-81}", "megatronmegablocksfork{megatron/model/transformer.py"):
+        assert cite in text, cite
+        assert f"{{{cite.split('{')[0]}," in BIB, cite
+    assert "most of those copies" not in text and "expert model parallel sharding" in text
+    assert "({ref}`moe_serving-megablocks`)" not in text  # the 8-GPU claim now cites the scripts
