@@ -43,6 +43,7 @@ UNIT = frozenset({
     "test_chapter_transformer_block_r27h.py",
     "test_chapter_flash_decoding_r25c.py",
     "test_chapter_flash_decoding_r34b.py",
+    "test_chapter_flash_decoding_r38a.py",
     "test_set_associative.py",
     "test_chapter_deployment_plan_r20d.py",
     "test_chapter_deployment_plan_r34hh.py",
