@@ -28,6 +28,7 @@ UNIT = frozenset({
     "test_chapter_serving_kv_cache_r36a.py",
     "test_chapter_continuous_batching_r34c.py",
     "test_chapter_continuous_batching_r36a.py",
+    "test_chapter_continuous_batching_r38b.py",
     "test_chapter_mla_serving_r33cc.py",
     "test_chapter_mla_serving_r37a.py",
     "test_chapter_transformer_block_r33g.py",
