@@ -140,7 +140,7 @@ def _cites(text, keys):
 
 
 def test_metrics_section_citations_and_boxes():
-    text = chapter_outputs.section(NB, "speculative_decoding-vllm-metrics", end="speculative_decoding-draft-choice",
+    text = chapter_outputs.section(NB, "speculative_decoding-vllm-metrics", end="speculative_decoding-draft-cutoff",
                                    kinds=("markdown",))
     _cites(text, ("vllmissue9565", "vllmspecmetricsv0", "vllmspecmetricsv1"))
     flat = " ".join(text.split())
@@ -200,5 +200,5 @@ def test_v1_rate_never_above_v0():
                       chapter_outputs.printed(NB, "thread = spec_metrics("))
     assert len(rows) == 9 and all(int(k) >= 2 and float(v1) < float(v0) for k, v0, v1 in rows)
     flat = " ".join(chapter_outputs.section(NB, "speculative_decoding-vllm-metrics",
-                                            end="speculative_decoding-draft-choice", kinds=("markdown",)).split())
+                                            end="speculative_decoding-draft-cutoff", kinds=("markdown",)).split())
     assert "never above V0's (equal at $k = 1$" in flat
