@@ -1,0 +1,110 @@
+"""Sections serving_reliability-kubernetes-deploy and serving_reliability-model-servers of "Overload, failures and
+rollouts": a Kubernetes walk-through with its cold start and autoscaling lead time, KServe's modes, model servers.
+
+The weights are recounted from Llama 3's published shapes (meta-llama/llama-models: 8B d=4096, 32 layers, FFN
+14,336; 70B d=8192, 80 layers, FFN 28,672; both 8 KV heads of 128, vocabulary 128,256, untied embeddings); the
+cold start, lead time, spare replicas and startup probe follow from the cell's stated assumptions, and the
+per-replica rate is held to the brownout ladder's row and to a bandwidth ceiling, not recomputed by the same code.
+"""
+import math
+
+import chapter_outputs
+import pytest
+
+NB = chapter_outputs.notebook("serving_reliability")
+TABLE = chapter_outputs.printed(NB, "STORE_BPS = 2 * GB")
+STORE, NVME, CAPTURE, METRIC, RAMP, PERIOD, MARGIN = 2e9, 8e9, 60, 30, 10, 10, 2  # the cell's assumptions
+OUT, MAX_SEQS, H100_BW = 1000, 256, 3.35e12  # answer tokens; vLLM's default batch cap; H100 SXM HBM3 bytes/s
+SHAPES = {"8": (4096, 32, 14336, 1), "70": (8192, 80, 28672, 8)}  # d, layers, FFN, GPUs of a replica
+
+
+def llama3_params(d, layers, ffn, vocab=128_256, kv_width=8 * 128):
+    """Dense Llama 3 parameters: q, o (d x d), k, v (d x kv_width), SwiGLU (3 d ffn), two norms a layer, final norm,
+    untied embedding and output head."""
+    layer = 2 * d * d + 2 * d * kv_width + 3 * d * ffn + 2 * d
+    return layers * layer + d + 2 * vocab * d
+
+
+def rows():
+    """{"8" | "70": (weights GB, store s, NVMe s, cold s, lead s, req/s, spare, probe)} from the printed table."""
+    out = {}
+    for line in TABLE.splitlines()[1:]:
+        parts = line.split()
+        key = parts[2]  # "Llama 3 8B" -> "8B"
+        nums = [p.rstrip("sGB") for p in parts[4:]]
+        out[key[:-1]] = tuple(float(x) for x in nums[:6]) + (int(nums[6]), int(nums[7]))
+    return out
+
+
+ROWS = rows()
+
+
+def test_params_are_the_published_counts():
+    assert llama3_params(*SHAPES["8"][:3]) == 8_030_261_248
+    assert llama3_params(*SHAPES["70"][:3]) == 70_553_706_496
+
+
+@pytest.mark.parametrize("key", ["8", "70"])
+def test_cold_start_lead_time_and_probe(key):
+    weights = 2 * llama3_params(*SHAPES[key][:3])
+    gb, load, nvme, cold, lead, _, _, probe = ROWS[key]
+    assert f"{gb:.1f}" == f"{weights / 1e9:.1f}"
+    want_cold = weights / STORE + CAPTURE
+    assert (load, nvme, cold, lead) == (round(weights / STORE), round(weights / NVME), round(want_cold),
+                                        round(want_cold + METRIC))
+    assert probe == math.ceil(MARGIN * want_cold / PERIOD)
+    for name, value in (("load", weights / STORE), ("nvme", weights / NVME), ("cold", want_cold),
+                        ("lead", want_cold + METRIC), ("probe", probe), ("weights", weights / 1e9)):
+        assert chapter_outputs.glued(NB, f"sr_k8s_{name}{key}") == f"{value:.0f}"
+
+
+@pytest.mark.parametrize("key", ["8", "70"])
+def test_spare_replicas_cover_the_ramp(key):
+    _, _, _, cold, _, rate, spare, _ = ROWS[key]
+    lead = 2 * llama3_params(*SHAPES[key][:3]) / STORE + CAPTURE + METRIC
+    for r in (rate - 0.05, rate + 0.05):  # the printed rate is rounded to 0.1
+        assert spare == math.ceil(RAMP * lead / 60 / r)
+    assert chapter_outputs.glued(NB, f"sr_k8s_spare{key}") == str(spare)
+    assert chapter_outputs.glued(NB, f"sr_k8s_spare_gpus{key}") == str(spare * SHAPES[key][3])
+    assert chapter_outputs.glued(NB, f"sr_k8s_rate{key}") == f"{rate:.1f}"
+    # a replica can never beat its decode floor: every step reads all weights, at most 256 sequences share it
+    weights, gpus = 2 * llama3_params(*SHAPES[key][:3]), SHAPES[key][3]
+    assert rate < MAX_SEQS / (OUT * weights / (gpus * H100_BW))
+
+
+def test_8b_rate_is_the_brownout_ladders_full_service_row():
+    ladder = chapter_outputs.printed(NB, "ladder = ((")
+    full = next(line for line in ladder.splitlines() if line.startswith("full service"))
+    assert float(full.split()[-2]) == ROWS["8"][5]
+
+
+def test_kubernetes_section_text():
+    text = chapter_outputs.section(NB, "serving_reliability-kubernetes-deploy", end="serving_reliability-model-servers")
+    assert f"failureThreshold: {ROWS['70'][7]}" in text  # the manifest's probe is the computed one
+    for word in ("nvidia.com/gpu", "/dev/shm", "medium: Memory", "startupProbe", "/health", "vllm:num_requests_waiting",
+                 "vllm:kv_cache_usage_perc", "KEDA", "LeaderWorkerSet", "storage initializer", "Standard mode",
+                 "RawDeployment", "scale-to-zero", "spec.canary", "assumption"):
+        assert word in text, word
+    for ref in ("serving_reliability-rollouts", "serving_reliability-drain", "multi_tenant_serving-cold-start",
+                "serving_operations-fleet-frameworks"):
+        assert f"{{ref}}`{ref}`" in text
+    for key in ("k8sschedulegpus", "vllmk8sguide", "k8shpa", "kservemodes", "kservestorage", "kservekpa", "kserve020",
+                "vllmmetrics", "llmdautoscaling"):
+        assert f"`{key}" in text or f",{key}`" in text, key
+    assert text.count(":class: dropdown\n") == 2 and "followup" not in text
+    assert text.count("```{admonition} In the interview") == 1
+
+
+def test_model_servers_section_text():
+    text = chapter_outputs.section(NB, "serving_reliability-model-servers", end="serving_reliability-kernel-rollout")
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert table[0] == "| | TorchServe | Triton | BentoML |" and len(table) == 7
+    assert all(line.count("|") == 5 for line in table)
+    for word in ("Limited Maintenance", "archived", "max_batch_delay", "max_latency_ms", "vllm serve", "vLLM and TensorRT-LLM"):
+        assert word in text, word
+    for key in ("torchservereadme", "tritonserver", "bentomlbatching", "bentomlvllm"):
+        assert f"`{key}" in text or f",{key}`" in text, key
+    for ref in ("serving_operations-triton-server", "serving_operations-fleet-frameworks",
+                "serving_reliability-kubernetes-deploy"):
+        assert f"{{ref}}`{ref}`" in text
+    assert text.count(":class: dropdown\n") == 1
