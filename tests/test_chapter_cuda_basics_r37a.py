@@ -50,7 +50,7 @@ def test_table_row(card):
     text, _ = _outputs()
     row = next(line for line in text.splitlines() if line.startswith(card))
     floor = 2 * P8 / bw
-    fits = "memory not published" if mem is None else f"no: {2 * P70 / (mem * 1e9):.1f}x its memory"
+    fits = "memory not sourced" if mem is None else f"no: {2 * P70 / (mem * 1e9):.1f}x its memory"
     expected = [f"{mem}" if mem else "-", f"{bw / 1e12:.2f}", f"{flops / 1e12:.0f}", f"{flops / bw:.0f}",
                 f"{link:.0f}", f"{1e3 * floor:.1f}", f"{1 / floor:.0f}"]
     cuts = [17, 24, 30, 38, 45, 60, 65, 77, 84]  # the table's fixed columns; the link's name sits in 47:60
@@ -66,6 +66,9 @@ def test_summary_lines_and_glue():
     assert "A100 80GB SXM: Adam training state alone fits 5.0B parameters" in text  # 80 GB / 16 B
     assert "GeForce RTX 4090: Adam training state alone fits 1.5B parameters" in text  # 24 GB / 16 B
     assert "NVLink 160 GB/s vs IB 50 GB/s = 3.2x; at most 4 nodes a token -> up to 12.8 experts" in text
+    assert "H800 NVLink achievable share: 160 of 200 GB/s = 80%; throttled H800 peak 865 TFLOPS" in text
+    assert f"H800 vs H100: {900 / 400:.2f}x; 70B fits 24 GB below {24e9 * 8 / P70:.1f} bits a weight; " \
+           f"L40S / 4090 dense bf16: {362 / 165.2:.1f}x" in text
     assert glued == {
         "cb_gpus_4090_floor": f"{2e3 * P8 / 1008e9:.1f}",
         "cb_gpus_h100_floor": f"{2e3 * P8 / 3.35e12:.1f}",
@@ -74,7 +77,14 @@ def test_summary_lines_and_glue():
         "cb_gpus_4090_adam": "1.5",
         "cb_gpus_70b_int4": f"{P70 / 2 / 1e9:.0f}",
         "cb_gpus_4090_ridge": f"{165.2e12 / 1008e9:.0f}",
+        "cb_gpus_h800_achieved": f"{160 / 200:.0%}",  # Insights into DeepSeek-V3 sec. 4.3
+        "cb_gpus_h800_throttled": "865",  # FlashMLA deep-dive
+        "cb_gpus_tp_slowdown": f"{900 / 400:.2f}",
+        "cb_gpus_70b_bits": f"{24e9 * 8 / P70:.1f}",
+        "cb_gpus_l40s_vs_4090": f"{362 / 165.2:.1f}",  # L40S datasheet vs Ada whitepaper
     }
+    assert (glued["cb_gpus_tp_slowdown"], glued["cb_gpus_70b_bits"], glued["cb_gpus_h800_achieved"]) == \
+        ("2.25", "2.7", "80%")
     assert (glued["cb_gpus_4090_floor"], glued["cb_gpus_h100_floor"], glued["cb_gpus_h800_link_share"]) == \
         ("15.9", "4.8", "44%")
 
@@ -90,3 +100,12 @@ def test_prose_quotes_the_dense_not_sparse_4090_rate():
                     and ("(cuda_basics-gpu-comparison)=" in "".join(c["source"]) or "cb_gpus_4090_adam" in "".join(c["source"])))
     assert "165.2/330.4" in prose and "165 dense bf16 TFLOPS" in prose
     assert "{cite:p}`nvidiaadawhitepaper{Appendix A, Table 2}`" in prose and "deepseekv3{§3.2.2}" in prose
+
+
+def test_tp_claim_is_training_only():
+    nb = json.loads(NB.read_text())
+    prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"
+                    and "cb_gpus_4090_adam" in "".join(c["source"]))
+    assert "DeepSeek avoided tensor parallelism" not in prose
+    assert "trained V3 without tensor parallelism (it still serves attention with TP4)" in prose
+    assert "zhao2025insights{§4.2}" in prose and "deepseekv3{§3.4}" in prose and "zhao2025insights{§4.3}" in prose
