@@ -1,0 +1,77 @@
+"""Section prefix_caching-blend-lookup of "Prefix caching in depth": C1 and C3 stored, C2 new.
+
+The counts are recomputed here from the rule each lookup follows, written out independently of the chapter's cell: a
+prefix lookup (LMCache 0.3.1's LMCacheEngine.lookup, one count for vLLM's get_num_new_matched_tokens) returns the
+tokens of the chunks before the first miss; a position-independent one returns every stored chunk. Then the keys the
+cell printed (SHA-256 of the uint32 token ids, LMCache 0.3.1's SegmentTokenDatabase), the corrected "wherever it
+sits" sentence, and the section's citations.
+"""
+import re
+from fractions import Fraction
+from itertools import product
+
+import chapter_outputs
+
+NB = chapter_outputs.notebook("prefix_caching")
+MARKER = "CHUNK_TOKENS = 512"
+CHUNK, N_CHUNKS = 512, 3
+
+
+def prefix_tokens(stored_flags):
+    """Tokens a prefix lookup returns: whole chunks up to, not including, the first chunk not stored."""
+    count = 0
+    for flag in stored_flags:
+        if not flag:
+            break
+        count += CHUNK
+    return count
+
+
+def test_prefix_rule_on_every_pattern():
+    # the rule itself, on all 8 stored/not-stored patterns of three chunks: never more than the anywhere count
+    for flags in product((False, True), repeat=N_CHUNKS):
+        assert prefix_tokens(flags) <= CHUNK * sum(flags)
+    assert prefix_tokens((True, False, True)) == 512
+    assert prefix_tokens((True, True, True)) == 1536
+
+
+def test_counts_printed_and_glued():
+    total = CHUNK * N_CHUNKS
+    prefix, anywhere = prefix_tokens((True, False, True)), CHUNK * 2
+    assert (prefix, anywhere, total) == (512, 1024, 1536)
+    assert chapter_outputs.glued(NB, "pc_lk_chunk") == "512"
+    assert chapter_outputs.glued(NB, "pc_lk_prefix_saved") == f"{prefix:,}" == "512"
+    assert chapter_outputs.glued(NB, "pc_lk_anywhere_saved") == f"{anywhere:,}" == "1,024"
+    assert chapter_outputs.glued(NB, "pc_lk_total") == f"{total:,}" == "1,536"
+    text = chapter_outputs.printed(NB, MARKER)
+    assert (f"loads {prefix:,} tokens, prefills {total - prefix:,} of {total:,}; saves {prefix:,} prefill tokens "
+            f"({Fraction(prefix, total)} of the prompt)") in text
+    assert (f"loads {anywhere:,} tokens, prefills {total - anywhere:,} of {total:,}; saves {anywhere:,} prefill "
+            f"tokens ({Fraction(anywhere, total)} of the prompt)") in text
+    assert "(1/3 of the prompt)" in text and "(2/3 of the prompt)" in text
+
+
+def test_keys_printed():
+    text = chapter_outputs.printed(NB, MARKER)
+    rows = re.findall(r"^(C\d): key ([0-9a-f]{12})\.\.\., 512 tokens, stored: (yes|no)$", text, re.M)
+    assert [(name, stored) for name, _, stored in rows] == [("C1", "yes"), ("C2", "no"), ("C3", "yes")]
+    assert len({key for _, key, _ in rows}) == 3  # three different chunks, three different keys
+    assert "| equal: False" in text  # C3's chained key changes with the chunk before it
+    own = dict((name, key) for name, key, _ in rows)["C3"]
+    assert f"C3's own key after C2 and after C2': {own} in both" in text
+
+
+def test_wherever_corrected():
+    text = chapter_outputs.section(NB, "prefix_caching-non-prefix", end="prefix_caching-blend-in-practice")
+    assert "wherever it sits" not in text
+    assert "only while every chunk before it is stored too" in text and "{ref}`prefix_caching-blend-lookup`" in text
+
+
+def test_section_text():
+    text = chapter_outputs.section(NB, "prefix_caching-blend-lookup", end="## When the cache is full")
+    for key in ("lmcache835", "vllmkvconnectorbase", "lmcache031src", "lmcache3238", "lmcache4663", "lmcache2988",
+                "yao2025cacheblend"):
+        assert f"{{cite:p}}`{key}" in text
+    assert "get_num_new_matched_tokens" in text and "largest prefix of prompt-tokens" in text
+    assert "0.3.1 (25 June 2025)" in text and "9fc6e1af" in text and "0.18.0" in text
+    assert ":class: tip" in text and text.count(":class: dropdown") == 1
