@@ -1,0 +1,84 @@
+"""Section weight_quantization-int8-by-generation, and the chapter's bits-per-weight figures for int4 g128.
+
+The V100/T4/A100/H100 table is recomputed from the datasheet figures (V100: 640 tensor cores x 64 FP16 FMA a
+clock = 125 TFLOPS, 80 SMs x 64 INT32 lanes, 900 GB/s; T4: 65 TFLOPS FP16, 130 TOPS INT8, 320 GB/s; A100 40GB:
+1,555 GB/s, 312 / 624; H100 SXM: 3.35 TB/s, 989 / 1,979) and compared with the stored output; the extra kernel
+count comes from CTranslate2's Dense (quantize, GEMM, dequantize) and a 6-layer decoder."""
+import json
+import pathlib
+
+NB = pathlib.Path(__file__).parents[1] / "book" / "weight_quantization.ipynb"
+P = 10**9
+CARDS = [  # name, path, bandwidth, fp16, int8
+    ("V100 SXM2 (sm70)", "dp4a", 900e9, 125e12, 80 * 64 * 4 * 2 * 125e12 / (640 * 64 * 2)),
+    ("T4 (sm75)", "tensor", 320e9, 65e12, 130e12),
+    ("A100 40GB (sm80)", "tensor", 1555e9, 312e12, 624e12),
+    ("H100 SXM (sm90)", "tensor", 3.35e12, 989e12, 1979e12),
+]
+
+
+def _nb():
+    return json.loads(NB.read_text())
+
+
+def _cell_lines(marker):
+    cell = next(c for c in _nb()["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
+    assert not [o for o in cell["outputs"] if o.get("name") == "stderr"]
+    return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout").strip().splitlines()
+
+
+def _floor(bits, bw, peak):  # batch-1 step: weight bytes over bandwidth against 2 ops per weight
+    return max(P * bits / 8 / bw, 2 * P / peak)
+
+
+def test_dp4a_is_half_the_fp16_tensor_rate():
+    assert CARDS[0][4] == 62.5e12  # 80 x 64 x 4 MACs against 640 x 64 FMA: exactly one half
+
+
+def test_generation_table():
+    lines = _cell_lines("v100_dp4a = 80 * 64")
+    rows = {line[:18].strip(): line[18:].split() for line in lines[1:5]}
+    for name, path, bw, f16, i8 in CARDS:
+        row = rows[name]
+        assert row[0] == path
+        assert float(row[1]) == round(f16 / 1e12) and float(row[2]) == round(i8 / 1e12, 1)
+        assert float(row[3]) == round(1e3 * _floor(16, bw, f16), 2)
+        assert float(row[4]) == round(1e3 * _floor(8, bw, i8), 2)
+        assert int(row[5]) == round(2 * f16 / (2 * bw)) and int(row[6]) == round(i8 / (2 * bw))
+    assert rows["V100 SXM2 (sm70)"][6] == "35"  # int8 binds from 35 rows on dp4a, 139 for fp16
+    # batch 1: int8 halves the floor on every card; V100 int8 is below T4 fp16 several times over
+    assert _floor(8, 900e9, CARDS[0][4]) * 5 < _floor(16, 320e9, 65e12)
+
+
+def test_extra_kernels_and_break_even():
+    lines = _cell_lines("v100_dp4a = 80 * 64")
+    extra = 2 * (6 * 6 + 1)  # quantize + dequantize around 6 Dense per decoder layer, 6 layers, + output layer
+    assert extra == 74 and lines[5] == f"extra kernels per step, 6-layer decoder: {extra}"
+    for line, tau in zip(lines[6:9], (3e-6, 5e-6, 10e-6)):
+        v100, t4 = extra * tau * 900e9, extra * tau * 320e9  # saved bytes P x 1 B over B equal the launches
+        assert line == (f"launch cost {round(tau * 1e6):>4} us: +{1e3 * extra * tau:.2f} ms a step; int8 saves less "
+                        f"below V100 {v100 / 1e6:.0f} M, T4 {t4 / 1e6:.0f} M parameters")
+
+
+def test_bits_per_weight_rows_name_their_zero_point():
+    lines = _cell_lines("nf4_layouts = {")
+    gptq = next(line for line in lines if "4-bit zero per 128 (GPTQ)" in line)
+    fp16z = next(line for line in lines if "fp16 zero per 128" in line)
+    assert f"{4 + (16 + 4) / 128:.3f} bits" in gptq and "4.156 bits" in gptq
+    assert f"{4 + (16 + 16) / 128:.3f} bits" in fp16z and "4.250 bits" in fp16z
+    assert not any("scale + zero per 128 (GPTQ/AWQ)" in line for line in lines)
+
+
+def test_summary_states_each_format():
+    text = "".join("".join(c["source"]) for c in _nb()["cells"] if c["cell_type"] == "markdown")
+    assert "4.25 for int4 with fp16 scale and zero\n  per 128)" not in text
+    assert "4.125 with an fp16 scale alone" in text and "4.156 with GPTQ's packed 4-bit zero point" in text
+
+
+def test_section_cites_and_links():
+    md = next("".join(c["source"]) for c in _nb()["cells"]
+              if "(weight_quantization-int8-by-generation)=" in "".join(c["source"]))
+    for key in ("ctranslate2issue830", "nvidiavoltatensorcore", "nvidiaturingwhitepaper", "ctranslate2docs"):
+        assert key in md
+    rest = "".join("".join(c["source"]) for c in _nb()["cells"] if "i8g_extra" in "".join(c["source"]))
+    assert "{ref}`weight_quantization-w4a4-batch-one`" in rest and "{ref}`weight_quantization-batch-one`" in rest
