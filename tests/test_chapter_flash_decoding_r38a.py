@@ -78,3 +78,19 @@ def test_section_cites_sources(nb):
     assert "decoding_sampling-nondeterminism" in text and "flash_decoding-split-keys" in text
     assert "10+%" in text and "4,096" in text and "2,048" in text
     assert ":class: dropdown" in text and "In the interview" in text
+    # the answers match the model: paged alone with no split is enough for the reduction, alignment is conservative
+    # there, a fixed chunk of 100 is not argued from cuts inside splits, and the 10+% is the author's 2024 estimate
+    assert "Yes, for the attention reduction" in text and "conservative rule" in text
+    assert "they land\ninside splits" not in text and "fixed-grid rows restate the model" in text
+    assert "disable_kv_split" in text and "10645" in text and "since their support is still in progress" in text
+    assert 'the measured gap: "about 10%"' not in text and "2024" in text
+
+
+def test_fixed_grid_ignores_cut_and_100_chunks_move_merge_points():
+    """On a grid from key 0 every cut gives the whole prefill's pieces; a kernel per chunk of 100 adds merge points
+    that a cached prefix of another length (here 50 keys) moves, so the fixed chunk length alone pins nothing."""
+    assert all(ends(c, False) == ends(0, False) for c in range(0, N, 100))
+    cuts_fresh = list(range(100, N, 100))
+    cuts_cached = list(range(50 + 100, N, 100))  # a 50-key radix hit, then chunks of 100
+    assert not set(cuts_fresh) & set(cuts_cached)
+    assert ends(cuts_fresh[-1], True) != ends(cuts_cached[-1], True)
