@@ -1,6 +1,7 @@
 """Section continuous_batching-chunk-offset-cost of "Continuous batching and chunked prefill".
 
-The FLOPs of a prompt chunk of c tokens after p cached ones, redone from Llama 3 8B's published shape (Meta's
+The FLOPs of a prompt chunk of c tokens after p cached ones, redone from Llama 3 8B's published shape, which Llama
+3.1 8B keeps with a 131,072-token window (Llama 3 8B's is 8,192, too short for the long rows) (Meta's
 config.json: 32 layers, width 4,096, 32 query heads and 8 KV heads of 128, SwiGLU width 14,336, vocabulary 128,256,
 8,030,261,248 parameters): per layer the projections 2 d^2 + 2 d h_kv d_h weights and the feed-forward 3 d d_ff,
 2 FLOPs per weight and token; the last token's logits 2 V d; attention 4 h d_h FLOPs per query-key pair, new token i
@@ -14,6 +15,7 @@ PARAMS, VOCAB, D, LAYERS, HEADS, KV_HEADS, HEAD_DIM, D_FF = 8_030_261_248, 128_2
 PEAK, BANDWIDTH = 989e12, 3.35e12
 CHUNK = 768  # DSStateManagerConfig.max_ragged_batch_size default
 OFFSETS = (0, 4096, 16384, 32768, 65536)
+CTX_LLAMA3, CTX_LLAMA31 = 8192, 131_072  # Meta's config.json max_position_embeddings, Llama 3 8B and Llama 3.1 8B
 
 LINEAR_WEIGHTS = LAYERS * (2 * D * D + 2 * D * KV_HEADS * HEAD_DIM + 3 * D * D_FF)  # multiply each new token
 LOGITS = 2 * VOCAB * D
@@ -112,16 +114,28 @@ def test_whole_prompt(nb):
     assert results["flop"][2] < results["tok"][2] / 3
 
 
+def test_model_window_and_logits(nb):
+    # the offsets and the 65,536-token prompt fit Llama 3.1 8B's window, not Llama 3 8B's
+    assert max(OFFSETS) + CHUNK <= CTX_LLAMA31 and max(OFFSETS) > CTX_LLAMA3
+    assert chapter_outputs.glued(nb, "cb_off_ctx") == f"{CTX_LLAMA31:,}"
+    assert chapter_outputs.glued(nb, "cb_off_ctx_l3") == f"{CTX_LLAMA3:,}"
+    assert chapter_outputs.printed(nb, "def equal_flop_chunk").startswith("Llama 3.1 8B:")
+    # the one token's logits counted on every chunk, a share of a 768-token chunk at offset 0
+    assert chapter_outputs.glued(nb, "cb_off_logit_share") == f"{LOGITS / flops(0, CHUNK):.2%}" == "0.01%"
+
+
 def test_section_text(nb):
     text = chapter_outputs.section(nb, "continuous_batching-chunk-offset-cost", "continuous_batching-lmdeploy-prefill")
     assert text.startswith("(continuous_batching-chunk-offset-cost)=\n### ")
     for key in ("dsmii346", "dsfastgen_blog{§3A, insight 1}", "dsfastgen_blog{§3A, insight 3}",
-                "agrawal2024sarathi{§4.3}", "miiraggedbatching{lines 256-363}"):
+                "agrawal2024sarathi{§4.3}", "miiraggedbatching{lines 256-363}", "dsfastgen_blog{§3A, insight 2}",
+                "llama3{Table 3}", "llama3{§3.4.2}", "vllm034scheduler", "Llama 3.1 8B"):
         assert key in text, key
     for ref in ("continuous_batching-step", "continuous_batching-dynamic-splitfuse", "continuous_batching-loop"):
         assert f"{{ref}}`{ref}`" in text, ref
     assert "mk.prefix_prefill_flops" in text and ":class: dropdown followup" in text
     assert "In the interview" in text
+    assert "on Llama 3 8B" not in text and "For Llama 3 8B" not in text  # the long offsets need the 128K window
     assert "224-token chunk" in text and equal_flop_chunk(65536) == 224  # the prose's hard-coded number
     # the section sits inside Dynamic SplitFuse, before LMDeploy's subsection
     whole = chapter_outputs.section(nb, "continuous_batching-dynamic-splitfuse")
