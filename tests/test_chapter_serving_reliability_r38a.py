@@ -83,13 +83,19 @@ def test_kubernetes_section_text():
     assert f"failureThreshold: {ROWS['70'][7]}" in text  # the manifest's probe is the computed one
     for word in ("nvidia.com/gpu", "/dev/shm", "medium: Memory", "startupProbe", "/health", "vllm:num_requests_waiting",
                  "vllm:kv_cache_usage_perc", "KEDA", "LeaderWorkerSet", "storage initializer", "Standard mode",
-                 "RawDeployment", "scale-to-zero", "spec.canary", "assumption"):
+                 "RawDeployment", "scale-to-zero", "spec.canary", "assumption", "ReadOnlyMany", "BestEffort",
+                 "autoscalerClass: keda", "the larger of 100%", "When do you reach for\nKServe vs a custom Deployment + HPA?"):
         assert word in text, word
+    manifest = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    # the one-string command line must go through a shell, as in vLLM's guide; CPU/memory requests avoid BestEffort
+    assert manifest.index('command: ["/bin/sh", "-c"]') < manifest.index("args: [\"vllm serve")
+    assert "requests: {cpu:" in manifest and "memory:" in manifest.split("requests:", 1)[1].split("\n", 1)[0]
+    assert "7 August" not in text
     for ref in ("serving_reliability-rollouts", "serving_reliability-drain", "multi_tenant_serving-cold-start",
                 "serving_operations-fleet-frameworks"):
         assert f"{{ref}}`{ref}`" in text
     for key in ("k8sschedulegpus", "vllmk8sguide", "k8shpa", "kservemodes", "kservestorage", "kservekpa", "kserve020",
-                "vllmmetrics", "llmdautoscaling"):
+                "vllmmetrics", "llmdautoscaling", "kservehpa", "k8sqos", "k8spvaccess"):
         assert f"`{key}" in text or f",{key}`" in text, key
     assert text.count(":class: dropdown\n") == 2 and "followup" not in text
     assert text.count("```{admonition} In the interview") == 1
@@ -100,11 +106,14 @@ def test_model_servers_section_text():
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert table[0] == "| | TorchServe | Triton | BentoML |" and len(table) == 7
     assert all(line.count("|") == 5 for line in table)
-    for word in ("Limited Maintenance", "archived", "max_batch_delay", "max_latency_ms", "vllm serve", "vLLM and TensorRT-LLM"):
+    for word in ("Limited Maintenance", "max_batch_delay", "max_latency_ms", "vllm serve", "vLLM and TensorRT-LLM",
+                 "max_batch_size: 0", "Compare TorchServe, Triton, and BentoML: when does each fit?",
+                 "containerise to OCI images"):
         assert word in text, word
-    for key in ("torchservereadme", "tritonserver", "bentomlbatching", "bentomlvllm"):
+    for key in ("torchservereadme", "tritonserver", "bentomlbatching", "bentomlvllm", "tritonvllmconfig"):
         assert f"`{key}" in text or f",{key}`" in text, key
     for ref in ("serving_operations-triton-server", "serving_operations-fleet-frameworks",
                 "serving_reliability-kubernetes-deploy"):
         assert f"{{ref}}`{ref}`" in text
     assert text.count(":class: dropdown\n") == 1
+    assert "7 August 2025" not in text  # the archive date is GitHub metadata no stored source confirms
