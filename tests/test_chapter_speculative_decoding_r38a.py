@@ -112,13 +112,22 @@ def test_the_issue_symptoms():
 def test_citations_and_boxes():
     text = chapter_outputs.section(NB, "speculative_decoding-draft-cutoff", end="speculative_decoding-draft-choice",
                                    kinds=("markdown",))
-    for key in ("llamacppissue3919", "llamacppspec2023", "llamacppspecpmin", "llamacppissue25908"):
+    for key in ("llamacppissue3919", "llamacppspec2023", "llamacppspecpmin", "llamacppissue25908", "llamacpppr22506",
+                "llamacpppr22673", "llamacpppr14104", "vllmpr16899", "llamacppissue3649"):
         assert re.search(r"`" + key + r"\{[^}]+\}`", text), key  # cited with a locator
         assert re.search(r"@\w+\{" + key + ",", BIB), key
     flat = " ".join(text.split())
     for phrase in ("interferes with the default logic", "so it won't matter if you increase N", "`--draft-p-min`",
-                   "hard-coded at 0.80", "do not discard the last drafted token", "0.9 to 0.75", "`-pa 0.0`"):
+                   "hard-coded at 0.80", "do not discard the last drafted token", "0.9 to 0.75", "`-pa 0.0`",
+                   "discard last drafted token with low prob", "always incorrectly report 100% acceptance rate",
+                   "`--spec-draft-p-min`", "much less penalized compared to CUDA", "bug-unconfirmed",
+                   "even at 0.9 acceptance spec is slower", "It depends on what models, parameters and backend you use",
+                   "regardless of the request's temperature", "Monte Carlo"):
         assert phrase in flat, phrase
+    # the 2025 rule (keep the first token under the cutoff) is history, not the current build (PR #22506)
+    assert "is now kept as the draft's last token" not in flat and "now `--draft-p-min`" not in flat
+    box = flat[flat.index("In the interview"):]
+    assert "`--spec-draft-p-min`" in box and "#22506" in box and box.index("`--spec-draft-p-min`") < box.index(":::")
     for label in ("speculative_decoding-vllm-metrics", "speculative_decoding-scheduler",
                   "speculative_decoding-out-of-domain", "speculative_decoding-walltime"):
         assert "{ref}`" + label + "`" in text, label
