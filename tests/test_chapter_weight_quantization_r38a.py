@@ -3,7 +3,8 @@
 The V100/T4/A100/H100 table is recomputed from the datasheet figures (V100: 640 tensor cores x 64 FP16 FMA a
 clock = 125 TFLOPS, 80 SMs x 64 INT32 lanes, 900 GB/s; T4: 65 TFLOPS FP16, 130 TOPS INT8, 320 GB/s; A100 40GB:
 1,555 GB/s, 312 / 624; H100 SXM: 3.35 TB/s, 989 / 1,979) and compared with the stored output; the extra kernel
-count comes from CTranslate2's Dense (quantize, GEMM, dequantize) and a 6-layer decoder."""
+count comes from CTranslate2's Dense on a biased layer (float16: GEMM + bias-add; int8: quantize, GEMM,
+dequantize with the bias: one extra) and a 6-layer decoder; the 128-row step is batch 32 x beam 4."""
 import json
 import pathlib
 
@@ -52,12 +53,29 @@ def test_generation_table():
 
 def test_extra_kernels_and_break_even():
     lines = _cell_lines("v100_dp4a = 80 * 64")
-    extra = 2 * (6 * 6 + 1)  # quantize + dequantize around 6 Dense per decoder layer, 6 layers, + output layer
-    assert extra == 74 and lines[5] == f"extra kernels per step, 6-layer decoder: {extra}"
+    extra = (3 - 2) * (6 * 6 + 1)  # one extra kernel per biased Dense: 6 per decoder layer, 6 layers, + output
+    assert extra == 37 and lines[5] == f"extra kernels per step, 6-layer decoder: {extra}"
     for line, tau in zip(lines[6:9], (3e-6, 5e-6, 10e-6)):
         v100, t4 = extra * tau * 900e9, extra * tau * 320e9  # saved bytes P x 1 B over B equal the launches
         assert line == (f"launch cost {round(tau * 1e6):>4} us: +{1e3 * extra * tau:.2f} ms a step; int8 saves less "
                         f"below V100 {v100 / 1e6:.0f} M, T4 {t4 / 1e6:.0f} M parameters")
+    assert round(extra * 5e-6 * 900e9 / 1e6) == 167 and round(extra * 5e-6 * 320e9 / 1e6) == 59
+
+
+def _step(bits, rows, bw, peak):  # roofline step over `rows` tokens
+    return max(P * bits / 8 / bw, 2 * P * rows / peak)
+
+
+def test_batched_step_int8_slower_on_v100_only():
+    lines = _cell_lines("v100_dp4a = 80 * 64")
+    rows = 32 * 4
+    for line, (name, _, bw, f16, i8) in zip(lines[9:11], CARDS[:2]):
+        t16, t8 = _step(16, rows, bw, f16), _step(8, rows, bw, i8)
+        assert line == (f"{name.split()[0]} at {rows} rows: fp16 {1e3 * t16:.2f} ms, int8 {1e3 * t8:.2f} ms, "
+                        f"int8/fp16 {t8 / t16:.2f}")
+    v100_16, v100_8 = _step(16, rows, 900e9, 125e12), _step(8, rows, 900e9, CARDS[0][4])
+    assert v100_16 == 2e9 / 900e9 and v100_8 == 2 * P * rows / 62.5e12  # fp16 still memory-bound, int8 compute-bound
+    assert v100_8 / v100_16 > 1.8 and _step(8, rows, 320e9, 130e12) * 2 == _step(16, rows, 320e9, 65e12)
 
 
 def test_bits_per_weight_rows_name_their_zero_point():
@@ -78,7 +96,11 @@ def test_summary_states_each_format():
 def test_section_cites_and_links():
     md = next("".join(c["source"]) for c in _nb()["cells"]
               if "(weight_quantization-int8-by-generation)=" in "".join(c["source"]))
-    for key in ("ctranslate2issue830", "nvidiavoltatensorcore", "nvidiaturingwhitepaper", "ctranslate2docs"):
+    for key in ("ctranslate2issue830", "ctranslate2issue829", "nvidiavoltatensorcore", "nvidiaturingwhitepaper",
+                "ctranslate2docs", "h100specstables"):
         assert key in md
     rest = "".join("".join(c["source"]) for c in _nb()["cells"] if "i8g_extra" in "".join(c["source"]))
     assert "{ref}`weight_quantization-w4a4-batch-one`" in rest and "{ref}`weight_quantization-batch-one`" in rest
+    assert "benchmark each compute type" not in rest and "Ampere and Hopper keep them" not in rest
+    assert "ctranslate2issue830{guillaumekln, 13 June 2022}" in rest and "src/types.cc" in rest
+    assert "src/ops/gemm.cc" in rest and "adds one per linear layer that has a bias" in rest
