@@ -34,6 +34,10 @@ def row(key):
 
 def test_cache_token_is_320_kib():
     assert KV_TOKEN == 320 * 1024
+    # the prose types the product by hand, in the answer and in the Trap: read it against KV_TOKEN
+    text = chapter_outputs.section(NB, "deployment_plan-70b-four-a100", end="deployment_plan-pcie-cards")
+    assert f"$2 \\times {L} \\times {KV} \\times {HD} \\times 2 = {KV_TOKEN // 1024}$ KiB" in text
+    assert f"whole {KV_TOKEN // 1024} KiB" in text
 
 
 def test_cache_tokens_exact():

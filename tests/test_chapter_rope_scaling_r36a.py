@@ -57,6 +57,7 @@ def test_slow_pairs_and_out_of_bound_counts():
 def test_angle_row(i):
     row = next(line for line in ANGLES.splitlines() if re.match(rf"\s*{i}\s", line))
     nums = [float(x.replace(",", "")) for x in row.split()]
+    assert len(nums) == 6  # pair, wavelength and the four columns the zip below checks
     assert nums[1] == pytest.approx(2 * np.pi / THETA[i], abs=0.51)
     for got, want in zip(nums[2:], (SEEN[i], REACH["PI"][i], REACH["NTK-aware"][i], REACH["YaRN"][i])):
         assert got == pytest.approx(want, abs=0.0051)
@@ -86,6 +87,7 @@ def test_static_and_dynamic_setups():
     for n, cells in rows.items():
         s_dyn = max(1.0, n / L)
         setups = ((ntk(S), 1.0), (ntk(s_dyn), 1.0), yarn(S), yarn(s_dyn))
+        assert len(cells) == len(setups) == 4, (n, cells)  # a short row must not pass the zip below
         for (moved, gain), (inv, want_gain) in zip(cells, setups):
             assert int(moved) == int((~np.isclose(inv, THETA, rtol=1e-12, atol=0.0)).sum())
             assert float(gain) == pytest.approx(want_gain, abs=0.0006)

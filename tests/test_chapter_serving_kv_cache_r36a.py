@@ -67,6 +67,7 @@ def test_glued_table_sizes():
 
 def test_block_against_entry():
     out = chapter_outputs.printed(NB, "POOL = 40 * 2**30").splitlines()
+    assert len(out) >= 3  # the two block lines the zip below checks, then the pool line
     for line, name in zip(out, ("llama-3-8b", "llama-3-70b")):
         block = B * kv_bytes_per_token(name)
         assert line == (f"{name}: a 16-token block holds {human(block)} of cache, its table entry 4 B:"
@@ -106,3 +107,7 @@ def test_kernel_block_multiplier():
     manager_block, kernel_block = 64, 16
     per_req = entries_per_request(32_768, manager_block) * (manager_block // kernel_block)
     assert per_req == 512 * 4 == entries_per_request(32_768, kernel_block)
+    # the section states the same rule: read it
+    text = " ".join(chapter_outputs.section(NB, LABEL, end="serving_kv_cache-prefix-sharing").split())
+    assert ("When the attention kernel uses smaller blocks than the allocator, `BlockTable.__init__` multiplies the"
+            " count by $B$ / kernel block size, so the entries count kernel blocks") in text

@@ -5,14 +5,13 @@ GQA with query head i reading KV head i // g, causal softmax, W_O, two residual 
 heads and rows and RoPE as a complex rotation, from the same seeded draws as the chapter. Its output and the
 pattern of failed checks for each bug are compared with the chapter's stored output.
 """
-import json
-import pathlib
 import re
 
+import chapter_outputs
 import numpy as np
 import pytest
 
-NB = pathlib.Path(__file__).parents[1] / "book" / "transformer_block.ipynb"
+NB = chapter_outputs.notebook("transformer_block")
 D, H, H_KV, D_FF, N = 64, 4, 2, 176, 8
 D_H = D // H
 POS = np.arange(100, 108)
@@ -20,9 +19,7 @@ BUGS = ("DecoderBlock", "MaskAfterSoftmax", "RopeOnV", "NormAfterResidual", "Rep
 
 
 def _stdout(marker):
-    nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
+    return chapter_outputs.printed(NB, marker)
 
 
 def _weights():
@@ -89,12 +86,17 @@ X = np.random.default_rng(36).standard_normal((N, D))
 def test_parameter_count_and_shapes():
     params = 2 * D + D * (H + 2 * H_KV) * D_H + H * D_H * D + D * 2 * D_FF + D_FF * D
     assert params == 46_208
+    assert chapter_outputs.glued(NB, "tb_hw_params") == f"{params:,}"  # the prose quotes it
     assert (f"DecoderBlock: x ({N}, {D}) -> ({N}, {D}), {params:,} parameters (W_qkv ({D}, {(H + 2 * H_KV) * D_H}), "
             f"W_o ({H * D_H}, {D}), W_gate_up ({D}, {2 * D_FF}), W_down ({D_FF}, {D}))") in _stdout("class DecoderBlock")
 
 
 def test_d_ff_is_eight_thirds_rounded_to_16():
-    assert D_FF == 16 * -(-int(8 * D / 3) // 16)
+    d_ff = 16 * -(-int(8 * D / 3) // 16)
+    assert D_FF == d_ff
+    # the prose types the value by hand: read it against the rule it states
+    text = " ".join(chapter_outputs.section(NB, "transformer_block-handwritten-class").split())
+    assert f"$d_{{ff}}$ = {d_ff} is $\\tfrac83 d$ rounded up to a multiple of 16" in text
 
 
 def test_output_matches_independent_block():

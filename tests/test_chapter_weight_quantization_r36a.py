@@ -1,12 +1,10 @@
 """Section weight_quantization-llm-vs-cnn: FLOPs per weight, bytes and the share INT4 weights remove, for the
 3 x 3 layer of cuda_basics-convolution, ResNet-50 (He et al. 2016, Table 1) and a Llama 3 8B decode step
 (config.json), recomputed here from the layer shapes, and compared with the chapter's stored table."""
-import json
-import pathlib
-
+import chapter_outputs
 import pytest
 
-NB = pathlib.Path(__file__).parents[1] / "book" / "weight_quantization.ipynb"
+NB = chapter_outputs.notebook("weight_quantization")
 INT4_BITS = 4 + (16 + 16) / 128  # group of 128 weights sharing an fp16 scale and an fp16 zero point
 H100_BYTES, H100_BW, H100_BF16 = 80e9, 3.35e12, 989e12  # NVIDIA H100 SXM datasheet
 
@@ -60,10 +58,20 @@ def _row(name, counts):
 
 
 def _cell_lines(marker):
-    nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
-    return text.strip().splitlines()
+    return chapter_outputs.printed(NB, marker).strip().splitlines()
+
+
+def _cut(counts, kv=0):
+    """The share of a step's 16-bit bytes (weights, activations and any KV cache) that 4.25-bit weights remove."""
+    flops, weights, acts = counts
+    return weights * (16 - INT4_BITS) / 8 / (2 * (weights + acts) + kv)
+
+
+KV_TOKEN = 2 * 32 * 8 * 128 * 2  # Llama 3 8B: K and V, 32 layers, 8 KV heads of 128, 2 bytes
+
+
+def _kv_batch32(ctx):
+    return 32 * ctx * KV_TOKEN
 
 
 def test_resnet50_weight_count_matches_torchvision():
@@ -93,6 +101,7 @@ def test_stored_table():
     _, weights, acts = _llama3_8b_decode(32)
     kv_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 KV heads of 128, 2 bytes
     assert kv_token == 128 * 1024
+    assert len(lines) >= 11  # so that the zip below checks all three context lines
     for line, ctx in zip(lines[8:11], (1024, 4096, 8192)):
         kv = 32 * ctx * kv_token
         cut = weights * (16 - INT4_BITS) / 8 / (2 * (weights + acts) + kv)
@@ -102,20 +111,58 @@ def test_stored_table():
 
 def test_kv_cache_shrinks_the_int4_cut():
     # at 4,096 tokens the batch-32 cache outweighs the weights, and INT4 weights remove about a third
-    _, weights, acts = _llama3_8b_decode(32)
-    kv = 32 * 4096 * 2 * 32 * 8 * 128 * 2
-    assert kv > 2 * weights
-    assert 0.30 < weights * (16 - INT4_BITS) / 8 / (2 * (weights + acts) + kv) < 0.37
+    dec32 = _llama3_8b_decode(32)
+    assert _kv_batch32(4096) > 2 * dec32[1]
+    assert 0.30 < _cut(dec32, _kv_batch32(4096)) < 0.37
+    # the prose's cache paragraph is written with these glued values: read them against the recomputation
+    for ctx, key in ((1024, "wq_cnn_kv1k_cut"), (4096, "wq_cnn_kv4k_cut"), (8192, "wq_cnn_kv8k_cut")):
+        assert chapter_outputs.glued(NB, key) == f"{_cut(dec32, _kv_batch32(ctx)):.0%}", key
+    assert chapter_outputs.glued(NB, "wq_cnn_kv_kib") == f"{KV_TOKEN // 1024}"
+    assert chapter_outputs.glued(NB, "wq_cnn_kv4k_gb") == f"{_kv_batch32(4096) / 1e9:.0f}"
+    assert chapter_outputs.glued(NB, "wq_cnn_w8b_gb") == f"{2 * dec32[1] / 1e9:.0f}"
 
 
-@pytest.mark.parametrize("counts, low, high", [
-    (_conv(1, 56, 56, 64, 64, 3), 0.05, 0.07),  # the layer: INT4 weights remove about 6% of its bytes
-    (_resnet50(32), 0.02, 0.03),  # batched ResNet-50: under 3%
-    (_llama3_8b_decode(1), 0.73, 0.74),  # decode: 1 - 4.25/16 of nearly all bytes
+@pytest.mark.parametrize("counts, low, high, key, fmt", [
+    (_conv(1, 56, 56, 64, 64, 3), 0.05, 0.07, "wq_cnn_layer_cut", ".0%"),  # the layer: about 6% of its bytes
+    (_resnet50(32), 0.02, 0.03, "wq_cnn_r50b32_cut", ".1%"),  # batched ResNet-50: under 3%
+    (_llama3_8b_decode(1), 0.73, 0.74, "wq_cnn_dec_cut", ".0%"),  # decode: 1 - 4.25/16 of nearly all bytes
 ])
-def test_int4_cut_brackets(counts, low, high):
-    flops, weights, acts = counts
-    assert low < weights * (16 - INT4_BITS) / 8 / (2 * (weights + acts)) < high
+def test_int4_cut_brackets(counts, low, high, key, fmt):
+    assert low < _cut(counts) < high
+    assert chapter_outputs.glued(NB, key) == format(_cut(counts), fmt)
+
+
+def test_every_glued_value():
+    """Every wq_cnn_* value the section's prose is written with, against this file's recomputation."""
+    layer, r50, r50b32 = _conv(1, 56, 56, 64, 64, 3), _resnet50(1), _resnet50(32)
+    dec1, dec32 = _llama3_8b_decode(1), _llama3_8b_decode(32)
+
+    def per_byte(counts):
+        return counts[0] / (2 * (counts[1] + counts[2]))
+
+    def wshare(counts):
+        return counts[1] / (counts[1] + counts[2])
+
+    d, q, kv, ff, layers, vocab = 8192, 64 * 128, 8 * 128, 28672, 80, 128256  # Llama 3 70B config.json
+    p70 = layers * (2 * d * q + 2 * d * kv + 3 * d * ff + 2 * d) + 2 * vocab * d + d
+    want = {
+        "wq_cnn_layer_flop_b": f"{per_byte(layer):.0f}", "wq_cnn_layer_wshare": f"{wshare(layer):.0%}",
+        "wq_cnn_layer_cut": f"{_cut(layer):.0%}", "wq_cnn_layer_reuse": f"{layer[0] / layer[1]:,.0f}",
+        "wq_cnn_r50_reuse": f"{r50[0] / r50[1]:.0f}", "wq_cnn_r50_wshare": f"{wshare(r50):.0%}",
+        "wq_cnn_r50_cut": f"{_cut(r50):.0%}", "wq_cnn_r50_flop_b": f"{per_byte(r50):.0f}",
+        "wq_cnn_r50b32_wshare": f"{wshare(r50b32):.1%}", "wq_cnn_r50b32_cut": f"{_cut(r50b32):.1%}",
+        "wq_cnn_dec_cut": f"{_cut(dec1):.0%}", "wq_cnn_dec32_cut": f"{_cut(dec32):.0%}",
+        "wq_cnn_r50_gmac": f"{r50[0] / 2e9:.1f}", "wq_cnn_r50_gflop": f"{r50[0] / 1e9:.1f}",
+        "wq_cnn_kv_kib": f"{KV_TOKEN // 1024}", "wq_cnn_kv4k_gb": f"{_kv_batch32(4096) / 1e9:.0f}",
+        "wq_cnn_w8b_gb": f"{2 * dec32[1] / 1e9:.0f}", "wq_cnn_kv4k_cut": f"{_cut(dec32, _kv_batch32(4096)):.0%}",
+        "wq_cnn_kv1k_cut": f"{_cut(dec32, _kv_batch32(1024)):.0%}",
+        "wq_cnn_kv8k_cut": f"{_cut(dec32, _kv_batch32(8192)):.0%}",
+        "wq_cnn_ridge": f"{H100_BF16 / H100_BW:.0f}",
+        "wq_cnn_r50_m": f"{r50[1] / 1e6:.1f}", "wq_cnn_r50_mb32": f"{4 * r50[1] / 1e6:.0f}",
+        "wq_cnn_70b_gpus": f"{2 * p70 / H100_BYTES:.2f}",
+    }
+    got = {**chapter_outputs.cell_glue(NB, "def resnet50_convs("), **chapter_outputs.cell_glue(NB, "r50_weights = ")}
+    assert got == want  # every key the two cells glue, and no other, with the recomputed text
 
 
 def test_fit_lines():

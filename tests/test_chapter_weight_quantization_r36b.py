@@ -73,6 +73,7 @@ def test_break_even_table():
     _, _, t16, t4 = _model()
     rows = _cell_lines("TILE_M, TILE_N = 128, 256")[7:12]
     expected = {2: ("2.12x", 1, 1), 4: ("1.45x", 1, 1), 6: ("1.10x", 1, 1), 8: ("0.89x", 29, 6), 10: ("0.74x", 77, 14)}
+    assert len(rows) == len(expected) == 5  # a short table must not pass the zip below
     for row, (us, (speed, be1k, be4k)) in zip(rows, expected.items()):
         tau = us * 1e-6
         got = [next(n for n in range(1, 1025) if t4(n, s, tau) <= t16(n, s)) for s in (1024, 4096)]

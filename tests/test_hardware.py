@@ -42,10 +42,10 @@ def test_a100_sram_as_the_flashattention_paper_describes_it():
     assert (a100.sram_bytes_per_sm, a100.num_sms) == (196_608, 108)  # 192 KiB per SM, 108 SMs
 
 
-@pytest.mark.parametrize("name", list(mk.GPUS))
+@pytest.mark.parametrize("name", [*mk.GPUS, *mk.CONSUMER_GPUS])
 def test_every_record_cites_the_bibliography(name):
     keys = set(re.findall(r"^@\w+\{([^,\s]+),", BIB, re.M))
-    gpu = mk.GPUS[name]
+    gpu = {**mk.GPUS, **mk.CONSUMER_GPUS}[name]
     assert gpu.name == name and gpu.source.strip()
     assert {key.strip() for key in gpu.cite.split(",")} <= keys
 
