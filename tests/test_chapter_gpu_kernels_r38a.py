@@ -84,3 +84,24 @@ def test_h100_crossing():
     assert m is not None
     assert int(m.group(1)) == round(h100_ridge)
     assert int(m.group(2)) == round(h100_ridge * BPW / 16)
+
+
+def test_h100_int8_crossing():
+    int8_ridge = 1979e12 / 3.35e12  # H100 SXM dense INT8 tensor-core peak over HBM3 bandwidth
+    n = int8_ridge * BPW / 16
+    assert 160 < n < 170  # twice the bf16 crossing
+    assert f"(ridge {int8_ridge:.0f}), at n = {n:.0f}" in _stdout()
+
+
+def test_measured_decode_against_ceilings():
+    _, w_bytes, act, decode, _ = _times()
+    at_340 = 340e9 / (w_bytes + act)  # PR #2188: sustainable M1 Max GPU bandwidth
+    tg = 1000 / 22.5  # PR #2188: 7B q4_0 on an M1 Max, 22.5 ms/token
+    assert tg < at_340 < 1 / decode  # the measurement sits under both ceilings
+    assert f"sustained 340 GB/s: {at_340:.0f} tok/s" in _stdout()
+    assert f"{tg:.1f} tok/s = {100 * tg * decode:.1f}% of the 400 GB/s bound" in _stdout()
+    assert f"= {297 / tg:.1f}x" in _stdout()
+    m2u = 800e9 / (w_bytes + act)  # M2 Ultra decode ceiling
+    assert 200 < m2u < 230
+    assert f"M2 Ultra (800 GB/s) decode bound {m2u:.0f} tok/s" in _stdout()
+    assert f"is {100 * 88.54 / m2u:.1f}% of it" in _stdout()
