@@ -26,6 +26,7 @@ UNIT = frozenset({
     "test_chapter_kv_cache_basics_r35a.py",
     "test_chapter_serving_kv_cache_r33c.py",
     "test_chapter_serving_kv_cache_r36a.py",
+    "test_chapter_serving_kv_cache_r39b.py",
     "test_chapter_continuous_batching_r34c.py",
     "test_chapter_continuous_batching_r36a.py",
     "test_chapter_continuous_batching_r38b.py",
