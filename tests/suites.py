@@ -42,6 +42,7 @@ UNIT = frozenset({
     "test_chapter_serving_reliability_r23a.py",
     "test_chapter_serving_reliability_r33ee.py",
     "test_chapter_serving_reliability_r38a.py",
+    "test_chapter_serving_reliability_r39a.py",
     "test_chapter_serving_operations_r24a.py",
     "test_chapter_transformer_block_r24d.py",
     "test_chapter_transformer_block_r27h.py",
