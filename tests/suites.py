@@ -39,6 +39,7 @@ UNIT = frozenset({
     "test_chapter_gpu_kernels_r21b.py",
     "test_chapter_gpu_kernels_r26d.py",
     "test_chapter_multi_tenant_serving_r22c.py",
+    "test_chapter_multi_tenant_serving_r39a.py",
     "test_chapter_serving_reliability_r23a.py",
     "test_chapter_serving_reliability_r33ee.py",
     "test_chapter_serving_reliability_r38a.py",
