@@ -36,6 +36,7 @@ UNIT = frozenset({
     "test_chapter_transformer_block_r36a.py",
     "test_chapter_gpu_kernels_r33gg.py",
     "test_chapter_gpu_kernels_r38a.py",
+    "test_chapter_gpu_kernels_r39a.py",
     "test_chapter_gpu_kernels_r21b.py",
     "test_chapter_gpu_kernels_r26d.py",
     "test_chapter_multi_tenant_serving_r22c.py",
