@@ -65,9 +65,17 @@ def test_pieces_and_bits(nb):
 
 def test_glued(nb):
     g = lambda key: chapter_outputs.glued(nb, key)  # noqa: E731
-    assert (g("fdsa_fixed_equal"), g("fdsa_moving_equal"), g("fdsa_aligned_equal")) == ("True", "False", "True")
-    assert g("fdsa_pieces_100") == "[768, 900) [900, 1000)" == " ".join(
-        f"[{a}, {b})" for a, b in zip([768, 900], ends(900, True)[-2:]))
+    rng = np.random.default_rng(38)  # the chapter's draw, as in test_pieces_and_bits
+    q = rng.standard_normal((1, D), dtype=np.float32)
+    k, v = rng.standard_normal((2, N, D), dtype=np.float32)
+    whole = attend(q, k, v, ends(0, False))
+    same = {name: bool(np.array_equal(attend(q, k, v, ends(*case)), whole)) for name, case in CASES.items()}
+    fixed = all(same[name] for name in CASES if name.startswith("fixed"))
+    assert (g("fdsa_fixed_equal"), g("fdsa_moving_equal"), g("fdsa_aligned_equal")) == tuple(
+        str(b) for b in (fixed, same["kernel per chunk, chunks of 100"],
+                         same["kernel per chunk, cuts at multiples of 256"]))
+    e = ends(900, True)
+    assert g("fdsa_pieces_100") == " ".join(f"[{a}, {b})" for a, b in zip(e[-3:-1], e[-2:]))
 
 
 def test_section_cites_sources(nb):
@@ -86,11 +94,26 @@ def test_section_cites_sources(nb):
     assert 'the measured gap: "about 10%"' not in text and "2024" in text
 
 
-def test_fixed_grid_ignores_cut_and_100_chunks_move_merge_points():
-    """On a grid from key 0 every cut gives the whole prefill's pieces; a kernel per chunk of 100 adds merge points
-    that a cached prefix of another length (here 50 keys) moves, so the fixed chunk length alone pins nothing."""
-    assert all(ends(c, False) == ends(0, False) for c in range(0, N, 100))
+def test_fixed_grid_ignores_cut_and_100_chunks_move_merge_points(nb):
+    """The section says a fixed grid ignores the cut and that a kernel per chunk of 100 makes every cut at 100k a
+    merge point, which a radix hit of another length shifts. The printed rows are held to the model (every
+    fixed-grid row shows the pieces of any cut; the chunks-of-100 row adds its last cut, a multiple of 100), and the
+    shift is recomputed here for a 50-key cached prefix."""
+    text = chapter_outputs.section(nb, "flash_decoding-split-alignment", end="flash_decoding-fa3-splits")
+    prose = " ".join(text.split())
+    assert "a fixed chunk of 100 tokens makes every cut at $100k$ a merge point" in prose
+    assert "A radix-cache hit of another length shifts them" in prose
+    assert "On the fixed grid both chunkings give the pieces of one whole prefill" in prose
+    table = chapter_outputs.printed(nb, "def pieces").splitlines()
+    for name, (cut, per_chunk) in CASES.items():
+        row = next(line for line in table if line.startswith(name))
+        shown = [int(x) for x in row[row.index("[") + 1:row.index("]")].split(",")]
+        if not per_chunk:  # the fixed grid: any cut at 100k gives the same pieces as the printed row
+            assert all(ends(c, False) == shown for c in range(0, N, 100)), name
+    moving = next(line for line in table if line.startswith("kernel per chunk, chunks of 100"))
+    shown = [int(x) for x in moving[moving.index("[") + 1:moving.index("]")].split(",")]
+    assert [e for e in shown if e % SPLIT and e != N] == [900]  # the last cut at 100k is a merge point
     cuts_fresh = list(range(100, N, 100))
     cuts_cached = list(range(50 + 100, N, 100))  # a 50-key radix hit, then chunks of 100
     assert not set(cuts_fresh) & set(cuts_cached)
-    assert ends(cuts_fresh[-1], True) != ends(cuts_cached[-1], True)
+    assert ends(cuts_cached[-1], True) != shown == ends(cuts_fresh[-1], True)

@@ -35,9 +35,15 @@ def test_exact_weights():
 
 
 def test_the_rule_per_head():
-    assert not worth_merging(R_Q, D_NOPE, D_C)  # query: 1536 x 512 against 128 x 2048
-    assert not worth_merging(D_C, D_V, D)  # output: 512 x 7168 against 128 x 7680
-    assert worth_merging(512, 512, 512)  # a wide middle: merging shrinks the pair
+    """The chapter's glued per-head ratios are the rule's merged / factors sizes recomputed here, and each is above 1
+    exactly when the rule says the pair is not worth merging."""
+    g = lambda key: chapter_outputs.glued(NB, key)  # noqa: E731
+    for key, (m, k, n) in (("mla_abs_q_ratio", (R_Q, D_NOPE, D_C)),  # query: 1536 x 512 against 128 x 2048
+                           ("mla_abs_o_ratio", (D_C, D_V, D))):  # output: 512 x 7168 against 128 x 7680
+        ratio = m * n / (k * (m + n))
+        assert g(key) == f"{ratio:.1f}"
+        assert (float(g(key)) > 1) == (not worth_merging(m, k, n)) == (ratio > 1)
+    assert worth_merging(512, 512, 512)  # the rule itself: a wide middle makes merging shrink the pair
     assert R_Q * D_C / (D_NOPE * (R_Q + D_C)) == Q_MERGED / Q_FACTORS
 
 
@@ -61,12 +67,17 @@ def test_glued():
 def test_printed_table():
     lines = chapter_outputs.printed(NB, CELL).splitlines()
     assert lines[1].split()[-5:] == [f"{Q_FACTORS / 1e6:.1f}", "M", f"{Q_MERGED / 1e6:.1f}", "M", "3.00"]
-    assert lines[2].split()[-5:] == ["125.8", "M", "469.8", "M", f"{O_MERGED / O_FACTORS:.2f}"]
-    assert lines[3].split()[-5:] == ["159.4", "M", "570.4", "M", "3.58"]
-    assert f"{FACTORS * BF16 / 1e6:,.1f} MB a layer" in lines[5] and "19.4 GB for 61 layers" in lines[5]
+    assert lines[2].split()[-5:] == [f"{O_FACTORS / 1e6:.1f}", "M", f"{O_MERGED / 1e6:.1f}", "M",
+                                     f"{O_MERGED / O_FACTORS:.2f}"]
+    assert lines[3].split()[-5:] == [f"{FACTORS / 1e6:.1f}", "M", f"{MERGED / 1e6:.1f}", "M", f"{MERGED / FACTORS:.2f}"]
+    assert f"{FACTORS * BF16 / 1e6:,.1f} MB a layer" in lines[5]
+    assert f"{FACTORS * BF16 * LAYERS / 1e9:.1f} GB for {LAYERS} layers" in lines[5]
     assert f"{MERGED * BF16 / 1e6:,.1f} MB a layer" in lines[6]
-    assert "1,140.9 MB" in lines[6]
-    assert "16.8 M multiply-adds" in lines[8] and "83.9 MB a layer, 5.1 GB a step" in lines[8]
+    assert f"{MERGED * BF16 / 1e6:,.1f} MB" == "1,140.9 MB"
+    wkv_b = H * (D_NOPE + D_V) * D_C
+    dequant = wkv_b * 1 + 2 * wkv_b * BF16  # read FP8, write bf16, read bf16
+    assert f"{wkv_b / 1e6:.1f} M multiply-adds" in lines[8]
+    assert f"{dequant / 1e6:.1f} MB a layer, {dequant * LAYERS / 1e9:.1f} GB a step" in lines[8]
 
 
 def test_prose_names_the_code_and_the_sources():

@@ -3,12 +3,16 @@
 The counts are recomputed here from the rule each lookup follows, written out independently of the chapter's cell: a
 prefix lookup (LMCache 0.3.1's LMCacheEngine.lookup, one count for vLLM's get_num_new_matched_tokens) returns the
 tokens of the chunks before the first miss; a position-independent one returns every stored chunk. Then the keys the
-cell printed (SHA-256 of the uint32 token ids, LMCache 0.3.1's SegmentTokenDatabase), the corrected "wherever it
+cell printed (SHA-256 of the uint32 token ids, LMCache 0.3.1's SegmentTokenDatabase), recomputed from the cell's
+seeded draw with hashlib, the corrected "wherever it
 sits" sentence, and the section's citations.
 """
+import hashlib
 import re
 from fractions import Fraction
 from itertools import product
+
+import numpy as np
 
 import chapter_outputs
 
@@ -27,22 +31,31 @@ def prefix_tokens(stored_flags):
     return count
 
 
+def _printed_rows():
+    text = chapter_outputs.printed(NB, MARKER)
+    return re.findall(r"^(C\d): key ([0-9a-f]{12})\.\.\., 512 tokens, stored: (yes|no)$", text, re.M)
+
+
 def test_prefix_rule_on_every_pattern():
-    # the rule itself, on all 8 stored/not-stored patterns of three chunks: never more than the anywhere count
+    """The glued counts follow the rule applied to the stored flags the chapter printed, and a prefix lookup never
+    loads more than a position-independent one (the rule checked on all 8 patterns of three chunks)."""
     for flags in product((False, True), repeat=N_CHUNKS):
         assert prefix_tokens(flags) <= CHUNK * sum(flags)
-    assert prefix_tokens((True, False, True)) == 512
-    assert prefix_tokens((True, True, True)) == 1536
+    flags = [stored == "yes" for _, _, stored in _printed_rows()]
+    assert len(flags) == N_CHUNKS
+    prefix = int(chapter_outputs.glued(NB, "pc_lk_prefix_saved").replace(",", ""))
+    anywhere = int(chapter_outputs.glued(NB, "pc_lk_anywhere_saved").replace(",", ""))
+    assert (prefix, anywhere) == (prefix_tokens(flags), CHUNK * sum(flags))
+    assert prefix <= anywhere
 
 
 def test_counts_printed_and_glued():
     total = CHUNK * N_CHUNKS
     prefix, anywhere = prefix_tokens((True, False, True)), CHUNK * 2
-    assert (prefix, anywhere, total) == (512, 1024, 1536)
-    assert chapter_outputs.glued(NB, "pc_lk_chunk") == "512"
-    assert chapter_outputs.glued(NB, "pc_lk_prefix_saved") == f"{prefix:,}" == "512"
-    assert chapter_outputs.glued(NB, "pc_lk_anywhere_saved") == f"{anywhere:,}" == "1,024"
-    assert chapter_outputs.glued(NB, "pc_lk_total") == f"{total:,}" == "1,536"
+    assert chapter_outputs.glued(NB, "pc_lk_chunk") == f"{CHUNK}"
+    assert chapter_outputs.glued(NB, "pc_lk_prefix_saved") == f"{prefix:,}"
+    assert chapter_outputs.glued(NB, "pc_lk_anywhere_saved") == f"{anywhere:,}"
+    assert chapter_outputs.glued(NB, "pc_lk_total") == f"{total:,}"
     text = chapter_outputs.printed(NB, MARKER)
     for loaded in (prefix, anywhere):  # loaded from the cache, not "saved": the blend still recomputes a share
         assert (f"loads {loaded:,} tokens from the cache ({Fraction(loaded, total)} of the prompt), prefills "
@@ -51,14 +64,28 @@ def test_counts_printed_and_glued():
     assert "(1/3 of the prompt)" in text and "(2/3 of the prompt)" in text
 
 
+def _key(tokens, parent=""):
+    """SHA-256 of the chunk's token ids as uint32, chained to a parent key: written out here, as LMCache 0.3.1."""
+    return hashlib.sha256(parent.encode() + np.asarray(tokens, np.uint32).tobytes()).hexdigest()
+
+
 def test_keys_printed():
+    """The printed keys are recomputed from the cell's draw: seed 38, C1, C2, C3 then C2', 512 ids below 128,256."""
+    rng = np.random.default_rng(38)
+    ids = {name: rng.integers(0, 128_256, CHUNK) for name in ("C1", "C2", "C3")}
+    c2_new = rng.integers(0, 128_256, CHUNK)
     text = chapter_outputs.printed(NB, MARKER)
-    rows = re.findall(r"^(C\d): key ([0-9a-f]{12})\.\.\., 512 tokens, stored: (yes|no)$", text, re.M)
-    assert [(name, stored) for name, _, stored in rows] == [("C1", "yes"), ("C2", "no"), ("C3", "yes")]
+    rows = _printed_rows()
+    stored = {_key(ids["C1"]), _key(ids["C3"])}  # the section's setup: C1 and C3 stored
+    assert rows == [(name, _key(ids[name])[:12], "yes" if _key(ids[name]) in stored else "no") for name in ids]
+    assert [(name, s) for name, _, s in rows] == [("C1", "yes"), ("C2", "no"), ("C3", "yes")]
     assert len({key for _, key, _ in rows}) == 3  # three different chunks, three different keys
-    assert "| equal: False" in text  # C3's chained key changes with the chunk before it
-    own = dict((name, key) for name, key, _ in rows)["C3"]
+    own = _key(ids["C3"])[:12]
     assert f"C3's own key after C2 and after C2': {own} in both" in text
+    chained = [_key(ids["C3"], _key(middle, _key(ids["C1"]))) for middle in (ids["C2"], c2_new)]
+    assert chained[0] != chained[1]
+    assert (f"C3's prefix-chained key: {chained[0][:12]} (C1, C2, C3) vs {chained[1][:12]} (C1, C2', C3) "
+            f"| equal: {chained[0] == chained[1]}") in text
 
 
 def test_wherever_corrected():

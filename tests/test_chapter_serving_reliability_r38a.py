@@ -4,7 +4,8 @@ rollouts": a Kubernetes walk-through with its cold start and autoscaling lead ti
 The weights are recounted from Llama 3's published shapes (meta-llama/llama-models: 8B d=4096, 32 layers, FFN
 14,336; 70B d=8192, 80 layers, FFN 28,672; both 8 KV heads of 128, vocabulary 128,256, untied embeddings); the
 cold start, lead time, spare replicas and startup probe follow from the cell's stated assumptions, and the
-per-replica rate is held to the brownout ladder's row and to a bandwidth ceiling, not recomputed by the same code.
+per-replica rate (batch, decode step and request rate) is recomputed here from the shapes and the H100 datasheet,
+written out, not through mha_kit, and compared with the table, the brownout ladder and the glue.
 """
 import math
 
@@ -15,6 +16,8 @@ NB = chapter_outputs.notebook("serving_reliability")
 TABLE = chapter_outputs.printed(NB, "STORE_BPS = 2 * GB")
 STORE, NVME, CAPTURE, METRIC, RAMP, PERIOD, MARGIN = 2e9, 8e9, 60, 30, 10, 10, 2  # the cell's assumptions
 OUT, MAX_SEQS, H100_BW = 1000, 256, 3.35e12  # answer tokens; vLLM's default batch cap; H100 SXM HBM3 bytes/s
+PROMPT, H100_HBM, H100_PEAK, SHARE = 2000, 80e9, 989e12, 0.9  # prompt; H100 bytes, dense bf16 FLOP/s; vLLM's share
+VOCAB, KV_WIDTH = 128_256, 8 * 128
 SHAPES = {"8": (4096, 32, 14336, 1), "70": (8192, 80, 28672, 8)}  # d, layers, FFN, GPUs of a replica
 
 
@@ -23,6 +26,26 @@ def llama3_params(d, layers, ffn, vocab=128_256, kv_width=8 * 128):
     untied embedding and output head."""
     layer = 2 * d * d + 2 * d * kv_width + 3 * d * ffn + 2 * d
     return layers * layer + d + 2 * vocab * d
+
+
+def replica(key, prompt=PROMPT, out=OUT):
+    """(batch, decode step s, requests/s) of one replica, decode-bound: as many sequences of prompt + out tokens as
+    the cache beside the weights holds (at most 256), a decode step of that batch with each sequence half-way
+    through its answer (weights, the cache read and the new tokens' cache, against the FLOPs), and a request
+    costing its prefill at the peak plus out steps shared by the batch. The 70B replica is an ideal TP8: 8x the
+    memory, bandwidth and FLOP/s."""
+    d, layers, ffn, gpus = SHAPES[key]
+    params = llama3_params(d, layers, ffn)
+    weights, kv_token = 2 * params, 2 * layers * KV_WIDTH * 2  # bf16 bytes; K and V a layer, bf16
+    hbm, bw, peak = gpus * H100_HBM, gpus * H100_BW, gpus * H100_PEAK
+    batch = min(MAX_SEQS, (int(SHARE * hbm) - weights) // ((prompt + out) * kv_token))
+    cached = batch * (prompt + out // 2)
+    nbytes = weights + kv_token * (cached + batch)
+    flops = 2 * (params - VOCAB * d) * batch + 4 * d * layers * cached  # weights (no lookup table); QK and PV
+    step = max(nbytes / bw, flops / peak)
+    proj = 2 * d * d + 2 * d * KV_WIDTH
+    prefill = 2 * prompt * layers * (proj + 3 * d * ffn) + 2 * VOCAB * d + layers * 2 * d * prompt * (prompt + 1)
+    return batch, step, 1 / (prefill / peak + out * step / batch)
 
 
 def rows():
@@ -72,10 +95,29 @@ def test_spare_replicas_cover_the_ramp(key):
     assert rate < MAX_SEQS / (OUT * weights / (gpus * H100_BW))
 
 
-def test_8b_rate_is_the_brownout_ladders_full_service_row():
-    ladder = chapter_outputs.printed(NB, "ladder = ((")
-    full = next(line for line in ladder.splitlines() if line.startswith("full service"))
-    assert float(full.split()[-2]) == ROWS["8"][5]
+@pytest.mark.parametrize("key", ["8", "70"])
+def test_rate_is_recomputed(key):
+    rate = replica(key)[2]
+    assert ROWS[key][5] == float(f"{rate:.1f}")
+    assert chapter_outputs.glued(NB, f"sr_k8s_rate{key}") == f"{rate:.1f}"
+
+
+def test_brownout_ladder_is_recomputed():
+    """Every ladder row's batch, TPOT, rate and capacity against the recomputation; its full-service row is the 8B
+    table row's rate."""
+    ladder = chapter_outputs.printed(NB, "ladder = ((").splitlines()[1:]
+    steps = ((2000, 1000), (2000, 500), (2000, 250), (1000, 250))
+    assert len(ladder) == len(steps)
+    base = replica("8")[2]
+    for line, (prompt, out) in zip(ladder, steps):
+        *_, p, o, batch, tpot, rate, cap = line.split()
+        want_batch, want_step, want_rate = replica("8", prompt, out)
+        assert (int(p.replace(",", "")), int(o.replace(",", ""))) == (prompt, out), line
+        assert int(batch) == want_batch, line
+        assert tpot == f"{1e3 * want_step:.1f}ms", line
+        assert (rate, cap) == (f"{want_rate:.1f}", f"{want_rate / base:.1f}x"), line
+        assert chapter_outputs.glued(NB, f"sr_brown_{out}_{prompt}") == f"{want_rate / base:.1f}"
+    assert float(ladder[0].split()[-2]) == ROWS["8"][5]
 
 
 def test_kubernetes_section_text():

@@ -7,6 +7,7 @@ count comes from CTranslate2's Dense on a biased layer (float16: GEMM + bias-add
 dequantize with the bias: one extra) and a 6-layer decoder; the 128-row step is batch 32 x beam 4."""
 import json
 import pathlib
+import re
 
 NB = pathlib.Path(__file__).parents[1] / "book" / "weight_quantization.ipynb"
 P = 10**9
@@ -32,13 +33,23 @@ def _floor(bits, bw, peak):  # batch-1 step: weight bytes over bandwidth against
     return max(P * bits / 8 / bw, 2 * P / peak)
 
 
+def _table():
+    """{card: its columns} of the printed generation table, columns split on two or more spaces."""
+    lines = _cell_lines("v100_dp4a = 80 * 64")
+    return {cols[0]: cols[1:] for cols in (re.split(r"\s{2,}", line.strip()) for line in lines[1:5])}
+
+
 def test_dp4a_is_half_the_fp16_tensor_rate():
-    assert CARDS[0][4] == 62.5e12  # 80 x 64 x 4 MACs against 640 x 64 FMA: exactly one half
+    """The chapter's printed V100 int8 rate is the dp4a rate recomputed here (80 SMs x 64 lanes x 4 MACs), half its
+    printed fp16 tensor rate."""
+    row = _table()["V100 SXM2 (sm70)"]
+    assert row[2] == f"{80 * 64 * 4 * 2 * 125e12 / (640 * 64 * 2) / 1e12:.1f}" == f"{CARDS[0][4] / 1e12:.1f}"
+    assert 2 * float(row[2]) == float(row[1])
 
 
 def test_generation_table():
-    lines = _cell_lines("v100_dp4a = 80 * 64")
-    rows = {line[:18].strip(): line[18:].split() for line in lines[1:5]}
+    rows = _table()
+    assert sorted(rows) == sorted(name for name, *_ in CARDS)
     for name, path, bw, f16, i8 in CARDS:
         row = rows[name]
         assert row[0] == path
@@ -46,9 +57,9 @@ def test_generation_table():
         assert float(row[3]) == round(1e3 * _floor(16, bw, f16), 2)
         assert float(row[4]) == round(1e3 * _floor(8, bw, i8), 2)
         assert int(row[5]) == round(2 * f16 / (2 * bw)) and int(row[6]) == round(i8 / (2 * bw))
-    assert rows["V100 SXM2 (sm70)"][6] == "35"  # int8 binds from 35 rows on dp4a, 139 for fp16
-    # batch 1: int8 halves the floor on every card; V100 int8 is below T4 fp16 several times over
-    assert _floor(8, 900e9, CARDS[0][4]) * 5 < _floor(16, 320e9, 65e12)
+    assert rows["V100 SXM2 (sm70)"][6] == f"{CARDS[0][4] / (2 * 900e9):.0f}"  # int8 binds from 35 rows on dp4a
+    # batch 1: V100 int8 is below T4 fp16 several times over, on the chapter's printed floors
+    assert float(rows["V100 SXM2 (sm70)"][4]) * 5 < float(rows["T4 (sm75)"][3])
 
 
 def test_extra_kernels_and_break_even():
