@@ -80,3 +80,22 @@ def test_kv_ridge_and_crossing():
     assert f"reading {cross / 1e6:.1f}M bf16 parameters" in out
     assert "a layer holds 2,819,072 (MiniMind), 218,112,000 (Llama 3 8B)" in out
     assert _layer(512, 8, 2, 64, 1408) < cross < _layer(4096, 32, 8, 128, 14336)
+
+
+def test_sync_crossing_kv_at_ridge_and_gptfast():
+    out = _stdout()
+    cross_sync = 2 * FUSED * CPU_S * BW / 2  # no overlap: graph saves L, int8 saves W / 2, tie at W = 2 L
+    assert f"crossing if launches do not overlap GPU work: {cross_sync / 1e6:.0f}M parameters a layer" in out
+    layer8 = _layer(4096, 32, 8, 128, 14336)
+    assert 0.9 < layer8 / cross_sync < 1.2  # Llama 3 8B's layer sits at the no-overlap crossing
+    ridge = round(FLOPS / BW)
+    kv_tok = 2 * 8 * 2 * 64 * 2  # K and V, layers, KV heads, head size, bf16 bytes
+    kv = ridge * kv_tok * 512
+    w_s, floor = 2 * _mini() / BW, (8 * FUSED + OUTSIDE) * SLOT_S
+    ctx = floor * BW / (ridge * kv_tok)
+    assert (f"KV {kv / 2**20:.0f} MiB, read in {kv / BW * 1e6:.0f} us ({kv / BW / w_s:.0f}x the weight read); "
+            f"it equals the graph floor at {ctx:.0f} tokens") in out
+    assert kv / BW < floor and 512 < ctx < 1024  # under the floor at 512 tokens, above it before 1k
+    assert f"eager {1e3 / 25.5:.1f} ms/token, compiled + graph {1e3 / 107.0:.1f} ms/token" in out
+    md = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "already\nfuses and graph-captures decode" in md and "{glue:text}`gk_tiny_cross_sync`" in md
