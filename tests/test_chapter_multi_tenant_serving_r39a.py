@@ -3,7 +3,8 @@
 Two models on one 80 GB H100 (Llama 3 8B and Mistral 7B, bf16): the 4K-token sequences each holds in a
 fixed 0.45 share against an elastic, kvcached-style shared pool at its peak, recomputed from the
 models' shapes written out (config.json and the Mistral 7B paper), the H100's 80 GB and kvcached's
-constants (2 MiB pages mapped in every layer's K and V, ten reserved pages), not through mha_kit,
+constants (compound pages of 2 MiB for every layer's K and V, the default contiguous layout on NVIDIA;
+ten reserved pages; KVCACHED_GPU_UTILIZATION 0.95), not through mha_kit,
 and compared with the values the chapter glues and prints. The prose: what it links and names.
 """
 import math
@@ -16,6 +17,7 @@ LABEL = "multi_tenant_serving-kvcached"
 HBM, BUDGET = 80e9, 0.9  # H100 SXM memory (decimal GB); two gpu_memory_utilization=0.45 shares
 CONTEXT, PEAK, TROUGH, RESERVED = 4096, 60, 4, 10  # the section's loads; kvcached MAX_RESERVED_PAGES default
 PAGE = 2 * 2**20  # kvcached's default physical page (csrc/allocator.cpp kPageSize)
+KVCACHED_UTIL = 0.95  # kvcached/utils.py GPU_UTILIZATION default: map pages until 5% of the card is free
 
 # (vocabulary, d, layers, query heads, KV heads, head size, MLP width); untied output head, RMSNorm weights
 SHAPES = {"llama": (128_256, 4096, 32, 32, 8, 128, 14_336), "mistral": (32_000, 4096, 32, 32, 8, 128, 14_336)}
@@ -30,7 +32,7 @@ def seq_bytes(shape):  # K and V, every layer, bf16, one 4K sequence
     return 2 * layers * kv * hd * 2 * CONTEXT
 
 
-def page_set(shape):  # one page id: a 2 MiB page in each layer's K and each layer's V
+def page_set(shape):  # one page id: a compound page, 2 MiB for each layer's K and each layer's V
     return PAGE * shape[2] * 2
 
 
@@ -88,6 +90,19 @@ def test_both_at_peak_the_totals_are_equal():
     assert glued("mt_kvc_both") == "77"
 
 
+def test_reserve_and_default_pool():
+    reserve = RESERVED * page_set(SHAPES["llama"])
+    assert f"{reserve / 1e9:.2f}" == "1.34"  # ten 128 MiB compound pages, not 20 MiB
+    assert glued("mt_kvc_reserve_gb") == f"{reserve / 1e9:.2f}"
+    default_kv = KVCACHED_UTIL * HBM - sum(W.values())
+    assert f"{default_kv / 1e9:.1f}" == "45.5"
+    assert default_kv > POOL  # default kvcached uses more than the 72 GB the comparison holds fixed
+    assert glued("mt_kvc_default_kv_gb") == f"{default_kv / 1e9:.1f}"
+    line = chapter_outputs.printed(nb(), "def elastic_at_peak").splitlines()[5]
+    assert line == (f"ten reserved pages: {reserve / 1e9:.2f} GB per engine; default kvcached (0.95 of the card) "
+                    f"leaves {default_kv / 1e9:.1f} GB for KV before activations")
+
+
 def test_the_printed_table():
     out = chapter_outputs.printed(nb(), "def elastic_at_peak").splitlines()
     assert out[0] == "one page id maps 128 MiB = 1024 tokens of either model; one 4K sequence 0.54 GB"
@@ -103,6 +118,12 @@ def test_the_prose_links_and_names_the_mechanism():
     for ref in ("serving_kv_cache-paging", "serving_kv_cache-paged-kernel", "multi_tenant_serving-many-models",
                 "multi_tenant_serving-gpu-sharing"):
         assert f"{{ref}}`{ref}`" in text
+    for term in ("KVCACHED_CONTIGUOUS_LAYOUT", "compound page", "virtual ceiling", "KVCachePoolExhausted",
+                 "_patched_allocate_slots", "_get_virtual_kv_capacity_bytes", "kvctl limit",
+                 "KVCACHED_MIN_RESERVED_PAGES", "{glue:text}`mt_kvc_reserve_gb`", "{glue:text}`mt_kvc_default_kv_gb`"):
+        assert term in text
+    assert "maps and unmaps 2 MiB physical pages" not in text  # the default NVIDIA layout maps compound pages
+    assert "request level, not by MIG" not in text
     for term in ("cuMemAddressReserve", "cuMemCreate", "cuMemMap", "block table", "vAttention",
                  "gpu_memory_utilization", "kvcachedrepo{", "prabhu2025vattention{", ":class: dropdown"):
         assert term in text
