@@ -72,6 +72,15 @@ def test_glued():
     assert glued("sdcs_runs_next") == str(STEPS * K)
     assert glued("sdcs_wide") == str(wide)
     assert 2 <= FULL < STEPS and any(r["accepted"] == 0 for r in ROWS)  # the seed shows both cases
+    p_full = 1.0
+    for _ in range(K):  # P(all k accepted), multiplied out draft by draft
+        p_full *= ALPHA
+    assert glued("sdcs_pfull") == f"{p_full:.2f}" == "0.41"
+    assert glued("sdcs_seed_rate") == f"{FULL / STEPS:.3f}"
+    assert abs(FULL / STEPS - p_full) < 0.1  # the prose says the seed sits near the expectation
+    assert glued("sdcs_vllm_rows") == str((K + 1) + 1)  # vLLM draft_model: the k + 1 verified tokens plus the new one
+    text = chapter_outputs.printed(NB, "DCS_K, DCS_PROMPT, DCS_STEPS, DCS_ALPHA =")
+    assert f"alpha^k = {p_full:.4f}: expected extra gpt-fast draft runs per step {p_full:.2f}" in text
 
 
 @pytest.mark.parametrize("key", ["gptfastissue107", "gptfastgenerate", "vllmdraftmodelproposer", "vllmeagleproposer"])
@@ -87,10 +96,17 @@ def test_prose_and_boxes():
     assert text.startswith(f"({LABEL})=\n### ")
     for phrase in ("fill last token into draft model", "model_forward(draft_model, draft_tokens[-1].view(1, -1), "
                    "orig_input_pos + speculate_k)", "one entry short", "copy bonus token",
-                   "to prevent saves to the KV cache", "k_out[:, :, input_pos] = k_val", "lower acceptance rate"):
+                   "to prevent saves to the KV cache", "k_out[:, :, input_pos] = k_val", "lower acceptance rate",
+                   "PADDING_SLOT_ID", "$k + 2$ query rows every step", "re-feeds the verified tokens",
+                   "k + 2 rows", "setup_caches", "hypothetical minimal version", "commit 2037199",
+                   "[a1, b1, b2, c1, c2, c3] -> [b1, b2, c1, c2, c3, c3]",
+                   "[b1, b2, c1, c2, c3, c3] -> [a2, b2, b3, c2, c3, c4]"):
         assert phrase in flat, phrase
     for label in ("speculative_decoding-cache", "speculative_decoding-verify", "speculative_decoding-walltime"):
         assert "{ref}`" + label + "`" in text, label
     assert "In the interview" in text and text.count(":class: dropdown") == 1
     assert text.count("**Strong answer.**") == 1 and text.count("**Trap.**") == 1
     assert "gptfastissue107" in BIB and "issues/107" in BIB
+    for stale in ("feeds x_k together with the new token", "stale key and value from an earlier rejected draft",
+                  "falls as more full acceptances pile up", "covers $x_k$ and the bonus together"):
+        assert stale not in flat, stale  # the claims the cold review found wrong
