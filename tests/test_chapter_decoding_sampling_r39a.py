@@ -5,6 +5,8 @@ rounded to the accumulator's precision after every add (as an atomicAdd of one b
 the greedy pick is a plain comparison. The prose is checked for the corrected claim of the section above
 (a fixed order only where the reduction is fixed) and for the sources it rests on.
 """
+import pathlib
+
 import numpy as np
 
 import chapter_outputs
@@ -85,3 +87,31 @@ def test_prose_corrects_the_same_shapes_claim_and_cites_its_sources():
     assert "up to 32 rows" in text and r"\lceil K / 32 \rceil" in text and r"\lceil K / 64 \rceil" in text
     # vLLM marlin_utils.should_use_atomic_add_reduce: n < 2048, k >= 2048, opt-in environment variable
     assert "$n < 2048$, $k \\ge 2048$" in text and "VLLM_MARLIN_USE_ATOMIC_ADD=1" in text
+
+
+def test_float16_fixed_order_pick_is_a_tie_with_the_median_rival():
+    sums16, fixed16 = launches(np.float16)
+    rival = float(np.median(sums16))
+    assert fixed16 == rival  # the prose's "20 of 20" for the fixed float16 order is a tie resolved toward A
+    assert picks_a([fixed16] * LAUNCHES, rival) == LAUNCHES
+    assert sum(1 for _ in range(LAUNCHES) if fixed16 > rival) == 0  # a strict comparison would give 0 of 20
+    text = chapter_outputs.section(NB, LABEL, end="decoding_sampling-beam-search")
+    assert "is a tie" in text and "drawn uniformly at random" in text
+
+
+def test_prose_separates_accuracy_from_reproducibility_and_names_other_run_to_run_sources():
+    text = chapter_outputs.section(NB, LABEL, end="decoding_sampling-beam-search")
+    assert "the direction is the one vLLM took" not in text
+    assert "accuracy, not reproducibility" in text and "barrier_acquire(&locks[slice_col], slice_idx)" in text
+    assert "a difference means atomics" not in text
+    assert "a difference means a run-to-run source" in text and "NVLS" in text and "autotuner" in text
+    assert "prefix caching off" in text and "attributed to" in text and "traced to" not in text
+    assert "it does not make an atomic reduction ordered" not in text
+    assert "switches off atomics only in the kernels it knows about" in text
+    # sourced figures appear in the prose exactly as in the cited entries' notes
+    bib = (pathlib.Path(__file__).resolve().parents[1] / "references.bib").read_text()
+    for key in ("marlinglobalreduce", "ncclissue1497", "sglangpr39456", "sglangpr26627"):
+        assert f"`{key}" in text and f"{{{key}," in bib, key
+    assert "−9.3%" in text and "-9.3\\%" in bib and "−1.8%" in text and "-1.8\\%" in bib
+    assert "4 of 12" in text and "guard off 4 of 12" in bib and "6 of 12" in text
+    assert "AT_NUM_MEASURE` = 200" in text and "AT\\_NUM\\_MEASURE 200" in bib
