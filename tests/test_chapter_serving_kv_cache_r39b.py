@@ -105,7 +105,7 @@ def test_prose_numbers():
 def test_2026_heuristic_and_per_call_numbers():
     out = chapter_outputs.printed(NB, "fa2_num_splits").splitlines()
     # FA2 at 0251105a passes num_sm * 2 to the heuristic (flash_api.cpp l.335)
-    rows = [line.split() for line in out[13:15]]
+    rows = [line.split() for line in out[14:16]]
     expect = []
     for seen in (4096, 32768):
         s = heuristic(KV_HEADS, 2 * SMS, math.ceil(seen / 128))
