@@ -58,6 +58,9 @@ def test_flash_numbers():
     cold, naive, share = FILE / FLASH_BW, FLASH_BW / READ, 0.6462 * 0.024
     assert f"{cold:.2f} s of page-ins" in out
     assert f"at most {naive:.1f} tokens/s" in out
+    overflow = FILE - 3e9  # the [H] question: 3 GB may stay resident, the rest streams from flash each token
+    assert f"streaming the other {overflow / 1e9:.2f} GB: at most {FLASH_BW / overflow:.1f} tokens/s" in out
+    assert chapter_outputs.glued(NB, "sr_od_pinned") == f"{FLASH_BW / overflow:.1f}" == "4.2"
     assert f"{share:.2%} of the model from flash per token, {0.5 / share:.0f}x less" in out
     assert chapter_outputs.glued(NB, "sr_od_cold") == "0.70"
     assert chapter_outputs.glued(NB, "sr_od_naive") == "1.5"
@@ -67,12 +70,20 @@ def test_flash_numbers():
 @pytest.mark.parametrize("phrase", [
     "about 4.2 GB", "about 16 tokens/s", "about 95 on an M2 Max", "about 1.5 tokens/s",
     "force system to keep model in RAM rather than swapping or", "do not memory-map model (slower load but may reduce",
-    "{cite:p}`applem2max", "{cite:p}`alizadeh2023llmflash{§2.2}`", "{cite:p}`llamacppmmap{common/arg.cpp}`",
+    "{cite:p}`brokenmount2023m2`", "{cite:p}`linuxmmpopulate`", "{ref}`cuda_basics-ml-compilers`",
+    "{cite:p}`llamacppmmap0650ea8{src/llama-mmap.cpp, llama_mmap::impl}`", "`MAP_POPULATE`", "{cite:p}`alizadeh2023llmflash{§2.2}`", "{cite:p}`llamacppmmap{common/arg.cpp}`",
     "{ref}`cuda_basics-edge-npu-memory`", "{ref}`serving_reliability-cpu-edge`", "{ref}`weight_quantization-gguf`",
     "an assumption, not a\nspec read here",
 ])
 def test_section_says(phrase):
     assert phrase in section_text()
+
+
+def test_no_dangling_chapter_ref_and_no_fault_in_at_first_tokens_claim():
+    text = section_text()
+    assert "{ref}`cuda_basics`" not in text
+    assert "paid during the first tokens instead of at load" not in text
+    assert "applem2max" not in text
 
 
 def test_interview_numbers_match_the_outputs():
