@@ -206,6 +206,14 @@ _LINKS = (
          source="HGX B200 / GB200 NVL72 specifications: fifth-generation NVLink, 1.8 TB/s total per GPU "
                 "(18 links), so 900 GB/s each way; NVL72: 72 GPUs in one NVLink domain, 130 TB/s in all",
          bytes_per_s=900e9),
+    Link(name="nvlink3", title="NVLink 3 (A100 SXM)", cite="nvidiaa100",
+         source="A100 datasheet: NVLink 600 GB/s a GPU (SXM), counted both ways, so 300 GB/s each way",
+         bytes_per_s=300e9),
+    # NVIDIA publishes no H800 datasheet page; DeepSeek's hardware paper gives the cut link rate of its H800 nodes.
+    Link(name="nvlink-h800", title="NVLink on the H800 SXM", cite="zhao2025insights",
+         source="Insights into DeepSeek-V3 (ISCA 2025), sec. 4.1: the NVLink bandwidth in H800 SXM nodes is "
+                "reduced from 900 GB/s to 400 GB/s (both ways), so 200 GB/s each way",
+         bytes_per_s=200e9),
     Link(name="pcie5-x16", title="PCIe Gen5 x16", cite="nvidiahopperarch,pcisig",
          source="H100 whitepaper: PCIe Gen5 128 GB/s total, 64 GB/s in each direction (32 GT/s x 16 lanes)",
          bytes_per_s=64e9),
@@ -219,14 +227,6 @@ _LINKS = (
     Link(name="pcie4-x4", title="PCIe 4.0 x4 (one NVMe SSD)", cite="pcisig",
          source="PCI-SIG: PCIe 4.0 runs 16 GT/s per lane; 4 lanes = 8 GB/s each way, the ceiling of a drive on it",
          bytes_per_s=8e9),
-    Link(name="nvlink3", title="NVLink 3 (A100 SXM)", cite="nvidiaa100",
-         source="A100 datasheet: NVLink 600 GB/s a GPU (SXM), counted both ways, so 300 GB/s each way",
-         bytes_per_s=300e9),
-    # NVIDIA publishes no H800 datasheet page; DeepSeek's hardware paper gives the cut link rate of its H800 nodes.
-    Link(name="nvlink-h800", title="NVLink on the H800 SXM", cite="zhao2025insights",
-         source="Insights into DeepSeek-V3 (ISCA 2025), sec. 4.1: the NVLink bandwidth in H800 SXM nodes is "
-                "reduced from 900 GB/s to 400 GB/s (both ways), so 200 GB/s each way",
-         bytes_per_s=200e9),
 )
 
 #: Read-only mapping from a short name to its :class:`Link` record.
