@@ -301,6 +301,7 @@ UNIT = frozenset({
     "test_chapter_speculative_decoding_r34d.py",
     "test_chapter_speculative_decoding_r38a.py",
     "test_chapter_speculative_decoding_r39b.py",
+    "test_chapter_speculative_decoding_r39c.py",
     "test_chapter_follow_up_questions_r27y.py",
     "test_chapters_read_records.py",
     "test_chapters_rope_sinks.py",
