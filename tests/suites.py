@@ -61,6 +61,7 @@ UNIT = frozenset({
     "test_chapter_prefix_caching_r34gg.py",
     "test_chapter_prefix_caching_r36a.py",
     "test_chapter_prefix_caching_r38b.py",
+    "test_chapter_prefix_caching_r40a.py",
     "test_chapter_beyond_kv_cache_r34g.py",
     "test_chapter_prefix_caching_r33b.py",
     "test_chapter_serving_operations_r32i.py",
