@@ -21,7 +21,7 @@ TABLE = chapter_outputs.printed(NB, MARKER)
 
 # the cell's assumptions, restated
 DAU, CONVS, TURNS, TOK_USER, TOK_REPLY = 20_000_000, 3, 5, 50, 350
-BYTES_PER_TOKEN, ROW_BYTES, REPLICAS, CKPT = 4, 100, 3, 64
+BYTES_PER_TOKEN, ROW_BYTES, REPLICAS, CKPT, NODE_TB = 4, 100, 3, 64, 3
 CFG = mk.MODEL_FACTS["llama-3-70b"].config
 KV_TOK = 2 * CFG.num_layers * CFG.num_kv_heads * CFG.head_dim * 2  # K and V, bf16
 
@@ -45,7 +45,7 @@ def glued(key):
 def test_assumptions_are_the_cells():
     source = "".join(chapter_outputs._code_cell(NB, MARKER)["source"])
     for line in ("DAU = 20_000_000", "CONVS_PER_USER = 3", "TURNS = 5", "TOK_USER, TOK_REPLY = 50, 350",
-                 "BYTES_PER_TOKEN = 4", "ROW_BYTES = 100", "REPLICAS = 3", "CKPT = 64", '"llama-3-70b"'):
+                 "BYTES_PER_TOKEN = 4", "ROW_BYTES = 100", "REPLICAS = 3", "CKPT = 64", "NODE_TB = 3", '"llama-3-70b"'):
         assert line in source, line
 
 
@@ -81,6 +81,9 @@ def test_text_is_tiny_kv_is_not():
     conv_text = conv_tok * BYTES_PER_TOKEN + 2 * TURNS * ROW_BYTES
     assert glued("so_cs_conv_kv") == f"{conv_tok * KV_TOK / 1e6:,.0f}" == "655"
     assert f"one conversation, {conv_tok:,} tokens: {conv_text:,} bytes of text" in TABLE
+    nodes = 365 * REPLICAS * TEXT_BYTES / (NODE_TB * 10**12)  # a year of replicated text, uncompressed
+    assert glued("so_cs_nodes") == f"{nodes:,.0f}" == "197"
+    assert f"uncompressed: {nodes:,.0f}" in TABLE
     assert KV_BYTES / TEXT_BYTES > 50_000  # the section's claim: keep the text, recompute or tier the KV
 
 
@@ -99,9 +102,14 @@ def test_links_and_citations():
     for ref in ("serving_operations-streaming-transport", "serving_operations-guard-models",
                 "prefix_caching-growing-conversation", "prefix_caching-routing", "serving_operations-chat-templates"):
         assert f"{{ref}}`{ref}`" in TEXT, ref
-    for key in ("discordbillions2017", "discordtrillions2023", "ulidspec", "datastaxconsistency", "whatwgsse"):
+    for key in ("discordbillions2017", "discordtrillions2023", "ulidspec", "datastaxconsistency", "whatwgsse",
+                "datastaxwhereclustering", "willison2023discord", "cassandratombstones"):
         assert f"`{key}{{" in TEXT, key
-    for claim in ("((conversation_id, bucket), message_id)", "`seq`", "parent_id", "client_msg_id",
+    assert "((conversation_id, bucket), message_id)" not in TEXT  # seq, not the id, is the clustering column
+    assert "go to the leader" not in TEXT  # Cassandra is leaderless
+    assert "discordtrillions2023{the data services" not in TEXT  # that section was read only as quoted
+    for claim in ("((conversation_id, bucket), seq)", "bucket = seq / 10,000", "keyed by `conversation_id`",
+                  "client-side fence", "`seq`", "parent_id", "client_msg_id",
                   "status = streaming", "interrupted", "current_leaf_id", "QUORUM"):
         assert claim in TEXT, claim
 
