@@ -196,6 +196,7 @@ UNIT = frozenset({
     "test_chapter_tensor_parallel_r27t.py",
     "test_chapter_tensor_parallel_r33d.py",
     "test_chapter_tensor_parallel_r36a.py",
+    "test_chapter_tensor_parallel_r41a.py",
     "test_chapter_softmax_numerics.py",
     "test_misc2.py",
     "test_misc3.py",
