@@ -101,3 +101,44 @@ def test_header_and_the_terms_scale_as_the_text_says():
     assert bw[-1] < 2 * bw[0] < bw[-1] * 2.1  # bandwidth term: at most twice its n = 2 value
     assert lat[-1] / lat[0] == pytest.approx(63)  # latency term: linear in n - 1
     assert all(lt > b for lt, b in zip(lat, bw))  # a 1 MiB message is latency-bound at every n
+
+
+# NCCL 2.30.7 tuning.cc: NVLink ring step constants (LL, LL128, Simple) and the ring's base latency;
+# LL carries 4 data bytes per 8 (device.h ncclLLFifoLine), LL128 15 of 16 words (NCCL_LL128_LINESIZE)
+HW_LAT_US = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
+EFF = {"LL": 0.5, "LL128": 15 / 16, "Simple": 1.0}
+BASE_LL_US = 6.6
+
+
+@pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])
+def test_protocol_bytes_share(proto):
+    m = BATCH * D_MODEL * BF16
+    row = next(ln.split() for ln in _stdout("ring41a-04b").splitlines() if ln.split()[:1] == [proto])
+    assert row[1] == f"{HW_LAT_US[proto]:.1f}"
+    for n, printed in zip((2, 8), row[2:4]):
+        bw = 2 * (n - 1) / n * m / (EFF[proto] * BETA)
+        share = bw / (bw + 2 * (n - 1) * HW_LAT_US[proto] * 1e-6)
+        assert float(printed.rstrip("%")) == pytest.approx(100 * share, abs=0.05)
+    if proto == "LL":  # bytes are a large share with the protocol NCCL would pick: the text's "mostly fixed", not "never bytes"
+        assert 0.45 < share < 0.55
+
+
+def test_ll_8_gpus_with_base_latency_matches_the_table_above():
+    m = BATCH * D_MODEL * BF16
+    fixed = BASE_LL_US + 14 * HW_LAT_US["LL"]
+    nbytes = 2 * 7 / 8 * m / (0.5 * BETA) * 1e6
+    line = next(ln for ln in _stdout("ring41a-04b").splitlines() if ln.startswith("8 GPUs, LL"))
+    assert f"{fixed:.1f} us fixed + {nbytes:.1f} us bytes = {fixed + nbytes:.1f} us" in line
+    assert f"bytes {100 * nbytes / (fixed + nbytes):.1f}%" in line
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_tree_crossover_is_not_m_star(n):
+    # tree: 2 log2 n steps, 2 M bytes; ring: 2 (n - 1) steps, 2 (n - 1) / n M: solve T_tree = T_ring for M
+    cross = (2 * (n - 1) - 2 * np.log2(n)) * ALPHA / ((2 - 2 * (n - 1) / n) / BETA)
+    rows = {int(p[0]): p[1:] for p in (ln.split() for ln in _stdout("ring41a-04b").splitlines())
+            if p and p[0].isdigit()}
+    assert rows[n][0] == f"{n * ALPHA * BETA / 1e6:.1f}"
+    assert rows[n][1] == f"{cross / 1e6:.1f}"
+    if n == 8:
+        assert cross > 4 * n * ALPHA * BETA * 0.99  # four times M* at 8 GPUs
