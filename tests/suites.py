@@ -254,6 +254,8 @@ UNIT = frozenset({
     "test_chapter_serving_operations_rest38.py",
     "test_gated_attention_rest38.py",
     "test_chapter_attention_sinks_rest38.py",
+    "test_chapter_attention_sinks_r41c.py",
+    "test_chapter_beyond_kv_cache_r41c.py",
     "test_chapter_attention_sinks_differential.py",
     "test_best_of_n_rest38.py",
     "test_chapter_kv_cache_basics_rest38.py",
