@@ -112,6 +112,10 @@ def test_table_recomputed():
     assert chapter_outputs.glued(NB, "pc_ev_small_aware") == f"{100 * hits[40][2] / total:.1f}%"
     assert chapter_outputs.glued(NB, "pc_ev_big_belady") == f"{100 * hits[320][3] / total:.1f}%"
     assert chapter_outputs.glued(NB, "pc_ev_requests") == f"{len(reqs)}"
+    assert chapter_outputs.glued(NB, "pc_ev_block") == f"{BLOCK}"
+    # the mean gap between calls on one API template: 200 calls over 600 s, spread over 4 templates
+    api = [r for r in reqs if r[1] == "api"]
+    assert chapter_outputs.glued(NB, "pc_ev_api_gap") == f"{600.0 / (len(api) / 4):.0f}"
 
 
 def test_hand_made_trace():
@@ -127,9 +131,12 @@ def test_hand_made_trace():
 
 def test_section_cites_and_hedges():
     text = chapter_outputs.section(NB, "prefix_caching-eviction-beyond-lru", "prefix_caching-routing")
-    for key in ("lmcache056src", "wang2025kvcachewild", "belady1966"):
+    for key in ("lmcache056src", "wang2025kvcachewild", "belady1966", "sglangradixevict"):
         assert f"{{cite:p}}`{key}{{" in text, key
     for ref in ("prefix_caching-hashed", "prefix_caching-radix"):
         assert f"{{ref}}`{ref}`" in text
     assert "not the\npaper's" in text or "not the paper's" in text
     assert "23.9" not in text and "41.9" not in text  # figures read only in summaries, not in the paper
+    assert "Alibaba" not in text  # the cited abstract does not name the provider
+    assert "Belady's bound" not in text and "not a proven upper bound" in text  # MIN is a yardstick under these rules
+    assert "counts up to 8" in text  # LFU keeps a dead chat's head, not the whole chat
