@@ -6,7 +6,8 @@ llmapi/llm_args.py KvCacheConfig and the CapacitySchedulerPolicy enum). The comp
 mha_kit: Llama 3 8B from its published shapes (meta-llama/llama-models: d=4096, 32 layers, FFN 14,336,
 8 KV heads of 128, vocabulary 128,256, untied embeddings) in bf16, the H100 data sheet's 80 GB, the
 section's assumed 4 GB of activations, each engine's sizing rule written out, and SGLang's default fraction
-from its _handle_gpu_memory_settings heuristic. A changed default in the chapter fails here.
+from its _handle_gpu_memory_settings heuristic, which divides by the capacity the driver reports (81,559 MiB for an
+H100 80GB HBM3, per nvidia-smi), not by the data sheet's 80 GB. A changed default in the chapter fails here.
 """
 import math
 from fractions import Fraction
@@ -17,6 +18,7 @@ NB = chapter_outputs.notebook("serving_kv_cache")
 LABEL = "serving_kv_cache-three-engines"
 D, LAYERS, FFN, KV_WIDTH, VOCAB = 4096, 32, 14336, 8 * 128, 128_256
 TOTAL, ACT = 80 * 10**9, 4 * 10**9
+REPORTED_MIB = 81_559  # nvidia-smi total for an H100 80GB HBM3
 PER_TOKEN = 2 * LAYERS * KV_WIDTH * 2  # K and V, bf16
 
 # engine, pool setting, default fraction (None: SGLang's heuristic), page setting, tokens a page,
@@ -37,8 +39,7 @@ def params():
 WEIGHTS = 2 * params()
 
 
-def sglang_default():
-    capacity_mib = TOTAL / 2**20
+def sglang_default(capacity_mib=REPORTED_MIB):
     reserve = 512 + max(8192, 2048) * 1.5 + 256 * 2 + 1 * 1 / 8 * 1024  # metadata, chunked prefill, graphs, tp*pp
     reserve = max(reserve, 10 * 1024)  # a card over 60 GiB keeps at least 10 GiB
     return round((capacity_mib - reserve) / capacity_mib, 3)
@@ -59,7 +60,7 @@ def tokens(rule, fraction, page):
 
 def test_shapes():
     assert params() == 8_030_261_248 and PER_TOKEN == 131_072
-    assert sglang_default() == 0.824
+    assert sglang_default() == 0.835 and sglang_default(TOTAL / 2**20) == 0.824
 
 
 def test_printed_records_match_the_stated_defaults():
@@ -81,14 +82,15 @@ def test_computed_row():
         assert line == (f"  {name:<13} at {frac}: pool {b / 1e9:.2f} GB, {n // page:,} pages of {page}, {n:,} tokens")
     assert len(lines) == 9
     glue = chapter_outputs.cell_glue(NB, "em_records = ")
-    assert glue["em_sglang_default"] == "0.824" and glue["em_sglang_reserve"] == "13,440 MiB"
+    assert glue["em_sglang_default"] == str(sglang_default()) and glue["em_sglang_reserve"] == "13,440 MiB"
+    assert glue["em_cap_mib"] == f"{REPORTED_MIB:,} MiB" and glue["em_sglang_datasheet"] == str(sglang_default(TOTAL / 2**20))
     assert glue["em_tok_vllm"] == f"{tokens('vLLM', '0.92', 16):,}"
     assert glue["em_tok_vllm090"] == f"{tokens('vLLM', '0.9', 16):,}"
-    assert glue["em_tok_sglang"] == f"{tokens('SGLang', '0.824', 1):,}"
+    assert glue["em_tok_sglang"] == f"{tokens('SGLang', str(sglang_default()), 1):,}"
     assert glue["em_tok_trt"] == f"{tokens('TensorRT-LLM', '0.9', 32):,}"
     # the prose: SGLang smallest at its own default, largest at a shared 0.9
     assert (tokens("TensorRT-LLM", "0.9", 32) > tokens("vLLM", "0.92", 16) > tokens("vLLM", "0.9", 16)
-            > tokens("SGLang", "0.824", 1))
+            > tokens("SGLang", str(sglang_default()), 1))
     assert pool("SGLang", "0.9") > pool("TensorRT-LLM", "0.9") > pool("vLLM", "0.9")  # the drill: same value, other order
 
 

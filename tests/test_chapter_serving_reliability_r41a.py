@@ -59,11 +59,13 @@ def test_source_strings_and_links():
     for s in ("EngineCore encountered a fatal error.", "ENGINE_CORE_DEAD",
               "EngineCore encountered an issue. See\n  stack trace (above) for the root cause.",
               "KV cache pool is full. Retract requests.", "VLLM_KEEP_ALIVE_ON_ENGINE_DEATH", "GUARANTEED_NO_EVICT",
-              "failed (engine dead)."):
+              "failed (engine dead).", "Error in chat completion stream generator.", "data: [DONE]"):
         assert s in t, s
-    for key in ("vllmenginecorefatal", "vllmenginedead", "vllmenginedeadfrontend", "sglangretract", "trtllmscheduler"):
+    for key in ("vllmenginecorefatal", "vllmenginedead", "vllmenginedeadfrontend", "sglangretract", "trtllmscheduler",
+                "vllmstreamerror"):
         assert "`" + key in t, key
     for ref in ("serving_reliability-gpu-failure", "serving_reliability-query-of-death", "serving_kv_cache-three-engines",
                 "scheduler_design-preemption"):
         assert "{ref}`" + ref + "`" in t, ref
+    assert "at most {glue:text}`oom_preempt_ms` ms" in t and "this section did not trace" not in t
     assert "In the interview" in t and t.count(":class: dropdown") == 3 and "[E] Drill:" in t
