@@ -51,7 +51,7 @@ def _decode(x_all, w, n_sink, window, cache_positions):
             k, v = np.array([e[1] for e in keep]), np.array([e[2] for e in keep])
             x = x + _attend(x @ wq, k, v, kpos[-1:], kpos, np.ones((1, len(keep)), bool)) @ wo
             last.append(x[0])
-    return last, [e[0] for e in held[0]]
+    return last, [e[0] for e in held[0]], held
 
 
 def _verdict(err):
@@ -66,12 +66,12 @@ def _printed():
 
 def test_deeper_layers_table_matches_an_independent_model():
     x, w = _model()
-    sink, kept = _decode(x, w, SINK, WINDOW, cache_positions=True)
+    sink, kept, held = _decode(x, w, SINK, WINDOW, cache_positions=True)
     assert kept == [0, 1, 2, 3] + list(range(N - WINDOW, N))
     causal = np.tril(np.ones((N, N), bool))
     full = _full(x, w, np.arange(N), causal)
     fresh = _full(x[kept], w, np.arange(len(kept)), np.tril(np.ones((len(kept),) * 2, bool)))
-    roll, _ = _decode(x, w, 0, WINDOW, cache_positions=False)
+    roll, _, _ = _decode(x, w, 0, WINDOW, cache_positions=False)
     band = causal & (np.arange(N)[None, :] > np.arange(N)[:, None] - WINDOW)
     windowed = _full(x, w, np.arange(N), band)
     lines = _printed()
@@ -92,3 +92,21 @@ def test_the_as_if_sentence_is_limited_to_one_layer():
     text = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"])
     assert "*as if the\nevicted ones had never existed*" not in text
     assert "*in one layer*" in text and "(attention_sinks-deeper-layers)=" in text
+
+
+def test_layer2_cache_sinks_exact_window_stale():
+    x, w = _model()
+    _, kept, held = _decode(x, w, SINK, WINDOW, cache_positions=True)
+    n = len(kept)
+    pos = np.arange(n)
+    x1 = x[kept] + _attend(x[kept] @ w[0][0], x[kept] @ w[0][1], x[kept] @ w[0][2], pos, pos,
+                           np.tril(np.ones((n, n), bool))) @ w[0][3]
+    fresh_k2 = x1 @ w[1][1]
+    cached_k2 = np.array([e[1] for e in held[1]])
+    sinks, window = np.abs(cached_k2[:SINK] - fresh_k2[:SINK]).max(), np.abs(cached_k2[SINK:] - fresh_k2[SINK:]).max()
+    assert sinks < 1e-12 and window > 1e-3
+    assert _printed()[4] == f"layer 2 cached keys vs fresh pass: sinks {_verdict(sinks)}, window {_verdict(window)}"
+    nb = json.loads(NB.read_text())
+    text = "".join("".join(c["source"]) for c in nb["cells"])
+    assert "re-encodes only\nthe last $L$ tokens (no sinks" in text
+    assert "nothing it evicts could have reached" not in text

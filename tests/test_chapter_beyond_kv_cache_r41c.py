@@ -47,3 +47,16 @@ def test_drill_llama3_70b():
     per_kv = 2 * 80 * 8 * 128 * 2 * BUDGET
     assert per_kv == 640 * 2**20 and 8 * per_kv == 5 * 2**30
     assert 8 * per_kv // (2 * 80 * 8 * 128 * 2) == 16384
+
+
+def test_decode_and_prefill_factor():
+    out = chapter_outputs.printed(NB, "sg_budget, sg_prompt")
+    dec_rep, dec_gqa = _bytes(HEADS, 8192), _bytes(KV_HEADS, 8192)
+    assert (dec_rep, dec_gqa) == (4 * 2**30, 2**30)
+    peak_rep, peak_gqa = _bytes(HEADS, 32768) // LAYERS, _bytes(KV_HEADS, 32768) // LAYERS
+    assert peak_rep == 32768 * HEADS * HEAD_DIM * 2 * 2 == 512 * 2**20 and peak_gqa == 128 * 2**20
+    assert "8,192 generated tokens: repeated 4 GiB, GQA 1 GiB" in out
+    assert "before compression: repeated 512 MiB, GQA 128 MiB" in out
+    for key, want in (("bk_sg_dec_rep", "4 GiB"), ("bk_sg_dec_gqa", "1 GiB"),
+                      ("bk_sg_peak_rep", "512 MiB"), ("bk_sg_peak_gqa", "128 MiB")):
+        assert chapter_outputs.glued(NB, key) == want
