@@ -66,6 +66,13 @@ def test_skewed_block_q4_1_beats_q4_0():
     assert f"codes used q4_0 {len(np.unique(q0))}, q4_1 {len(np.unique(q1))}" in line
     assert f"RMS error q4_0 {e0:.4f}, q4_1 {e1:.4f}" in line
     assert len(np.unique(q0)) <= 8 < len(np.unique(q1)) and e1 < e0
+    # April 2023 q4_0 (ggml 818d7a7d): d = amax / 7, code round(x / d) + 8, never code 0 (15 levels)
+    dold = np.abs(x).max() / 7
+    qold = np.round(x / dold) + 8
+    eold = np.sqrt(np.mean((dold * (qold - 8) - x) ** 2))
+    assert qold.min() >= 1 and qold.max() <= 15
+    line = _stdout("weight_quantization-gguf-lineage-2")[11]
+    assert line == f"April 2023 q4_0 (d = amax/7): codes used {len(np.unique(qold))}, RMS error {eold:.4f}"
 
 
 def _params():
@@ -87,9 +94,11 @@ def test_sizing_table():
     budget = 15 * GIB
     ctx = (4096, 10240, 16384)
     gptq = (4 * 128 + 4 + 16) / 128
-    expected = [("EXL2", 2.5), ("EXL2", 2.7), ("EXL2", 3.0), ("EXL2", 4.0), ("GPTQ 4b g128", gptq)]
+    gptq3 = (3 * 128 + 3 + 16) / 128
+    expected = [("EXL2", 2.5), ("EXL2", 2.7), ("EXL2", 3.0), ("EXL2", 4.0), ("GPTQ 4b g128", gptq),
+                ("GPTQ 3b g128", gptq3)]
     fits = {}
-    for line, (label, bpw) in zip(lines[2:7], expected):
+    for line, (label, bpw) in zip(lines[2:8], expected, strict=True):
         assert line[:14].strip() == label
         cols = line[14:].replace("*", " * ").split()
         assert float(cols[0]) == pytest.approx(bpw, abs=6e-4)
@@ -106,7 +115,11 @@ def test_sizing_table():
                 i += 2 if star else 1
     # turboderp's answer fits; 4 bits does not, at any context
     assert fits[2.7, 10240, "fp16"] and not any(fits[4.0, n, m] for n in ctx for m in ("fp16", "Q4"))
-    caches = lines[7]
+    # a 3-bit g128 GPTQ (about 3.15 bits, 12.4 GiB) fits with a 10K fp16 cache, just not in ExLlamaV2
+    assert fits[gptq3, 10240, "fp16"] and round(gptq3, 2) == 3.15 and round(p * gptq3 / 8 / GIB, 1) == 12.4
+    # the spare beyond the 1 GiB held back at 2.7 bits and 10K
+    assert round((budget - p * 2.7 / 8 - _cache(10240, "fp16")) / GIB, 1) == 2.5
+    caches = lines[8]
     for n in ctx:
         assert (f"{n // 1024}K fp16 {_cache(n, 'fp16') / GIB:.3f}, fp8 {_cache(n, 'fp8') / GIB:.3f}, "
                 f"Q4 {_cache(n, 'Q4') / GIB:.3f}") in caches
