@@ -15,6 +15,8 @@ UNIT = frozenset({
     "test_chapter_attention_cost_r27q.py",
     "test_chapter_first_principles_r27e.py",
     "test_chapter_cheat_sheet_r27b.py",
+    "test_chapter_attention_cost_r42b.py",
+    "test_chapter_cheat_sheet_r42b.py",
     "test_chapter_moe_serving_r22b.py",
     "test_chapter_moe_serving_r24c.py",
     "test_chapter_moe_serving_r27n.py",
