@@ -309,6 +309,7 @@ UNIT = frozenset({
     "test_chapter_speculative_decoding_r27f.py",
     "test_chapter_speculative_decoding_r32a.py",
     "test_chapter_speculative_decoding_r34d.py",
+    "test_chapter_speculative_decoding_r42c.py",
     "test_chapter_speculative_decoding_r38a.py",
     "test_chapter_speculative_decoding_r39b.py",
     "test_chapter_speculative_decoding_r39c.py",
