@@ -257,6 +257,7 @@ UNIT = frozenset({
     "test_gated_attention_rest38.py",
     "test_chapter_attention_sinks_rest38.py",
     "test_chapter_attention_sinks_r41c.py",
+    "test_chapter_attention_sinks_r42c.py",
     "test_chapter_beyond_kv_cache_r41c.py",
     "test_chapter_attention_sinks_differential.py",
     "test_best_of_n_rest38.py",
