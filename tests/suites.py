@@ -30,6 +30,7 @@ UNIT = frozenset({
     "test_chapter_serving_kv_cache_r36a.py",
     "test_chapter_serving_kv_cache_r39b.py",
     "test_chapter_serving_kv_cache_r41a.py",
+    "test_chapter_serving_kv_cache_r42b.py",
     "test_chapter_continuous_batching_r34c.py",
     "test_chapter_continuous_batching_r36a.py",
     "test_chapter_continuous_batching_r38b.py",
