@@ -277,6 +277,7 @@ UNIT = frozenset({
 
     "test_chapter_position_encodings.py",
     "test_chapter_position_encodings_r35aa.py",
+    "test_chapter_position_encodings_r42a.py",
     "test_chapter_why_attention.py",
     "test_chapter_why_several_heads.py",
     "test_chapter_why_attention_derivations.py",
