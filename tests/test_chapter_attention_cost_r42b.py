@@ -60,6 +60,8 @@ def test_glued():
     assert glued["opt_d64_intensity"] == "64"
     ffn = 3 * D * D_FF / (2 * D * H * D_H + 2 * D * H_KV * D_H + 3 * D * D_FF)
     assert glued["opt_ffn_weight_share"] == f"{ffn:.0%}" == "82%"
+    # FlashAttention's Theta(n^2 d^2 / M) over the Theta(n d) floor: n d / M, M = 228 KB of bf16 elements
+    assert glued["opt_fa_over_floor"] == f"{131_072 * D_H / (228 * 1024 / 2):.0f}" == "144"
 
 
 def book_labels():
