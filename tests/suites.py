@@ -99,6 +99,8 @@ UNIT = frozenset({
     "test_chapter_moe_serving_r36a.py",
     "test_chapter_moe_serving_r37b.py",
     "test_chapter_state_space_models_r20c.py",
+    "test_chapter_state_space_models_r42c.py",
+    "test_chapter_context_parallelism_r42c.py",
     "test_chapter_weight_quantization_r20a.py",
     "test_assertion_cache.py",  # runs pytest once on a sample module
     "test_engine_memory.py",
