@@ -93,15 +93,27 @@ def _cites(text, keys):
 def test_section_citations_and_boxes():
     text = chapter_outputs.section(NB, LABEL, end="speculative_decoding-eagle3", kinds=("markdown",))
     _cites(text, ("eagleissue9", "eagleissue147", "eagleissue80", "eagleissue180", "eagleissue195", "eagleissue6",
-                  "eagleissue32", "eaglecode2320d52", "medusacodee2a5d20", "li2024eagle", "li2024eagle2"))
+                  "eagleissue32", "eaglecode2320d52", "eaglecode577ad72", "medusacodee2a5d20", "li2024eagle", "li2024eagle2"))
     flat = " ".join(text.split())
     for number in TAU.values():
         assert number in flat, number
     for phrase in ("The acceptance rate of inputting n erroneous features is n-alpha", "accept_length + 1",
-                   "second-to-top-layer", "mc_sim_7b_63"):
+                   "second-to-top-layer", "mc_sim_7b_63", "chain_structure", "--tree-choices", "presumably"):
         assert phrase in flat, phrase
     for label in ("speculative_decoding-tokens", "speculative_decoding-walltime", "speculative_decoding-vllm-metrics",
                   "speculative_decoding-eagle3"):
         assert "{ref}`" + label + "`" in text, label
     assert "In the interview" in text and text.count(":class: dropdown") == 2 and "Drill:" in text
     assert text.count("**Strong answer.**") == 2 and text.count("**Trap.**") == 2
+
+
+def test_alpha_script_cited_at_the_commit_that_has_it():
+    # eagle/evaluation/alpha.py does not exist at 2320d52e (11 April 2024); it came with 577ad72 (23 April 2024)
+    text = chapter_outputs.section(NB, LABEL, end="speculative_decoding-eagle3", kinds=("markdown",))
+    assert not re.search(r"eaglecode2320d52\{[^}]*evaluation/alpha\.py", text)
+    assert re.search(r"eaglecode577ad72\{[^}]*eagle/evaluation/alpha\.py", text)
+    entry = re.search(r"@misc\{eaglecode2320d52,.*?\n\}", BIB, re.S).group(0)
+    assert "alpha.py is not in this commit" in entry.replace("\\_", "_")
+    # EAGLE-1's tau figures come from issue #9, not from EAGLE-2's Table 1
+    flat = " ".join(text.split())
+    assert "EAGLE-2's own dynamic tree" in flat
