@@ -138,3 +138,26 @@ def test_interview_box_and_dropdowns():
     sec = _section()
     assert re.search(r"```\{admonition\} In the interview\n:class: tip\n\[M\] ", sec)
     assert sec.count(":class: dropdown") == 4 and "followup" not in sec
+
+
+def test_alibi_penalties_recomputed_and_the_sink_count_claim_is_llama_only():
+    # MPT-7B: 32 heads, alibi_bias_max 8, max_seq_len 2048 -> slopes 2^(-8h/32), h = 1..32
+    g = _glued()
+    steep, shallow = 2 ** -0.25, 2 ** -8
+    assert g["alibi_slope_max"] == f"2^-0.25 = {steep:.2f}" == "2^-0.25 = 0.84"
+    assert g["alibi_slope_min"] == f"2^-8 = {shallow:.4f}" == "2^-8 = 0.0039"
+    assert g["alibi_pen_max"] == f"{steep * 2047:,.0f}" == "1,721"
+    assert g["alibi_pen_min"] == f"{shallow * 2047:.1f}" == "8.0"
+    assert g["alibi_dist"] == "2,047"
+    assert g["no_even_last"] == f"{1 / N:.3f}"
+    sec = _section()
+    assert "the learned scores on the first token outweigh" not in sec
+    assert "so they spread the sink over the first few" not in sec
+    assert "only Llama-2 measurably needs more than one" in sec
+    # StreamingLLM Table 2: Falcon, MPT, Pythia restored with one kept token; Table 1 for 5.60/5.40
+    for number in ("12.12", "11.95", "12.09", "xiao2024streamingllm{Table 1}", "{cite}`mpt7bconfig`",
+                   "press2022alibi{§3}", "exceeds ε = 0.3", "32.73%", "33.13%", "35.53%"):
+        assert number in sec, number
+    assert "a key bias with no token" not in sec
+    bib = (ROOT / "references.bib").read_text()
+    assert len(re.findall(r"@\w+\{mpt7bconfig,", bib)) == 1
