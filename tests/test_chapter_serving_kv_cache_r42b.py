@@ -13,6 +13,8 @@ NB = chapter_outputs.notebook("serving_kv_cache")
 LABEL = "serving_kv_cache-os-paging-differences"
 OS_PAGE = 4 * 1024  # bytes, x86-64 base page
 BLOCK, BF16 = 16, 2
+TP = 8  # tensor-parallel degree of the section's sharding example
+GPU_PAGE = 2 * 2**20  # kvcached's default physical page, kPageSize 2 MB
 LLAMA = {"llama-3-8b": (32, 8, 128), "llama-3-70b": (80, 8, 128)}  # layers, KV heads, head size
 
 
@@ -48,7 +50,13 @@ def test_glued_values():
     glue = chapter_outputs.cell_glue(NB, "os_rows = ")
     assert glue == {"skv_os_block_layer": "64 KiB", "skv_os_block_model": "2 MiB",
                     "skv_os_pages_layer": str(block_bytes("llama-3-8b") // OS_PAGE),
-                    "skv_os_pages_model": str(block_bytes("llama-3-8b", per_layer=False) // OS_PAGE)}
+                    "skv_os_pages_model": str(block_bytes("llama-3-8b", per_layer=False) // OS_PAGE),
+                    "skv_os_layers": "32", "skv_os_tp": str(TP),
+                    # one KV head of 128 per GPU at TP = 8: 16 x 2 x 1 x 128 x 2 bytes
+                    "skv_os_block_layer_tp": f"{block_bytes('llama-3-8b') // TP // 1024} KiB",
+                    "skv_os_gpu_page": "2 MiB",
+                    "skv_os_blocks_per_gpu_page": str(GPU_PAGE // block_bytes("llama-3-8b"))}
+    assert glue["skv_os_block_layer_tp"] == "8 KiB" and glue["skv_os_blocks_per_gpu_page"] == "32"
 
 
 def test_section_text():
@@ -62,6 +70,11 @@ def test_section_text():
                 "multi_tenant_serving-kvcached", "scheduler_design-preemption"):
         assert f"{{ref}}`{ref}`" in text
     assert "prabhu2025vattention{§5}" in text and "kvcachedrepo" in text
+    # the V1 caveat on copy-on-write, the split between vAttention and kvcached, the MMU under the block table
+    assert "vLLM V1 dropped copy-on-write" in text and "vllmparallelsampling{ParentRequest}" in text
+    assert "on top of, not instead of, the GPU's MMU" in text and "with no MMU" not in text
+    assert "it manages the memory of one engine" in text and "vllmsleepmode" in text
+    assert "vllmslidingwindowmanager" in text and "cache_salt" in text and "{ref}`serving_kv_cache-reserve`" in text
     # the drill's 70B numbers, as computed above
     assert "$80 \\times 64$ KiB $= 5$ MiB, 1,280 pages" in text
     assert "{admonition} In the interview" in text and text.count(":class: dropdown followup") == 2
