@@ -3,7 +3,7 @@
 Recomputes the toy from He et al. 2021 (arXiv:2006.03654) sec. 3.1, Eq. 2-4, with plain Python sums and the
 piecewise definition of delta (not the chapter's np.clip and take_along_axis), and the parameter counts
 from the constants of microsoft/DeBERTa experiments/language_model/deberta_base.json (hidden_size 768,
-12 layers, position_buckets 256) and T5-base (32 buckets, 12 heads), then compares them with the stored
+12 layers, position_buckets 256; v1 k = max_position_embeddings 512) and T5-base (32 buckets, 12 heads), then compares them with the stored
 outputs.
 """
 import re
@@ -16,6 +16,7 @@ import chapter_outputs
 N_TOK, D, K = 8, 8, 4  # the toy
 SEED = 42
 D_MODEL, LAYERS, K_BASE = 768, 12, 256  # deberta_base.json: hidden_size, num_hidden_layers, position_buckets
+K_V1 = 512  # v1: max_relative_positions -1 -> max_position_embeddings 512 (bert.py BertEncoder)
 T5_BUCKETS, T5_HEADS = 32, 12  # T5-base
 
 
@@ -87,14 +88,42 @@ def test_code_index_differs_from_paper_index():
 def test_parameter_counts():
     text = out()
     per_layer = 2 * D_MODEL * D_MODEL
+    table_v1 = 2 * K_V1 * D_MODEL  # first release: rel_embeddings = Embedding(max_relative_positions * 2, hidden)
+    v1 = LAYERS * per_layer + table_v1
+    v1_bias = v1 + LAYERS * D_MODEL  # pos_q_proj = nn.Linear(hidden, all_head_size), default bias
     table = 2 * K_BASE * D_MODEL
-    total = LAYERS * per_layer + table
-    assert (per_layer, table, total) == (1_179_648, 393_216, 14_548_992)
-    assert f"{per_layer:,} per layer x {LAYERS} + table {table:,} = {total:,}" in text
-    assert f"table only = {table:,}" in text
+    what_if = LAYERS * per_layer + table
+    table_ln = table + 2 * D_MODEL
+    assert (per_layer, table_v1, v1, v1_bias) == (1_179_648, 786_432, 14_942_208, 14_951_424)
+    assert (table, what_if, table_ln) == (393_216, 14_548_992, 394_752)
+    assert f"{per_layer:,} per layer x {LAYERS} + table {table_v1:,} = {v1:,}" in text
+    assert f"pos_q_proj bias = {v1_bias:,}" in text
+    assert f"hypothetical: own projections with k = {K_BASE}: {LAYERS * per_layer:,} + {table:,} = {what_if:,}" in text
+    assert f"table only = {table:,} (+ {2 * D_MODEL:,} LayerNorm = {table_ln:,})" in text
     assert f"= {T5_BUCKETS * T5_HEADS:,} per stack, {2 * T5_BUCKETS * T5_HEADS:,} for encoder + decoder" in text
-    assert chapter_outputs.glued(nb(), "pe_deberta_extra") == f"{total:,}"
+    assert chapter_outputs.glued(nb(), "pe_deberta_extra") == f"{v1:,}"
+    assert chapter_outputs.glued(nb(), "pe_deberta_extra_bias") == f"{v1_bias:,}"
+    assert chapter_outputs.glued(nb(), "pe_deberta_whatif") == f"{what_if:,}"
     assert chapter_outputs.glued(nb(), "pe_deberta_table") == f"{table:,}"
+    assert chapter_outputs.glued(nb(), "pe_deberta_table_ln") == f"{table_ln:,}"
+
+
+def test_cost_ratio():
+    n_seq = 128
+    flops_qk = 2 * n_seq * n_seq * 64  # QK^T per head, head size 64
+    flops_pos = 2 * n_seq * (2 * K_BASE) * 64  # n x 2k against the whole table (HEAD att_span = pos_ebd_size)
+    ratio = flops_pos // flops_qk
+    assert ratio == 4
+    assert chapter_outputs.glued(nb(), "pe_deberta_ratio") == str(ratio)
+    assert f"each position product is {ratio}x the FLOPs of QK^T" in out()
+
+
+def test_clip_is_asymmetric():
+    rows = {delta(i, 0) for i in range(K - 1, N_TOK)}
+    assert rows == {2 * K - 1}  # i - j >= k - 1 already on the last row
+    assert delta(0, K - 1) == 1 and delta(0, K) == 0  # but i - j = -(k - 1) is not yet row 0
+    text = chapter_outputs.section(nb(), "position_encodings-deberta")
+    assert "i - j \\ge k - 1" in text and "four or more tokens away on one side" not in text
 
 
 @pytest.mark.parametrize("needle", [
