@@ -11,6 +11,10 @@ import pytest
 NB = pathlib.Path(__file__).parents[1] / "book" / "state_space_models.ipynb"
 TOKENS, CHUNK, HEADS, DK, DV, BF16 = 4096, 64, 16, 128, 128, 2
 SMS, HBM = 132, 3.35e12
+# fla fused_chunk_fwd at bc3b101: BK = min(max(next_pow2(K), 16), 64); BV autotuned over [64, 128]
+BK = min(max(1 << (DK - 1).bit_length(), 16), 64)
+NK = -(-DK // BK)
+NVS = (-(-DV // 128), -(-DV // 64))
 
 
 def _cells():
@@ -18,7 +22,7 @@ def _cells():
 
 
 def _stored():
-    cell = next(c for c in _cells() if "cf_chains = cf_B * cf_H" in "".join(c["source"]))
+    cell = next(c for c in _cells() if "def cf_programs" in "".join(c["source"]))
     return "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout").splitlines()
 
 
@@ -26,32 +30,48 @@ def _mib(n):
     return f"{n // 2**30} GiB" if n % 2**30 == 0 else f"{n // 2**20} MiB"
 
 
-@pytest.mark.parametrize("batch, states, qkvo, tiles, chains", [
-    (1, 32 * 2**20, 64 * 2**20, 1024, 16),
-    (16, 512 * 2**20, 2**30, 16384, 256),
+@pytest.mark.parametrize("batch, states, qkvo, tiles, chains, partials", [
+    (1, 32 * 2**20, 64 * 2**20, 1024, (32, 64), 64 * 2**20),
+    (16, 512 * 2**20, 2**30, 16384, (512, 1024), 2**30),
 ])
-def test_row(batch, states, qkvo, tiles, chains):
+def test_row(batch, states, qkvo, tiles, chains, partials):
     chunks = TOKENS // CHUNK
+    assert (BK, NK, NVS) == (64, 2, (1, 2))
     assert batch * chunks * HEADS * DK * DV * BF16 == states
     assert batch * TOKENS * HEADS * (2 * DK + 2 * DV) * BF16 == qkvo
-    assert batch * HEADS * chunks == tiles and batch * HEADS == chains
+    assert batch * HEADS * chunks == tiles and tuple(batch * HEADS * NK * nv for nv in NVS) == chains
+    assert NK * batch * TOKENS * HEADS * DV * 4 == partials == 2 * states  # fp32 partial outputs: twice the states
     assert 2 * states == qkvo  # at chunk 64 and 128 x 128 states the state traffic equals q, k, v, o
     row = next(x for x in _stored() if x.split() and x.split()[0] == str(batch))
     us = round(2 * states / HBM * 1e6)
     assert row.split() == [str(batch), *_mib(states).split(), *_mib(2 * states).split(), *_mib(qkvo).split(),
-                           str(us), "us", f"{tiles:,}", f"{chains:,}"]
+                           str(us), "us", f"{tiles:,}", f"{chains[0]:,}-{chains[1]:,}", *_mib(partials).split()]
 
 
-def test_occupancy_line():
-    line = _stored()[-1]
-    assert f"{HEADS / SMS:.0%} of the SMs" in line and f"{16 * HEADS / SMS:.1f} chains per SM" in line
-    assert f"{TOKENS:,} tokens, chunk {CHUNK} ({TOKENS // CHUNK} chunks)" in _stored()[0]
+def test_flops_and_occupancy_lines():
+    out = _stored()
+    flop_h = 2 * CHUNK * DK * DV
+    flop_o = 2 * CHUNK * DK * DV + 2 * CHUNK * CHUNK * (DK + DV)
+    assert 3 * flop_h == flop_h + flop_o  # the state update is a third of the forward FLOPs
+    assert f"state update {flop_h / 1e6:.2f} MFLOP, output {flop_o / 1e6:.2f} MFLOP" in out[-3]
+    assert f"{flop_h / (flop_h + flop_o):.0%} of the forward FLOPs" in out[-3]
+    b1 = [HEADS * NK * nv for nv in NVS]
+    b16 = [16 * n for n in b1]
+    assert f"{b1[0] / SMS:.0%}-{b1[1] / SMS:.0%} of the SMs" in out[-2]
+    assert f"{b16[0] / SMS:.1f}-{b16[1] / SMS:.1f} chains per SM" in out[-2]
+    assert f"{TOKENS:,} tokens, chunk {CHUNK} ({TOKENS // CHUNK} chunks)" in out[0]
 
 
 def test_drill_numbers():
-    assert 4 * (32768 // CHUNK) * HEADS * DK * DV * BF16 == 2**30  # batch 4, 32K tokens: 1 GiB
-    assert 4 * HEADS == 64 < SMS
+    states = 4 * (32768 // CHUNK) * HEADS * DK * DV * BF16
+    partials = NK * 4 * 32768 * HEADS * DV * 4
+    assert states == 2**30 and partials == 2**31  # 1 GiB of states, 2 GiB of fp32 partial outputs
+    prog = [4 * HEADS * NK * nv for nv in NVS]
+    assert prog == [128, 256]
     assert 2 * DK * DV // CHUNK == 2 * DK + 2 * DV == 512  # the follow-up's per-token elements
+    assert NK * 4 * DV == 1024  # fused_chunk's fp32 partial bytes per token and head
+    assert (f"chunk states 1 GiB, fused_chunk fp32 partials 2 GiB, 64 (batch x head) chains as "
+            f"{prog[0]}-{prog[1]} programs, {prog[0] / SMS:.2f}-{prog[1] / SMS:.2f} per SM") in _stored()[-1]
 
 
 def test_section_placement_and_citations():
@@ -62,3 +82,5 @@ def test_section_placement_and_citations():
     for key in ("yang2024gla{§3.3}", "flafusedchunk{common/fused_chunk.py", "flaissue436", "flaissue229"):
         assert key in section
     assert "NotImplementedError" in section and "bc3b101" in section
+    assert "saves the traffic and the memory." not in section.split("In the GLA paper's algorithm")[0]
+    assert "fp32 partial outputs" in section and "based/fused_chunk.py" in section
