@@ -81,6 +81,8 @@ UNIT = frozenset({
     "test_chapter_cuda_basics_r20e.py",
     "test_chapter_rope_scaling_r34f.py",
     "test_chapter_rope_scaling_r36a.py",
+    "test_chapter_rope_scaling_r43b.py",
+    "test_chapter_positions_r43b.py",
     "test_chapter_cuda_basics_r26c.py",
     "test_chapter_cuda_basics_r27l.py",
     "test_chapter_cuda_basics_r37a.py",
