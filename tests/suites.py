@@ -257,6 +257,7 @@ UNIT = frozenset({
     "test_chapter_weight_quantization_r38a.py",
     "test_chapter_weight_quantization_r39a.py",
     "test_chapter_weight_quantization_r41c.py",
+    "test_chapter_weight_quantization_r43a.py",
     "test_engine_loop_rest38.py",
     "test_chapter_serving_operations_rest38.py",
     "test_gated_attention_rest38.py",
