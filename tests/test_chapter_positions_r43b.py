@@ -82,3 +82,24 @@ def test_glued_values_match_recomputation():
     assert chapter_outputs.glued(NB, "rpd_1024") == f"{relative_bound(1024):.1f}"
     assert chapter_outputs.glued(NB, "rpd_4096") == f"{relative_bound(4096):.1f}"
     assert chapter_outputs.glued(NB, "rpd_start") == "32.5"
+
+
+def test_bound_is_spiky_and_its_floor_keeps_sinking():
+    bounds = np.array([relative_bound(x) for x in range(4097)])
+    rises_early = int((np.diff(bounds[:1025]) > 0).sum())
+    first_rise = next(x for x in range(1, 4097) if bounds[x] > bounds[x - 1])
+    mid = 128 + int(np.argmax(bounds[128:1024]))
+    far = 1024 + int(np.argmax(bounds[1024:]))
+    low = int(np.argmin(bounds))
+    assert chapter_outputs.glued(NB, "rpd_rises_early") == str(rises_early)
+    assert chapter_outputs.glued(NB, "rpd_first_rise") == str(first_rise)
+    assert chapter_outputs.glued(NB, "rpd_64") == f"{bounds[64]:.1f}"
+    assert chapter_outputs.glued(NB, "rpd_spike_mid") == f"{bounds[mid]:.1f}"
+    assert chapter_outputs.glued(NB, "rpd_spike_mid_at") == str(mid)
+    assert chapter_outputs.glued(NB, "rpd_spike_far") == f"{bounds[far]:.1f}"
+    assert chapter_outputs.glued(NB, "rpd_spike_far_at") == f"{far:,}"
+    assert chapter_outputs.glued(NB, "rpd_floor") == f"{bounds[low]:.1f}"
+    assert chapter_outputs.glued(NB, "rpd_floor_at") == f"{low:,}"
+    # what the text claims: not monotone early, spikes above the value at 64, a floor below the value at 1,024
+    assert 0 < rises_early < 1024 and bounds[mid] > bounds[64] and bounds[far] > bounds[64]
+    assert low > 1024 and bounds[low] < bounds[1024]

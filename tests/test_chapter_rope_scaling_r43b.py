@@ -44,6 +44,11 @@ def test_totals_and_glue():
     assert chapter_outputs.glued(NB, "ar_runs") == "9"
     assert chapter_outputs.glued(NB, "ar_runs_slide") == f"{9 * slid / 1e15:,.0f}"
     assert 40 < slid / non < 64  # between the stride ratios at 4L and 8L, weighted toward 8L
+    head = 2 * D * VOCAB  # logits of one token
+    slid_lo = sum(WINDOWS * n // STRIDE * n * (flops_per_token(n) - head) + WINDOWS * n * head for n in LENGTHS)
+    assert chapter_outputs.glued(NB, "ar_slide_x_lo") == f"{slid_lo / non:,.0f}"
+    assert f"{slid_lo / 1e15:,.0f} PFLOP, {slid_lo / non:,.0f}x" in OUT
+    assert slid_lo < slid  # the full-logits price is an upper bound
 
 
 def test_grid_marks_which_lengths_each_arm_was_trained_or_scaled_for():
