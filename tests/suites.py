@@ -62,6 +62,8 @@ UNIT = frozenset({
     "test_chapter_deployment_plan_r33e.py",
     "test_chapter_deployment_plan_r36a.py",
     "test_chapter_deployment_plan_r37a.py",
+    "test_chapter_deployment_plan_r43c.py",
+    "test_chapter_softmax_numerics_r43c.py",
     "test_chapter_prefix_caching_r32b.py",
     "test_chapter_prefix_caching_r34gg.py",
     "test_chapter_prefix_caching_r36a.py",
