@@ -38,10 +38,10 @@ def all_reduce_s(tp):  # two a layer; NCCL ring LL: 6.6 us + 2 (tp - 1) x 0.6 us
     return 2 * L * (1e-6 * (6.6 + 2 * (tp - 1) * 0.6) + 2 * (tp - 1) * (D // tp) * 2 / NVLINK3)
 
 
-def a100(bits):
-    w = weights(bits) / TP
-    left = SHARE * A100_TOTAL - w - act(STEP, TP) - RESERVE
-    return w, left, int(left // (KV_TOKEN // TP)), w / A100_BW + all_reduce_s(TP)
+def a100(bits, tp=TP, total=A100_TOTAL):
+    w = weights(bits) / tp
+    left = SHARE * total - w - act(STEP, tp) - RESERVE
+    return w, left, max(0, int(left // (KV_TOKEN // tp))), w / A100_BW + all_reduce_s(tp)
 
 
 def h100(bits):
@@ -51,7 +51,7 @@ def h100(bits):
 
 
 def test_a100_rows():
-    for key, bits in (("a_bf16", 16), ("a_int8", 8)):
+    for key, bits in (("a_bf16", 16), ("a_int8", 8), ("a_w4", 4 + 16 / 128)):
         w, left, tokens, ms = a100(bits)
         assert glued(f"fh_{key}_gb") == f"{w / 1e9:.1f}"
         assert glued(f"fh_{key}_left") == f"{left / 1e9:.2f}"
@@ -86,3 +86,28 @@ def test_section_placement_and_links():
     assert text.index("(deployment_plan-70b-four-a100)=") < start < text.index("(deployment_plan-pcie-cards)=")
     for label in ("deployment_plan-70b-one-gpu-memory", "deployment_plan-70b-four-a100"):
         assert f"{{ref}}`{label}`" in text[start:text.index("(deployment_plan-pcie-cards)=")]
+
+
+W4 = 4 + 16 / 128  # int4 and an fp16 scale per 128 weights
+
+
+def test_equal_precision_a100_wins():
+    a_w4, h_w4, a_int8 = a100(W4), h100(W4), a100(8)
+    assert a_w4[3] < h_w4[3] and a_w4[2] > 2 * h_w4[2]  # at 4 bits on both, faster and a larger cache
+    assert glued("fh_a_w4_over_h_w4") == f"{a_w4[2] / h_w4[2]:.1f}"
+    assert glued("fh_int8_over_h_w4") == f"{a_int8[2] / h_w4[2]:.1f}"
+    assert glued("fh_h_w4_pcie_floor") == f"{1e3 * h_w4[0] / 2.0e12:.1f}"
+    assert glued("fh_prefill_ratio") == f"{4 * 312 / 989:.2f}"
+    assert glued("fh_prefill_fp8_ratio") == f"{1979 / (4 * 312):.2f}"
+    fp8_left = h100(8)[1]
+    assert glued("fh_h_fp8_tok_kv8") == f"{int(fp8_left // (KV_TOKEN // 2)):,}"
+
+
+def test_pcie_tp2_fallback():
+    total = 40_536 * 2**20  # PCIe A100 40GB on older drivers
+    int8, w4 = a100(8, 2, total), a100(W4, 2, total)
+    assert int8[2] < 4096 < w4[2]  # 8-bit leaves less than one 4K request; W4A16 leaves room
+    for key, row in (("int8", int8), ("w4", w4)):
+        assert glued(f"fh_tp2_{key}_gb") == f"{row[0] / 1e9:.1f}"
+        assert glued(f"fh_tp2_{key}_left") == f"{row[1] / 1e9:.2f}"
+        assert glued(f"fh_tp2_{key}_tok") == f"{row[2]:,}"

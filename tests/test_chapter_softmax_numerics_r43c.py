@@ -56,3 +56,10 @@ def test_section_placement_and_links():
     for ref in ("softmax_numerics-formats", "weight_quantization-error-spike"):
         assert f"{{ref}}`{ref}`" in text[start:end]
     assert "t0ppmodelcard" in text[start:end] and "tgi356" in text[start:end]
+
+
+def test_trained_dtype_not_torch_dtype():
+    text = (BOOK / "softmax_numerics.ipynb").read_text(encoding="utf-8")
+    section = text[text.index("(softmax_numerics-fp16-or-bf16-serving)="):text.index("(softmax_numerics-max-shift)=")]
+    assert "raschkallama2weights" in section and "--dtype float16" in section
+    assert "read from `torch_dtype`" not in section and "trained in** (`torch_dtype`" not in section
