@@ -44,9 +44,18 @@ def test_group_pooling_toy():
 
 
 def test_drill_llama3_70b():
-    per_kv = 2 * 80 * 8 * 128 * 2 * BUDGET
-    assert per_kv == 640 * 2**20 and 8 * per_kv == 5 * 2**30
-    assert 8 * per_kv // (2 * 80 * 8 * 128 * 2) == 16384
+    """The drill's answer (Llama 3 70B: 80 layers, 64 query heads, 8 KV heads of 128) against a recomputation."""
+    layers, q_heads, kv_heads = 80, 64, 8
+    group = q_heads // kv_heads
+    per_kv = 2 * layers * kv_heads * HEAD_DIM * 2 * BUDGET
+    per_q = group * per_kv
+    prompt = per_q // (2 * layers * kv_heads * HEAD_DIM * 2)
+    assert per_kv == 640 * 2**20 and per_q == 5 * 2**30 and prompt == 16384
+    drill = chapter_outputs.section(NB, "beyond_kv_cache-snapkv-gqa", kinds=("markdown",))
+    answer = drill[drill.index("Drill: Llama 3 70B"):]
+    assert f"= {per_kv // 2**20}$ MiB" in answer
+    assert f"$g = {group}$ times that, {per_q // 2**30} GiB" in answer
+    assert f"GQA cache of a {prompt // 1024}K-token prompt" in answer
 
 
 def test_decode_and_prefill_factor():
