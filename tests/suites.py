@@ -320,6 +320,7 @@ UNIT = frozenset({
     "test_chapter_speculative_decoding_r32a.py",
     "test_chapter_speculative_decoding_r34d.py",
     "test_chapter_speculative_decoding_r42c.py",
+    "test_chapter_speculative_decoding_r44b.py",
     "test_chapter_speculative_decoding_r38a.py",
     "test_chapter_speculative_decoding_r39b.py",
     "test_chapter_speculative_decoding_r39c.py",

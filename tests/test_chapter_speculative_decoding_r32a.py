@@ -29,7 +29,7 @@ def up(alpha, k, c, v):
 
 
 def section():
-    return chapter_outputs.section(NB, LABEL, end="speculative_decoding-intensity", kinds=("markdown",))
+    return chapter_outputs.section(NB, LABEL, end="speculative_decoding-long-output-evaluation", kinds=("markdown",))
 
 
 def stdout(marker):
