@@ -75,6 +75,7 @@ UNIT = frozenset({
     "test_chapter_serving_operations_r33f.py",
     "test_chapter_serving_operations_r37a.py",
     "test_chapter_serving_operations_r40a.py",
+    "test_chapter_serving_operations_r44c.py",
     "test_chapter_scheduler_design_r33ff.py",
     "test_chapter_attention_cost_r32ii.py",
     "test_chapter_deployment_plan_r24e.py",

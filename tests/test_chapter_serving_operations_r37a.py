@@ -13,7 +13,7 @@ import chapter_outputs
 
 NB = chapter_outputs.notebook("serving_operations")
 LABEL = "serving_operations-latency-creep"
-TEXT = chapter_outputs.section(NB, LABEL, "serving_operations-ttft-tpot-levers")
+TEXT = chapter_outputs.section(NB, LABEL, "serving_operations-kv-cost-diagnosis")
 
 # Llama 3 8B (config.json): 32 layers, d 4096, 32 query and 8 KV heads of 128, d_ff 14336, vocabulary 128256
 L, D, H, KV, HD, FF, V = 32, 4096, 32, 8, 128, 14_336, 128_256
