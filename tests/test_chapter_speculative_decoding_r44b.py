@@ -117,15 +117,27 @@ def _cites(text, keys):
 
 def test_section_citations_links_and_boxes():
     text = chapter_outputs.section(NB, LABEL, end="speculative_decoding-intensity", kinds=("markdown",))
-    _cites(text, ("sadhukhan2024magicdec", "magicdeccode", "sun2024triforce", "triforcecode"))
+    _cites(text, ("sadhukhan2024magicdec", "magicdeccode", "sun2024triforce", "triforcecode", "yang2025longspec",
+                  "li2024snapkv"))
     flat = " ".join(text.split())
     for phrase in ("2.51 times", "32 to 256", "2.31 times", "4,096-token", "257 tokens", "p50 and p99", "TPOT",
-                   "greedy equality", "output position"):
+                   "greedy equality", "output position", "logit gap", "is a bug", "PG-19", "2.25 times",
+                   "median hides", "provided the contexts are long", "$\\gamma = 6$"):
         assert phrase in flat, phrase
     for label in ("speculative_decoding-scheduler", "speculative_decoding-vllm-metrics",
                   "speculative_decoding-output-drift", "speculative_decoding-walltime"):
         assert "{ref}`" + label + "`" in text, label
     assert "In the interview" in text and text.count(":class: dropdown") == 3 and "Drill:" in text
     assert text.count("**Strong answer.**") == 3 and text.count("**Trap.**") == 3
+    # the box no longer attributes the roofline's numbers to the papers, and it is tagged H like its question
+    box = flat[flat.index("In the interview"):flat.index("p99 end-to-end latency got worse")]
+    assert "(MagicDec, TriForce)" not in box and "this chapter's roofline" in box and '[H] "How do you' in box
+    assert "numerics, not from the algorithm" not in flat
+    # MagicDec README's self-speculation example: --prefix_len 16032 --max_len 16128
+    assert glued("sdlo_magicdec_gen") == f"{16128 - 16032:,}" == "96"
+    # from 32K on a large batch helps the self-draft more than batch 1: compare the recomputed speed-ups
+    ups = {b: [speedup(row(b, s)[4], row(b, s)[2]) for s in (4096, 32768, 131072)] for b in (1, 64)}
+    assert all(big > small for big, small in zip(ups[64][1:], ups[1][1:]))
+    assert glued("sdlo_up_self_b64_32k") == f"{ups[64][1]:.2f}" and glued("sdlo_up_self_b1_32k") == f"{ups[1][1]:.2f}"
     # the drill's arithmetic: 15.05 / 333.01 ms, k = 4
     assert abs(tokens(ALPHA, K) / (4 * 15.05 / 333.01 + 1) - float(glued("sdlo_up_self_b64_128k"))) < 0.01
