@@ -64,6 +64,8 @@ UNIT = frozenset({
     "test_chapter_deployment_plan_r37a.py",
     "test_chapter_deployment_plan_r43c.py",
     "test_chapter_softmax_numerics_r43c.py",
+    "test_chapter_softmax_numerics_r44a.py",
+    "test_chapter_moe_serving_r44a.py",
     "test_chapter_prefix_caching_r32b.py",
     "test_chapter_prefix_caching_r34gg.py",
     "test_chapter_prefix_caching_r36a.py",
