@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from tests.chapter_outputs import glued, notebook, section
+from chapter_outputs import glued, notebook, section
 
 NB = pathlib.Path(__file__).parents[1] / "book" / "state_space_models.ipynb"
 TOKENS, CHUNK, HEADS, DK, DV, BF16 = 4096, 64, 16, 128, 128, 2

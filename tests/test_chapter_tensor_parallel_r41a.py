@@ -10,7 +10,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from tests.chapter_outputs import glued, notebook
+from chapter_outputs import glued, notebook
 
 NB = pathlib.Path(__file__).parents[1] / "book" / "tensor_parallel.ipynb"
 ALPHA, BETA = 3.4e-6, 450e9

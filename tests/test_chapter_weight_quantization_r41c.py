@@ -11,7 +11,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from tests.chapter_outputs import glued, notebook
+from chapter_outputs import glued, notebook
 
 NB = pathlib.Path(__file__).parents[1] / "book" / "weight_quantization.ipynb"
 
