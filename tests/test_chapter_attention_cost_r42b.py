@@ -45,10 +45,17 @@ def test_table_rows():
 
 def test_regimes():
     """Prefill 2K: the matrices own the time; 131K: attention does; decode B=64: weights still under the ridge."""
-    assert shares("prefill 2,048")[2] > 0.95
+    prose = " ".join(chapter_outputs.section(NB, LABEL, kinds=("markdown",)).split())
+    assert shares("prefill 2,048")[2] > 0.95 and shares("prefill 2,048")[3] >= 1000 > PEAK / BW  # "thousands"
+    assert ("take {glue:text}`opt_p2k_lin_time` of the roofline time, and they are compute-bound "
+            "(thousands of FLOPs per weight byte, far past the ridge)") in prose
     assert shares("prefill 131,072")[2] < 0.5
+    assert ("attention's scores and weighted sum take {glue:text}`opt_p131k_attn_time` of the time") in prose
     assert shares("decode B=1, 4K cache")[1] > 0.98
-    assert shares("decode B=64, 4K cache")[3] == 64 < PEAK / BW
+    assert "**Decode at batch 1**: the weights are {glue:text}`opt_d1_lin_bytes` of the bytes" in prose
+    assert shares("decode B=64, 4K cache")[3] < PEAK / BW
+    assert "do only {glue:text}`opt_d64_intensity` FLOPs per weight byte, below the ridge" in prose
+    assert "FLOPs per byte are still under the H100's ridge, so the step is bytes" in prose
 
 
 def test_glued():
@@ -57,7 +64,7 @@ def test_glued():
     assert glued["opt_p131k_attn_time"] == f"{1 - shares('prefill 131,072')[2]:.0%}" == "56%"
     assert glued["opt_d1_lin_bytes"] == f"{shares('decode B=1, 4K cache')[1]:.0%}"
     assert glued["opt_d64_attn_bytes"] == f"{1 - shares('decode B=64, 4K cache')[1]:.0%}" == "39%"
-    assert glued["opt_d64_intensity"] == "64"
+    assert glued["opt_d64_intensity"] == f"{shares('decode B=64, 4K cache')[3]:.0f}"
     ffn = 3 * D * D_FF / (2 * D * H * D_H + 2 * D * H_KV * D_H + 3 * D * D_FF)
     assert glued["opt_ffn_weight_share"] == f"{ffn:.0%}" == "82%"
     # FlashAttention's Theta(n^2 d^2 / M) over the Theta(n d) floor: n d / M, M = 228 KB of bf16 elements

@@ -143,12 +143,15 @@ def test_interview_box_and_dropdowns():
 def test_alibi_penalties_recomputed_and_the_sink_count_claim_is_llama_only():
     # MPT-7B: 32 heads, alibi_bias_max 8, max_seq_len 2048 -> slopes 2^(-8h/32), h = 1..32
     g = _glued()
-    steep, shallow = 2 ** -0.25, 2 ** -8
-    assert g["alibi_slope_max"] == f"2^-0.25 = {steep:.2f}" == "2^-0.25 = 0.84"
-    assert g["alibi_slope_min"] == f"2^-8 = {shallow:.4f}" == "2^-8 = 0.0039"
-    assert g["alibi_pen_max"] == f"{steep * 2047:,.0f}" == "1,721"
-    assert g["alibi_pen_min"] == f"{shallow * 2047:.1f}" == "8.0"
-    assert g["alibi_dist"] == "2,047"
+    n_heads, bias_max, max_seq = 32, 8, 2048  # MPT-7B config.json: n_heads, alibi_bias_max, max_seq_len
+    exps = [bias_max * h / n_heads for h in range(1, n_heads + 1)]  # slope of head h: 2^-(bias_max h / n_heads)
+    steep, shallow = 2 ** -exps[0], 2 ** -exps[-1]
+    dist = max_seq - 1  # the farthest key from the last query
+    assert g["alibi_slope_max"] == f"2^-{exps[0]:g} = {steep:.2f}"
+    assert g["alibi_slope_min"] == f"2^-{exps[-1]:g} = {shallow:.4f}"
+    assert g["alibi_pen_max"] == f"{steep * dist:,.0f}"
+    assert g["alibi_pen_min"] == f"{shallow * dist:.1f}"
+    assert g["alibi_dist"] == f"{dist:,}"
     assert g["no_even_last"] == f"{1 / N:.3f}"
     sec = _section()
     assert "the learned scores on the first token outweigh" not in sec

@@ -57,7 +57,7 @@ def test_a100_rows():
         assert glued(f"fh_{key}_left") == f"{left / 1e9:.2f}"
         assert glued(f"fh_{key}_tok") == f"{tokens:,}"
         assert glued(f"fh_{key}_ms") == f"{1e3 * ms:.1f}"
-    assert glued("fh_a_bf16_gb") == "35.3" and glued("fh_a_bf16_floor") == f"{35.277e9 / A100_BW * 1e3:.1f}"
+    assert glued("fh_a_bf16_gb") == "35.3" and glued("fh_a_bf16_floor") == f"{1e3 * a100(16)[0] / A100_BW:.1f}"
     assert glued("fh_ar") == f"{1e3 * all_reduce_s(TP):.2f}"
     assert glued("fh_budget_gb") == f"{SHARE * A100_TOTAL / 1e9:.1f}"
     assert glued("fh_a_bf16_seqs") == f"{a100(16)[2] // 4096}"
@@ -77,7 +77,19 @@ def test_verdict_holds():
     assert 0 < bf16_a[2] < w4_h[2] < int8_a[2]  # the bf16 A100 cache is the smallest that fits
     assert w4_h[3] < int8_a[3] < fp8_h[3] < bf16_a[3]  # W4A16 on one H100 has the lowest floor
     assert glued("fh_w4_over_bf16") == f"{w4_h[2] / bf16_a[2]:.1f}"
-    assert glued("fh_agg_tbs") == "6.2"
+    assert glued("fh_agg_tbs") == f"{TP * A100_BW / 1e12:.1f}"
+    # the prose's verdicts, each next to the ordering that makes it true
+    prose = " ".join(chapter_outputs.section(NB, "deployment_plan-four-a100-40-or-one-h100",
+                                             kinds=("markdown",)).split())
+    assert h100(16)[1] < 0 and "One H100 cannot hold bf16 weights at all" in prose
+    assert "**At bf16 quality only the four A100s run the model, and barely.**" in prose
+    assert "If it must be bf16, it is four A100s, with a cache too small for real batches." in prose
+    w4_a = a100(4 + 16 / 128)
+    assert w4_a[3] < w4_h[3] and w4_a[2] > w4_h[2]  # four A100s in W4A16: faster and more cache
+    assert ("At equal precision the four A100s win both numbers: {glue:text}`fh_a_w4_ms` ms against "
+            "{glue:text}`fh_h_w4_ms`") in prose
+    assert fp8_h[2] < w4_h[2]  # FP8 on one H100 keeps the least cache of the H100 rows
+    assert "One H100 in FP8 runs at {glue:text}`fh_h_fp8_ms` ms but keeps only {glue:text}`fh_h_fp8_tok`" in prose
 
 
 def test_section_placement_and_links():

@@ -13,6 +13,10 @@ import chapter_outputs
 LAYERS, D, D_FF, VOCAB = 12, 768, 3072, 50257
 L, WINDOWS, STRIDE = 2048, 1000, 256
 LENGTHS = [L, 2 * L, 4 * L, 8 * L]
+# the experiment's arms, each with the multiple of L it is trained or scaled for (YaRN's factor 8), and its seeds
+REACH = {"ALiBi": 1, "RoPE": 1, "RoPE + YaRN": 8}
+SEEDS = 3
+RUNS = len(REACH) * SEEDS
 NB = chapter_outputs.notebook("rope_scaling")
 OUT = chapter_outputs.printed(NB, "L_TRAIN, WINDOWS, STRIDE")
 
@@ -41,8 +45,10 @@ def test_totals_and_glue():
     assert chapter_outputs.glued(NB, "ar_tokens") == f"{tokens:,}"
     assert chapter_outputs.glued(NB, "ar_pflop") == f"{non / 1e15:,.1f}"
     assert chapter_outputs.glued(NB, "ar_slide_x") == f"{slid / non:,.0f}"
-    assert chapter_outputs.glued(NB, "ar_runs") == "9"
-    assert chapter_outputs.glued(NB, "ar_runs_slide") == f"{9 * slid / 1e15:,.0f}"
+    assert chapter_outputs.glued(NB, "ar_runs") == f"{RUNS}"
+    assert chapter_outputs.glued(NB, "ar_runs_slide") == f"{RUNS * slid / 1e15:,.0f}"
+    assert (f"{len(REACH)} arms x {SEEDS} seeds = {RUNS} models: {RUNS * non / 1e15:,.0f} PFLOP non-overlapping, "
+            f"{RUNS * slid / 1e15:,.0f} PFLOP sliding") in OUT
     assert 40 < slid / non < 64  # between the stride ratios at 4L and 8L, weighted toward 8L
     head = 2 * D * VOCAB  # logits of one token
     slid_lo = sum(WINDOWS * n // STRIDE * n * (flops_per_token(n) - head) + WINDOWS * n * head for n in LENGTHS)
@@ -52,6 +58,6 @@ def test_totals_and_glue():
 
 
 def test_grid_marks_which_lengths_each_arm_was_trained_or_scaled_for():
-    assert re.search(r"^ALiBi\s+trained\s+past L\s+past L\s+past L$", OUT, re.M)
-    assert re.search(r"^RoPE\s+trained\s+past L\s+past L\s+past L$", OUT, re.M)
-    assert re.search(r"^RoPE \+ YaRN\s+trained\s+scaled\s+scaled\s+scaled$", OUT, re.M)
+    for arm, reach in REACH.items():
+        cells = ["trained" if n == L else "scaled" if n <= reach * L else "past L" for n in LENGTHS]
+        assert re.search(rf"^{re.escape(arm)}\s+" + r"\s+".join(map(re.escape, cells)) + "$", OUT, re.M), arm

@@ -46,6 +46,11 @@ def test_printed_rates():
     for title, (bf16, fp16) in RATES.items():
         assert f"{title:<14} dense TFLOPS: bf16 {bf16}, fp16 {fp16}, ratio {fp16 / bf16:.2f}" in out
     assert "activation 70,000: fp16 inf, bf16 70,144" in out
+    # the two formats' lines: (mantissa bits, largest exponent) of IEEE binary16 and of bfloat16
+    for name, (mant, emax) in {"fp16": (10, 15), "bf16": (7, 127)}.items():
+        largest = (2 - 2.0 ** -mant) * 2.0 ** emax
+        line = f"{name}: largest {largest:.6g}, step above 1 {2.0 ** -mant:.3g}, {mant + 1} significant bits"
+        assert line in out.splitlines(), line
 
 
 def test_section_placement_and_links():

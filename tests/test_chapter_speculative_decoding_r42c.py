@@ -6,6 +6,7 @@ for the six MT-bench tau of EAGLE issue #9 at the default tree's depth m = 5, an
 each tau through (1 - alpha^(k+1)) / (1 - alpha) = tau (inverted here with Fractions and a polynomial residual),
 and compares them with what the chapter printed and glued; then the section's citations and boxes.
 """
+import math
 import re
 from fractions import Fraction
 
@@ -77,7 +78,17 @@ def test_prose_values():
     assert glued("sdem_up_lc7") == "2.85" and glued("sdem_up_v13") == "3.13"
     ups = [float(glued(f"sdem_up_{k}")) for k in KEYS.values()]
     assert 2.8 <= min(ups) and max(ups) <= 3.15
-    assert abs(float(Fraction("3.62") / Fraction("1.25")) - 2.9) < 0.01  # the drill's c = 0.05 arithmetic
+    flat = " ".join(chapter_outputs.section(NB, LABEL, end="speculative_decoding-eagle3", kinds=("markdown",)).split())
+    # the interview box's range: tau / (k c + 1) with a draft pass at 5% of a target step, over the six models
+    c5 = Fraction(5, 100)
+    rough = [Fraction(t) / (DEPTH * c5 + 1) for t in TAU.values()]
+    low, high = (math.floor(10 * x) / 10 for x in (min(rough), max(rough)))
+    assert (f"With a draft pass at about {float(c5):.0%} of a target step, τ / ({DEPTH}c + 1) gives roughly "
+            f"{low}x to {high}x") in flat
+    # the drill's c = 0.05 arithmetic for LLaMA2-Chat 7B
+    tau, cost = Fraction(TAU["LLaMA2-Chat 7B"]), DEPTH * c5 + 1
+    assert (f"Speed-up $= {TAU['LLaMA2-Chat 7B']} / ({DEPTH} \\times {float(c5)} + 1) = {TAU['LLaMA2-Chat 7B']} / "
+            f"{float(cost)} \\approx {float(tau / cost):.1f}$") in flat
     # tau stays below the chain's cap k + 1 and the implied rates rise with tau
     ordered = sorted(TAU, key=lambda m: Fraction(TAU[m]))
     rates = [float(glued(f"sdem_alpha_{KEYS[m]}")) for m in ordered]

@@ -8,6 +8,8 @@ import pathlib
 
 import pytest
 
+from chapter_outputs import glued, notebook, section
+
 NB = pathlib.Path(__file__).parents[1] / "book" / "state_space_models.ipynb"
 TOKENS, CHUNK, HEADS, DK, DV, BF16 = 4096, 64, 16, 128, 128, 2
 SMS, HBM = 132, 3.35e12
@@ -37,6 +39,7 @@ def _mib(n):
 def test_row(batch, states, qkvo, tiles, chains, partials):
     chunks = TOKENS // CHUNK
     assert (BK, NK, NVS) == (64, 2, (1, 2))
+    assert f"BK = {BK}, {NK} key tiles, {NVS[0]}-{NVS[1]} value tiles" in _stored()[0]
     assert batch * chunks * HEADS * DK * DV * BF16 == states
     assert batch * TOKENS * HEADS * (2 * DK + 2 * DV) * BF16 == qkvo
     assert batch * HEADS * chunks == tiles and tuple(batch * HEADS * NK * nv for nv in NVS) == chains
@@ -68,8 +71,14 @@ def test_drill_numbers():
     assert states == 2**30 and partials == 2**31  # 1 GiB of states, 2 GiB of fp32 partial outputs
     prog = [4 * HEADS * NK * nv for nv in NVS]
     assert prog == [128, 256]
-    assert 2 * DK * DV // CHUNK == 2 * DK + 2 * DV == 512  # the follow-up's per-token elements
-    assert NK * 4 * DV == 1024  # fused_chunk's fp32 partial bytes per token and head
+    state_elems, qkvo_elems, partial_bytes = 2 * DK * DV // CHUNK, 2 * DK + 2 * DV, NK * 4 * DV
+    assert state_elems == qkvo_elems  # the follow-up's per-token elements: states against q, k, v, o
+    prose = " ".join(section(notebook("state_space_models"), "state_space_models-chunk-vs-fused",
+                             end="state_space_models-aft", kinds=("markdown",)).split())
+    assert f"that is {state_elems} against {qkvo_elems}, double the traffic" in prose
+    # fused_chunk: NK fp32 partials per token and head; chunk: one bf16 state per chunk, per token
+    assert (f"fp32 partial outputs per token are {partial_bytes:,} bytes against `chunk`'s "
+            f"{DK * DV * BF16 // CHUNK} bytes of states") in prose
     assert (f"chunk states 1 GiB, fused_chunk fp32 partials 2 GiB, 64 (batch x head) chains as "
             f"{prog[0]}-{prog[1]} programs, {prog[0] / SMS:.2f}-{prog[1] / SMS:.2f} per SM") in _stored()[-1]
 
@@ -84,3 +93,32 @@ def test_section_placement_and_citations():
     assert "NotImplementedError" in section and "bc3b101" in section
     assert "saves the traffic and the memory." not in section.split("In the GLA paper's algorithm")[0]
     assert "fp32 partial outputs" in section and "based/fused_chunk.py" in section
+
+
+def test_glue():
+    """Every ``ssm_cf_*`` value the prose renders, against the recomputation above."""
+    nb = notebook("state_space_models")
+    chunks = TOKENS // CHUNK
+
+    def rng(a, b, fmt):
+        return f"{a:{fmt}}\u2013{b:{fmt}}"
+
+    want = {"ssm_cf_chunks": str(chunks), "ssm_cf_sms": str(SMS), "ssm_cf_bk": str(BK), "ssm_cf_nk": str(NK)}
+    for batch in (1, 16):
+        states = batch * chunks * HEADS * DK * DV * BF16
+        want |= {f"ssm_cf_states_b{batch}": _mib(states),
+                 f"ssm_cf_partials_b{batch}": _mib(NK * batch * TOKENS * HEADS * DV * 4),
+                 f"ssm_cf_tiles_b{batch}": f"{batch * HEADS * chunks:,}",
+                 f"ssm_cf_chains_b{batch}": rng(*(batch * HEADS * NK * nv for nv in NVS), ","),
+                 f"ssm_cf_us_b{batch}": str(round(2 * states / HBM * 1e6))}
+    want["ssm_cf_busy_b1"] = rng(*(HEADS * NK * nv / SMS for nv in NVS), ".0%")
+    flop_h = 2 * CHUNK * DK * DV
+    flop_o = 2 * CHUNK * DK * DV + 2 * CHUNK * CHUNK * (DK + DV)
+    want["ssm_cf_flop_share"] = f"{flop_h / (flop_h + flop_o):.0%}"
+    seq = 32768
+    prog = [4 * HEADS * NK * nv for nv in NVS]
+    want |= {"ssm_cf_drill_states": _mib(4 * (seq // CHUNK) * HEADS * DK * DV * BF16),
+             "ssm_cf_drill_partials": _mib(NK * 4 * seq * HEADS * DV * 4),
+             "ssm_cf_drill_bh": str(4 * HEADS), "ssm_cf_drill_prog": rng(*prog, ""),
+             "ssm_cf_drill_per_sm": rng(*(p / SMS for p in prog), ".2f")}
+    assert {k: glued(nb, k) for k in want} == want

@@ -10,6 +10,8 @@ import pathlib
 import numpy as np
 import pytest
 
+from chapter_outputs import glued, notebook
+
 NB = pathlib.Path(__file__).parents[1] / "book" / "tensor_parallel.ipynb"
 ALPHA, BETA = 3.4e-6, 450e9
 D_MODEL, BATCH, BF16 = 8192, 64, 2
@@ -49,7 +51,9 @@ def _reference_ring(buffers):
 def test_schedule_table_matches_the_reference_ring():
     lines = [ln for ln in _stdout("ring41a-02").splitlines() if ln.startswith(("reduce-scatter ", "all-gather "))]
     printed = [[int(x) for x in ln.split("chunk ")[1:]] for ln in lines]
-    _, rows, _ = _reference_ring(np.zeros((N_SIM, 2 * N_SIM), dtype=np.int64))
+    buffers = np.arange(N_SIM * 2 * N_SIM, dtype=np.int64).reshape(N_SIM, 2 * N_SIM) ** 2
+    final, rows, _ = _reference_ring(buffers)
+    assert (final == buffers.sum(0)).all()  # the schedule below is a correct all-reduce on its own
     assert len(printed) == 2 * (N_SIM - 1)
     assert printed == rows
 
@@ -108,6 +112,7 @@ def test_header_and_the_terms_scale_as_the_text_says():
 HW_LAT_US = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
 EFF = {"LL": 0.5, "LL128": 15 / 16, "Simple": 1.0}
 BASE_LL_US = 6.6
+BASE_SIMPLE_US = 8.4  # tuning.cc baseLat, ring, Simple
 
 
 @pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])
@@ -121,6 +126,7 @@ def test_protocol_bytes_share(proto):
         assert float(printed.rstrip("%")) == pytest.approx(100 * share, abs=0.05)
     if proto == "LL":  # bytes are a large share with the protocol NCCL would pick: the text's "mostly fixed", not "never bytes"
         assert 0.45 < share < 0.55
+        assert glued(notebook("tensor_parallel"), "tpring_ll_bytes_8") == f"{share:.1%}"
 
 
 def test_ll_8_gpus_with_base_latency_matches_the_table_above():
@@ -142,3 +148,38 @@ def test_tree_crossover_is_not_m_star(n):
     assert rows[n][1] == f"{cross / 1e6:.1f}"
     if n == 8:
         assert cross > 4 * n * ALPHA * BETA * 0.99  # four times M* at 8 GPUs
+
+
+def test_glue():
+    """Every ``tpring_*`` value the prose renders, recomputed from the constants above with the cells' formats."""
+    m = BATCH * D_MODEL * BF16
+
+    def lat(n, a=ALPHA):
+        return 2 * (n - 1) * a
+
+    def bw(n, eff=1.0):
+        return 2 * (n - 1) / n * m / (eff * BETA)
+
+    def bytes_share(proto, n):
+        return bw(n, EFF[proto]) / (bw(n, EFF[proto]) + lat(n, HW_LAT_US[proto] * 1e-6))
+
+    def mtree(n):
+        return n * ALPHA * BETA * (n - 1 - np.log2(n))
+
+    ll8_fixed = (BASE_LL_US + 14 * HW_LAT_US["LL"]) * 1e-6
+    want = {
+        "tpring_chunks_sent": f"{2 * (N_SIM - 1)}",
+        "tpring_alpha_us": f"{1e6 * ALPHA:.1f}",
+        "tpring_bw_2": f"{1e6 * bw(2):.2f}", "tpring_bw_64": f"{1e6 * bw(64):.2f}",
+        "tpring_lat_2": f"{1e6 * lat(2):.1f}", "tpring_lat_64": f"{1e6 * lat(64):.1f}",
+        "tpring_share_2": f"{lat(2) / (lat(2) + bw(2)):.1%}", "tpring_share_8": f"{lat(8) / (lat(8) + bw(8)):.1%}",
+        "tpring_base_simple_us": f"{BASE_SIMPLE_US:.1f}",
+        "tpring_mstar_8": f"{8 * ALPHA * BETA / 1e6:.1f}",
+        "tpring_ll_bytes_2": f"{bytes_share('LL', 2):.1%}", "tpring_ll_bytes_8": f"{bytes_share('LL', 8):.1%}",
+        "tpring_ll128_bytes_8": f"{bytes_share('LL128', 8):.1%}",
+        "tpring_ll8_fixed_us": f"{1e6 * ll8_fixed:.1f}", "tpring_ll8_bytes_us": f"{1e6 * bw(8, EFF['LL']):.1f}",
+        "tpring_ll8_bytes_share": f"{bw(8, EFF['LL']) / (ll8_fixed + bw(8, EFF['LL'])):.1%}",
+        "tpring_mtree_8": f"{mtree(8) / 1e6:.1f}", "tpring_mtree_16": f"{mtree(16) / 1e6:.0f}",
+    }
+    nb = notebook("tensor_parallel")
+    assert {k: glued(nb, k) for k in want} == want

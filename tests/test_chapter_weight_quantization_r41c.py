@@ -11,6 +11,8 @@ import pathlib
 import numpy as np
 import pytest
 
+from chapter_outputs import glued, notebook
+
 NB = pathlib.Path(__file__).parents[1] / "book" / "weight_quantization.ipynb"
 
 # name: (weights per block, bytes of each field), from the C structs
@@ -46,7 +48,15 @@ def test_bits_per_weight_table():
         assert int(cols[0]) == weights and int(cols[1]) == sum(fields)
         assert float(cols[2]) == pytest.approx(8 * sum(fields) / weights, abs=6e-4)
     # the removed pair cost what the fp32-scaled q4_0/q4_1 did; today's fp16 q4_0/q4_1 cost less
-    assert 8 * 10 / 16 == 8 * 20 / 32 == 5.0 and 8 * 12 / 16 == 8 * 24 / 32 == 6.0
+    assert rows["q4_2 (Apr 2023)"][2] == rows["q4_0 (Apr 2023)"][2]
+    assert rows["q4_3 (Apr 2023)"][2] == rows["q4_1 (Apr 2023)"][2]
+    assert float(rows["q4_0 (now)"][2]) < float(rows["q4_0 (Apr 2023)"][2])
+    assert float(rows["q4_1 (now)"][2]) < float(rows["q4_1 (Apr 2023)"][2])
+    nb = notebook("weight_quantization")
+    for key, name in (("q40old", "q4_0 (Apr 2023)"), ("q41old", "q4_1 (Apr 2023)"), ("q42", "q4_2 (Apr 2023)"),
+                      ("q43", "q4_3 (Apr 2023)"), ("q41", "q4_1 (now)"), ("q0x4", "q4_0x4 (Q4_0_4_4)")):
+        weights, fields = STRUCTS[name]
+        assert glued(nb, f"gl41_bpw_{key}") == f"{8 * sum(fields) / weights:.4g}", key
     # Q4_0_4_4 has exactly Q4_0's bits
     assert float(rows["q4_0x4 (Q4_0_4_4)"][2]) == float(rows["q4_0 (now)"][2]) == 4.5
     kq = dict(part.split() for part in lines[9].split(": ", 1)[1].split(", "))
@@ -73,6 +83,11 @@ def test_skewed_block_q4_1_beats_q4_0():
     assert qold.min() >= 1 and qold.max() <= 15
     line = _stdout("weight_quantization-gguf-lineage-2")[11]
     assert line == f"April 2023 q4_0 (d = amax/7): codes used {len(np.unique(qold))}, RMS error {eold:.4f}"
+    nb = notebook("weight_quantization")
+    want = {"gl41_codes_q40": f"{len(np.unique(q0))}", "gl41_codes_q41": f"{len(np.unique(q1))}",
+            "gl41_codes_q40old": f"{len(np.unique(qold))}", "gl41_err_old_ratio": f"{eold / e0:.2f}",
+            "gl41_err_ratio": f"{e0 / e1:.1f}"}
+    assert {k: glued(nb, k) for k in want} == want
 
 
 def _params():
@@ -116,9 +131,18 @@ def test_sizing_table():
     # turboderp's answer fits; 4 bits does not, at any context
     assert fits[2.7, 10240, "fp16"] and not any(fits[4.0, n, m] for n in ctx for m in ("fp16", "Q4"))
     # a 3-bit g128 GPTQ (about 3.15 bits, 12.4 GiB) fits with a 10K fp16 cache, just not in ExLlamaV2
-    assert fits[gptq3, 10240, "fp16"] and round(gptq3, 2) == 3.15 and round(p * gptq3 / 8 / GIB, 1) == 12.4
-    # the spare beyond the 1 GiB held back at 2.7 bits and 10K
-    assert round((budget - p * 2.7 / 8 - _cache(10240, "fp16")) / GIB, 1) == 2.5
+    assert fits[gptq3, 10240, "fp16"]
+    # the values the prose renders; gl41_spare27 is the spare beyond the 1 GiB held back at 2.7 bits and 10K
+    want = {"gl41_params_b": f"{p / 1e9:.1f}", "gl41_w27": f"{p * 2.7 / 8 / GIB:.1f}",
+            "gl41_w40": f"{p * 4.0 / 8 / GIB:.1f}", "gl41_c10": f"{_cache(10240, 'fp16') / GIB:.2f}",
+            "gl41_t27_10": f"{(p * 2.7 / 8 + _cache(10240, 'fp16')) / GIB:.1f}",
+            "gl41_t30_16": f"{(p * 3.0 / 8 + _cache(16384, 'fp16')) / GIB:.1f}",
+            "gl41_spare27": f"{(budget - p * 2.7 / 8 - _cache(10240, 'fp16')) / GIB:.1f}",
+            "gl41_gptq3_bpw": f"{gptq3:.2f}", "gl41_gptq3_w": f"{p * gptq3 / 8 / GIB:.1f}",
+            "gl41_gptq3_t10": f"{(p * gptq3 / 8 + _cache(10240, 'fp16')) / GIB:.1f}",
+            "gl41_t30_16q4": f"{(p * 3.0 / 8 + _cache(16384, 'Q4')) / GIB:.1f}"}
+    nb = notebook("weight_quantization")
+    assert {k: glued(nb, k) for k in want} == want
     caches = lines[8]
     for n in ctx:
         assert (f"{n // 1024}K fp16 {_cache(n, 'fp16') / GIB:.3f}, fp8 {_cache(n, 'fp8') / GIB:.3f}, "
