@@ -144,3 +144,34 @@ def test_glued_cuts_and_zero_shares():
     for key, name in names.items():
         assert glued[f"cb_td_zero_{key}"] == f"{np.mean(stored[name] == 0):.1%}"
     assert _stdout(sample)[-1] == f"amax {amax:.1e}: int8 flushes below {amax / 254:.2e}, scaled e4m3 below {amax / 448 * 2.0**-10:.2e}"
+
+
+def _extra_cell():
+    nb = json.loads(NB.read_text())
+    return next(c for c in nb["cells"] if c["cell_type"] == "code" and "cb_td_sr_zero" in "".join(c["source"]))
+
+
+def test_stochastic_rounding_is_unbiased_where_rtn_loses():
+    """Stochastic rounding on the per-tensor int8 grid: 0 or one step with probability |g|/step."""
+    g = _sample()
+    step = np.abs(g).max() / 127
+    lost = np.abs(g) <= step / 2
+    u = np.random.default_rng(1).random(g.shape)
+    sr = np.floor(np.abs(g) / step + u) * step
+    glued = _glued(_extra_cell())
+    assert glued["cb_td_sr_zero"] == f"{np.mean(sr == 0):.1%}"
+    ratio = sr[lost].sum() / np.abs(g[lost]).sum()
+    assert glued["cb_td_sr_ratio"] == f"{ratio:.2f}"
+    assert abs(ratio - 1) < 0.1  # unbiased in expectation, as the drill says
+    expected_zero = np.mean(np.where(np.abs(g) < step, 1 - np.abs(g) / step, 0.0))
+    assert abs(np.mean(sr == 0) - expected_zero) < 0.03  # P(0) = 1 - |g|/step below one step
+    assert np.mean(sr == 0) < np.mean(lost)  # fewer zeros than round-to-nearest
+
+
+def test_adam8_bytes_and_h100_rates():
+    glued = _glued(_extra_cell())
+    assert glued["cb_td_adam8_block"] == "2,048"  # Dettmers et al. 2022 §2
+    assert glued["cb_td_adam32_bytes"] == "8"
+    assert glued["cb_td_adam8_bytes"] == f"{2 + 2 * 4 / 2048:.2f}" == "2.00"
+    # NVIDIA H100 SXM datasheet: INT8 3,958 TOPS and FP8 3,958 TFLOPS with sparsity, half dense
+    assert glued["cb_td_h100_int8"] == glued["cb_td_h100_fp8"] == "1,979"
