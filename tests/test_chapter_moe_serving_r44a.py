@@ -99,7 +99,16 @@ def test_section_placement_cites_and_boxes():
     for ref in ("moe_serving-aux-loss", "moe_serving-aux-free", "moe_serving-eplb", "moe_serving-capacity"):
         assert f"{{ref}}`{ref}`" in text, ref
     for cite in ("zhou2022expertchoice{Abstract}", "flaxformerexpertchoice{ExpertsChooseMaskedRouter}",
-                 "jiang2024mixtral{§2.1}", "hfmoerouters{load_balancing_loss_func}", "deepseekv3{§2.1.2}"):
+                 "jiang2024mixtral{§2.1}", "hfmoerouters{load_balancing_loss_func}", "deepseekv3{§2.1.2; §4.2}",
+                 "expertthreshold2026{Abstract}", "he2025nondeterminism"):
         assert cite in text, cite
         assert f"{{{cite.split('{')[0]}," in BIB
     assert "{admonition} In the interview" in text and text.count(":class: dropdown") == 3
+
+
+def test_review_ceec_wording():
+    text = chapter_outputs.section(NB, LABEL, end="moe_serving-router")
+    assert "why decoder LLMs do not use it" not in text and "production decoder LLMs do not use it" in text
+    assert "dropless token choice" in text and "exponential moving average" in text
+    assert "exactly 8 experts" in text and "is token choice again" not in text
+    assert "`router_aux_loss_coef` $= 10^{-3}$" in text and "default router\\_aux\\_loss\\_coef = 0.001" in BIB

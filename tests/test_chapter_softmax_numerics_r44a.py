@@ -61,6 +61,17 @@ def test_in_place_bytes():
     assert chapter_outputs.glued(NB, "ce_vocab") == f"{LLAMA3_VOCAB:,}"
     assert chapter_outputs.glued(NB, "ce_saved") == f"{b / 2**30:.1f} GiB" == "2.0 GiB"
     assert chapter_outputs.glued(NB, "ce_both") == f"{2 * b / 2**30:.1f} GiB" == "3.9 GiB"
+    b32 = 8_192 * LLAMA3_VOCAB * 4  # the same (tokens, V) tensor in float32, as autocast's log_softmax
+    assert chapter_outputs.glued(NB, "ce_fp32") == f"{b32 / 2**30:.1f} GiB" == "3.9 GiB"
+    assert f"one (tokens, V) tensor in float32: {b32 / 2**30:.1f} GiB" in out
+
+
+def test_upstream_gradient_is_one_number_per_token():
+    text = chapter_outputs.section(NB, LABEL, end="## Precision: where bfloat16 loses probability mass")
+    assert "upstream gradient is a scalar" not in text and "only rescales each stored row" in text
+    assert "reduction='none'" in text and "grad_output.unsqueeze(dim=1)" in text
+    assert "n_non_ignore" in text and "only one that is not positive" in text
+    assert "no\nsecond" not in text and "the logits themselves still exist" in text
 
 
 def test_section_placement_cites_and_boxes():
