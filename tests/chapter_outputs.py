@@ -26,6 +26,15 @@ def _notebook(path, mtime_ns, size):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def book_labels():
+    """Every ``(label)=`` anchor in the book's chapters: a test that checks its section's ``{ref}`` links resolve."""
+    labels = set()
+    for path in sorted(BOOK.glob("*.ipynb")):
+        for cell in notebook(path.stem)["cells"]:
+            labels.update(re.findall(r"^\(([\w.-]+)\)=", "".join(cell["source"]), re.M))
+    return labels
+
+
 def glued(nb, key):
     """The text of the value glued under ``key`` (myst-nb's glue), without its repr quotes."""
     for cell in nb["cells"]:

@@ -6,8 +6,6 @@ sec. 2.1, Table 1, count the same way). Bytes: the blocks' bf16 weights once a s
 L * 2 bytes a token, written once in prefill and read once per sequence in decode. Time per part: the roofline
 max(bytes / 3.35 TB/s, FLOPs / 989 TFLOP/s) of the H100 SXM datasheet.
 """
-import json
-import pathlib
 import re
 
 import chapter_outputs
@@ -71,17 +69,9 @@ def test_glued():
     assert glued["opt_fa_over_floor"] == f"{131_072 * D_H / (228 * 1024 / 2):.0f}" == "144"
 
 
-def book_labels():
-    labels = set()
-    for path in pathlib.Path(chapter_outputs.__file__).resolve().parents[1].glob("book/*.ipynb"):
-        for cell in json.loads(path.read_text())["cells"]:
-            labels.update(re.findall(r"^\(([\w.-]+)\)=", "".join(cell["source"]), re.M))
-    return labels
-
-
 def test_links_resolve():
     text = chapter_outputs.section(NB, LABEL, end="attention_cost-memory")
     refs = set(re.findall(r"\{ref\}`([\w.-]+)`", text))
     assert {"attention_cost-flop-split", "worked_example-bytes", "deployment_plan-amdahl",
             "low_precision_kv-kv-or-weights", "attention_cost-flashattention"} <= refs
-    assert refs <= book_labels(), refs - book_labels()
+    assert refs <= chapter_outputs.book_labels(), refs - chapter_outputs.book_labels()

@@ -6,8 +6,6 @@ input embedding table (its 128,256 x 4,096 rows are looked up) and each sequence
 attention; time max(bytes / 3.35 TB/s, FLOPs / peak), the peak 989 TFLOP/s in bf16 and twice that in FP8
 (H100 SXM datasheet).
 """
-import json
-import pathlib
 import re
 
 import chapter_outputs
@@ -33,14 +31,6 @@ def bytes_flops(name, batch):
 def step(name, batch):
     nbytes, flops = bytes_flops(name, batch)
     return max(nbytes / BW, flops / (SETUPS[name][2] * BF16))
-
-
-def book_labels():
-    labels = set()
-    for path in pathlib.Path(chapter_outputs.__file__).resolve().parents[1].glob("book/*.ipynb"):
-        for cell in json.loads(path.read_text())["cells"]:
-            labels.update(re.findall(r"^\(([\w.-]+)\)=", "".join(cell["source"]), re.M))
-    return labels
 
 
 def test_table():
@@ -74,4 +64,4 @@ def test_order_and_links():
     assert "kwon2023vllm{Abstract, §6}" in text
     refs = set(re.findall(r"\{ref\}`([\w.-]+)`", text))
     assert {"deployment_plan-amdahl", "speculative_decoding-three-costs", "serving_kv_cache-paging"} <= refs
-    assert refs <= book_labels(), refs - book_labels()
+    assert refs <= chapter_outputs.book_labels(), refs - chapter_outputs.book_labels()
