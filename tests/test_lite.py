@@ -257,6 +257,25 @@ def test_drawing_statements_are_split_from_the_rest():
                        "figure = plots.cost(sizes)")
 
 
+def test_a_name_a_drawing_bound_is_free_again_once_code_that_does_not_draw_binds_it():
+    """A figure cell's loop variable (``k``) stays a drawing name only until a statement that does not draw binds
+    it again; a comprehension's own ``k, v`` are its own. attention_cost's browser copy lost a whole table loop
+    (``{k: v[...] for k, v in ...}``, after a figure cell's ``for k in ...``) and then failed on the missing rows."""
+    tainted = {"plots"}
+    _, drawing = lite_notebooks.split_drawing("for k in range(3):\n    plots.bar(k)", tainted)
+    assert drawing and "k" in tainted
+    kept, drawing = lite_notebooks.split_drawing(textwrap.dedent("""\
+        rows = {}
+        for name in ("a", "b"):
+            rows[name] = {k: v * 2 for k, v in (("x", 1), ("y", 2))}
+        print(rows)"""), tainted)
+    assert drawing == "" and "for name in" in kept
+    kept, drawing = lite_notebooks.split_drawing("k = 5\nprint(k)", tainted)
+    assert (kept, drawing) == ("k = 5\nprint(k)", "") and "k" not in tainted
+    # a drawing name used beside a comprehension of its own name still draws
+    _, drawing = lite_notebooks.split_drawing("fig = plots.figure()\nfig.savefig([fig for fig in 'ab'][0])", tainted)
+    assert drawing == "fig = plots.figure()\nfig.savefig([fig for fig in 'ab'][0])"
+
 def _chapter_with_figures():
     for docname in lite_site.toc_chapters():
         nb = lite_notebooks.read(REPO_ROOT / f"{docname}.ipynb")

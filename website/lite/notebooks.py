@@ -333,12 +333,52 @@ def _plot_names(nb):
     return names
 
 
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _comprehension_names(node):
+    """The names a statement's comprehensions bind for themselves (``k, v`` in ``{k: v for k, v in items}``):
+    local to the comprehension, so neither a use nor a binding of the same name outside it."""
+    names = set()
+    for n in ast.walk(node):
+        if isinstance(n, _COMPREHENSIONS):
+            names |= {t.id for g in n.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+    return names
+
+
+def _reads(node):
+    """The names ``node`` reads from its surroundings: binding a name afresh is not a read (``k += 1`` is), and a
+    comprehension's own names are read inside it only (its first iterable is evaluated outside)."""
+    reads = set()
+
+    def visit(n, local):
+        if isinstance(n, _COMPREHENSIONS):
+            inner = local | {t.id for g in n.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+            for i, generator in enumerate(n.generators):
+                visit(generator.iter, local if i == 0 else inner)
+                for condition in generator.ifs:
+                    visit(condition, inner)
+            for part in (n.key, n.value) if isinstance(n, ast.DictComp) else (n.elt,):
+                visit(part, inner)
+            return
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store) and n.id not in local:
+            reads.add(n.id)
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id not in local:
+            reads.add(n.target.id)
+        for child in ast.iter_child_nodes(n):
+            visit(child, local)
+
+    visit(node, frozenset())
+    return reads
+
+
 def _uses(node, names):
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+    return bool(_reads(node) & names)
 
 
 def _bound(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - \
+        _comprehension_names(node)
 
 
 def _without_dropped(stmt):
@@ -360,7 +400,9 @@ def _without_dropped(stmt):
 def split_drawing(source, tainted):
     """``(kept source, drawing source)`` of a code cell: the statements that draw (they use a plotting
     name, or a name bound by a drawing statement) and the rest, less the dropped imports.
-    ``tainted`` (the plotting names) grows by the names that drawing statements bind."""
+    ``tainted`` (the plotting names) grows by the names that drawing statements bind, and loses those a
+    statement that does not draw binds again; a comprehension's own names are neither (a figure cell's
+    ``for k in ...`` does not make a later cell's ``{k: ... for k in ...}`` a drawing)."""
     python = _python(source)
     lines = python.splitlines()
     kept, drawing = [], []
@@ -376,6 +418,7 @@ def split_drawing(source, tainted):
             tainted |= _bound(stmt)
             drawing.append(text)
         else:
+            tainted -= _bound(stmt)  # a name this statement binds no longer holds what a drawing made
             kept.append(text)
     return _lines(kept), _lines(drawing)
 
