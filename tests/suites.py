@@ -58,6 +58,7 @@ UNIT = frozenset({
     "test_chapter_flash_decoding_r38a.py",
     "test_set_associative.py",
     "test_chapter_deployment_plan_r20d.py",
+    "test_chapter_minor_r45.py",
     "test_chapter_deployment_plan_r34hh.py",
     "test_chapter_deployment_plan_r33e.py",
     "test_chapter_deployment_plan_r36a.py",
