@@ -35,6 +35,19 @@ def book_labels():
     return labels
 
 
+@functools.lru_cache(maxsize=None)
+def bibliography():
+    """The text of references.bib."""
+    return (BOOK.parent / "references.bib").read_text(encoding="utf-8")
+
+
+def assert_cited(text, keys):
+    """Each of ``keys`` is cited in ``text`` with a locator (``{cite:p}`key{§3}```) and has an entry in references.bib."""
+    for key in keys:
+        assert re.search(r"`" + key + r"\{[^}]+\}`", text), key
+        assert re.search(r"@\w+\{" + key + ",", bibliography()), key
+
+
 def glued(nb, key):
     """The text of the value glued under ``key`` (myst-nb's glue), without its repr quotes."""
     for cell in nb["cells"]:

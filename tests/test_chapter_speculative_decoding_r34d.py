@@ -17,7 +17,6 @@ import chapter_outputs
 from speculative_reference import tokens
 
 NB = chapter_outputs.notebook("speculative_decoding")
-BIB = (chapter_outputs.BOOK.parent / "references.bib").read_text()
 STEPS, SEED = 4000, 9565
 
 
@@ -133,16 +132,11 @@ def test_blog_factors():
     assert "n-gram, CNN/DailyMail, QPS 1: 2.80x" in text and "draft model, ShareGPT, QPS 1: 1.50x" in text
 
 
-def _cites(text, keys):
-    for key in keys:
-        assert re.search(r"`" + key + r"\{[^}]+\}`", text), key  # cited with a locator
-        assert re.search(r"@\w+\{" + key + ",", BIB), key
-
 
 def test_metrics_section_citations_and_boxes():
     text = chapter_outputs.section(NB, "speculative_decoding-vllm-metrics", end="speculative_decoding-draft-cutoff",
                                    kinds=("markdown",))
-    _cites(text, ("vllmissue9565", "vllmspecmetricsv0", "vllmspecmetricsv1"))
+    chapter_outputs.assert_cited(text, ("vllmissue9565", "vllmspecmetricsv0", "vllmspecmetricsv1"))
     flat = " ".join(text.split())
     assert "The user will usually see less accepted tokens" in flat
     assert "num_accepted = len(generated_token_ids) - 1" in flat
@@ -156,7 +150,7 @@ def test_metrics_section_citations_and_boxes():
 def test_vocab_and_load_section_citations_and_boxes():
     text = chapter_outputs.section(NB, "speculative_decoding-other-vocab-and-load",
                                    end="speculative_decoding-draft-kinds", kinds=("markdown",))
-    _cites(text, ("timor2025heterogeneous", "hfuniversalassisted", "hftransformers525usd", "vllmblogspecdecode2024",
+    chapter_outputs.assert_cited(text, ("timor2025heterogeneous", "hfuniversalassisted", "hftransformers525usd", "vllmblogspecdecode2024",
                   "vllmv0specworker"))
     flat = " ".join(text.split())
     # a separate draft always has its own cache; the vocabulary only breaks the position alignment
@@ -179,7 +173,7 @@ def test_verify_dropdown():
     text = chapter_outputs.section(NB, "speculative_decoding-verify", kinds=("markdown",))
     assert "Why can't the target just generate $k$ tokens in parallel itself?" in text
     assert "{ref}`kv_cache_basics-training-needs-none`" in text and "{ref}`speculative_decoding-lookahead`" in text
-    _cites(text, ("santilli2023parallel", "cai2024medusa"))
+    chapter_outputs.assert_cited(text, ("santilli2023parallel", "cai2024medusa"))
     assert "{ref}`speculative_decoding-mtp-training`" in text and "which is rare on real text" not in text
 
 

@@ -95,15 +95,10 @@ def test_prose_values():
     assert rates == sorted(rates) and all(Fraction(t) < DEPTH + 1 for t in TAU.values())
 
 
-def _cites(text, keys):
-    for key in keys:
-        assert re.search(r"`" + key + r"\{[^}]+\}`", text), key
-        assert re.search(r"@\w+\{" + key + ",", BIB), key
-
 
 def test_section_citations_and_boxes():
     text = chapter_outputs.section(NB, LABEL, end="speculative_decoding-eagle3", kinds=("markdown",))
-    _cites(text, ("eagleissue9", "eagleissue147", "eagleissue80", "eagleissue180", "eagleissue195", "eagleissue6",
+    chapter_outputs.assert_cited(text, ("eagleissue9", "eagleissue147", "eagleissue80", "eagleissue180", "eagleissue195", "eagleissue6",
                   "eagleissue32", "eaglecode2320d52", "eaglecode577ad72", "medusacodee2a5d20", "li2024eagle", "li2024eagle2"))
     flat = " ".join(text.split())
     for number in TAU.values():

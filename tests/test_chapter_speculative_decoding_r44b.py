@@ -7,14 +7,12 @@ ratio v for k = 4, the draft cost c of (a) the 1B draft with its own full cache 
 4,096-token cache, and the speed-ups E[tokens] / (k c + v) with alpha = 0.8 (E summed term by term); then the
 prefill and memory ratios, the printed table, the glued values, and the section's citations and boxes.
 """
-import re
 
 import pytest
 
 import chapter_outputs
 
 NB = chapter_outputs.notebook("speculative_decoding")
-BIB = (chapter_outputs.BOOK.parent / "references.bib").read_text()
 LABEL = "speculative_decoding-long-output-evaluation"
 BW, PEAK = 3.35e12, 989e12  # H100 SXM: HBM3 bytes/s, bf16 dense FLOP/s
 ALPHA, K, BUDGET = 0.8, 4, 4096
@@ -109,15 +107,10 @@ def test_prefill_and_memory():
     assert glued("sdlo_mem") == "25%" and glued("sdlo_fit") == "80%" and glued("sdlo_budget_128k") == "3.1%"
 
 
-def _cites(text, keys):
-    for key in keys:
-        assert re.search(r"`" + key + r"\{[^}]+\}`", text), key
-        assert re.search(r"@\w+\{" + key + ",", BIB), key
-
 
 def test_section_citations_links_and_boxes():
     text = chapter_outputs.section(NB, LABEL, end="speculative_decoding-intensity", kinds=("markdown",))
-    _cites(text, ("sadhukhan2024magicdec", "magicdeccode", "sun2024triforce", "triforcecode", "yang2025longspec",
+    chapter_outputs.assert_cited(text, ("sadhukhan2024magicdec", "magicdeccode", "sun2024triforce", "triforcecode", "yang2025longspec",
                   "li2024snapkv"))
     flat = " ".join(text.split())
     for phrase in ("2.51 times", "32 to 256", "2.31 times", "4,096-token", "257 tokens", "p50 and p99", "TPOT",
