@@ -101,18 +101,24 @@ def test_two_kernels_draw_different_random_numbers(tmp_path):
     assert draws[0] != draws[1], draws
 
 
-def test_an_interrupt_reaches_the_forked_kernel(kernel):
+def test_an_interrupt_reaches_the_forked_kernel(kernel, tmp_path):
     km, kc = kernel
     started = time.monotonic()
-    msg_id = kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
-    while True:  # interrupt once the cell is running, not while the kernel still reads the request
-        msg = kc.get_iopub_msg(timeout=30)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
-            break
+    msg_id = kc.execute("import pathlib, time; print('sleeping', flush=True); pathlib.Path('asleep').touch(); time.sleep(60)")
+    # interrupt once the cell sleeps, not while the kernel still reads the request or while `print`'s flush waits
+    # on ipykernel's IOPub thread: with the stream message alone as the signal, one CI run (stop 55) saw the cell
+    # end in RuntimeError, not KeyboardInterrupt (not reproduced in 85 tries here, fresh or forked; the reply's
+    # evalue and traceback are now in the failure message)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "asleep").exists():
+        assert time.monotonic() < deadline, "the cell never reached its sleep"
+        time.sleep(0.01)
     km.interrupt_kernel()
     reply = kc.get_shell_msg(timeout=20)
     assert reply["parent_header"]["msg_id"] == msg_id
-    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+    content = reply["content"]
+    assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", (
+        content.get("ename"), content.get("evalue"), content.get("traceback", [])[-3:])
     assert time.monotonic() - started < 30
     while True:  # the interrupted cell's last message: the kernel idle again
         msg = kc.get_iopub_msg(timeout=30)
