@@ -20,7 +20,7 @@ PROBLEMS = {  # problem (start of its row) -> (review steps, labels the row must
     "monitoring": ((5,), ("serving_operations-metrics",)),
     "rollouts": ((7,), ("serving_reliability-rollouts",)),
     "quality after quantization": ((7,), ("weight_quantization-quality",)),
-    "under-utilised GPUs": ((8,), ("serving_operations-gpu-utilisation",)),
+    "under-utilised GPUs": ((8, 2, 4), ("serving_operations-gpu-utilisation",)),  # 2 or 4 when TTFT climbs too
     "cost": ((8,), ("deployment_plan-cost-plan",)),
 }
 STEP_NAMES = {2: "Capacity", 3: "failure modes", 4: "Overload", 5: "Observability", 7: "Change safety",
@@ -39,6 +39,8 @@ def test_each_problem_has_its_step_and_section(problem):
     _, step_cell, where = rows[0].strip("| ").split(" | ")
     steps, labels = PROBLEMS[problem]
     assert [int(s) for s in re.findall(r"\b(\d)\b", step_cell)] == list(steps)
+    if problem == "under-utilised GPUs":
+        assert "TTFT" in step_cell and "max_num_seqs" in step_cell
     for step in steps:  # the numbered list above names that step
         assert re.search(rf"^{step}\. \*\*[^*]*{STEP_NAMES[step]}", text, re.M | re.I), step
     known = chapter_outputs.book_labels()
@@ -59,10 +61,19 @@ def test_async_backend_covers_the_rest_of_the_question():
     part = text[text.index("**Tenants, routing, observability, cost, SLOs.**"):]
     for term in ("MessageGroupId", "quiet tenants", "routing key", "retired snapshot", "oldest pending item",
                  "DLQ depth by error type", "trace id", "billed twice", "spend cap", "99% of jobs",
-                 "24-hour window", "item success rate"):
+                 "24-hour window", "item success rate", "FIFO queue", "retry GPU-seconds per tenant"):
         assert term in part, term
+    assert "tokens a day" not in part  # the linked section's buckets are per minute
     known = chapter_outputs.book_labels()
     for ref in ("multi_tenant_serving-tenancy-design", "multi_tenant_serving-spend-budgets",
                 "serving_operations-batch-api", "serving_operations-error-budget"):
         assert f"{{ref}}`{ref}`" in part and ref in known, ref
     chapter_outputs.assert_cited(part, ["awssqsfairqueues"])
+
+
+def test_review_box_places_the_common_problems():
+    text = review()
+    box = text[text.index('[H] "Review this inference API design."'):].split("```")[0]
+    for term in ("common problems slot in", "OOM and cold start", "queueing under", "quantization quality",
+                 "idle", "TTFT"):
+        assert term in box, term
