@@ -47,3 +47,17 @@ def test_prose_and_links():
         assert "{ref}`" + ref + "`" in text and ref in labels
     box = text[text.index("```{admonition} In the interview"):]
     assert "TTFT" in box and "open session" in box
+
+
+def test_cached_ttft_slope():
+    """Cached TTFT is not flat: it grows linearly, with a slope much smaller than uncached."""
+    ms = [1e3 * flops(0, t * M) / PEAK for t in (1, 50)]
+    warm = [1e3 * flops((t - 1) * M, M) / PEAK for t in (1, 50)]
+    cold_slope, warm_slope = (ms[1] - ms[0]) / 49, (warm[1] - warm[0]) / 49
+    assert chapter_outputs.glued(NB, "pc_conv_slope_cold") == f"{cold_slope:.0f}" == "28"
+    assert chapter_outputs.glued(NB, "pc_conv_slope_warm") == f"{warm_slope:.1f}" == "0.5"
+    assert chapter_outputs.glued(NB, "pc_conv_slope_ratio") == f"{cold_slope / warm_slope:.0f}"
+    assert chapter_outputs.glued(NB, "pc_conv_warm_growth") == f"{warm[1] / warm[0]:.1f}" == "2.8"
+    text = chapter_outputs.section(NB, LABEL, end="prefix_caching-summarise")
+    assert "nearly flat" not in text and "same\nfraction of peak" in text and "byte for byte" in text
+    chapter_outputs.assert_cited(text, ["vllmcacheconfig"])
