@@ -22,7 +22,9 @@ def v0_preemption_mode(num_running_seqs, forced=None):
     num_running_seqs : int
         Sequences of the group still running, ``SequenceGroup.get_max_num_running_seqs()``; >= 1.
     forced : {None, "recompute", "swap"}
-        A mode the caller imposes (``preemption_mode``).
+        A mode the caller imposes (``preemption_mode``). Forcing ``"recompute"`` on a group of
+        several running sequences raises ValueError: V0's ``_preempt_by_recompute`` asserts
+        ``len(seqs) == 1``, so the engine would fail, not recompute.
 
     Returns
     -------
@@ -33,6 +35,9 @@ def v0_preemption_mode(num_running_seqs, forced=None):
         raise ValueError(f"a preempted group has at least one running sequence, got {num_running_seqs}")
     if forced not in (None, "recompute", "swap"):
         raise ValueError(f"forced must be None, 'recompute' or 'swap', got {forced!r}")
+    if forced == "recompute" and num_running_seqs > 1:
+        raise ValueError(f"V0 cannot recompute a group of {num_running_seqs} running sequences: "
+                         "_preempt_by_recompute asserts len(seqs) == 1")
     if forced is not None:
         return forced
     return "recompute" if num_running_seqs == 1 else "swap"

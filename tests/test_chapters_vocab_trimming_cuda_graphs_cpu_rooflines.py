@@ -43,7 +43,9 @@ def test_cuda_graph_count_and_activations_llama3_8b():
 
 def test_v0_rule_cases():
     assert [mk.v0_preemption_mode(n) for n in (1, 4)] == ["recompute", "swap"]
-    assert mk.v0_preemption_mode(4, "recompute") == "recompute"
+    assert mk.v0_preemption_mode(1, "recompute") == "recompute"
+    with pytest.raises(ValueError):  # V0's _preempt_by_recompute asserts one running sequence
+        mk.v0_preemption_mode(4, "recompute")
 
 
 def test_sglang_fork_prefill():

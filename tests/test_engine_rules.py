@@ -9,7 +9,7 @@ def test_v0_preemption_mode_follows_scheduler_preempt():
     assert mk.v0_preemption_mode(1) == "recompute"
     assert mk.v0_preemption_mode(2) == "swap"
     assert mk.v0_preemption_mode(4) == "swap"
-    assert mk.v0_preemption_mode(4, forced="recompute") == "recompute"
+    assert mk.v0_preemption_mode(1, forced="recompute") == "recompute"
     assert mk.v0_preemption_mode(1, forced="swap") == "swap"
 
 
@@ -62,3 +62,8 @@ def test_lm_head_step_share_rejects_head_larger_than_model():
     with pytest.raises(ValueError, match="cannot exceed"):
         mk.lm_head_step_share(128_256, 2048, 1000)
 
+
+def test_v0_forced_recompute_of_a_multi_sequence_group_is_not_supported():
+    # vllm/core/scheduler.py, Scheduler._preempt_by_recompute: assert len(seqs) == 1
+    with pytest.raises(ValueError, match="len\\(seqs\\) == 1"):
+        mk.v0_preemption_mode(4, forced="recompute")
