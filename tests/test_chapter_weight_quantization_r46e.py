@@ -129,3 +129,28 @@ def test_sections_cite_and_link():
     w8 = section(NB, "weight_quantization-w8a16", end="weight_quantization-fp4-fp8")
     for ref in ("weight_quantization-quality", "weight_quantization-ampere", "weight_quantization-slower"):
         assert f"{{ref}}`{ref}`" in w8
+
+
+def test_w4a16_gain_and_rtn_label():
+    g4 = _step_ms(16, BF16, 1, CTX, 1) / _step_ms(4 + (16 + 4) / 128, BF16, 1, CTX, 1)
+    assert glued(NB, "r46_gain4_1") == f"{g4:.2f}"
+    assert 1.7 < g4 / float(glued(NB, "r46_gain_1")) < 2.1  # W8A16 keeps about half the speed-up factor
+    out = printed(NB, "w8_schemes")
+    assert "W4A16 (RTN g128)" in out and "AWQ" not in out  # the 4-bit row is plain round-to-nearest
+
+
+def test_kl_stride_and_clip_are_printed():
+    cal = np.random.default_rng(9).standard_t(3, size=20000)
+    clip = np.mean(np.abs(cal) > _kl_threshold(cal, 2048))
+    assert f"entropy (KL) saturates {clip:.2%} of the calibration values" in printed(NB, "def entropy_amax")
+    assert glued(NB, "r46_kl_stride") == "16" and glued(NB, "r46_tpumlir_stride") == "128"
+
+
+def test_scoped_claims():
+    dyn = section(NB, "weight_quantization-dynamic-static-qat", kinds=("markdown",))
+    assert "nothing breaks" not in dyn and "GPU-days" not in dyn
+    assert "the default for FP8 LLM serving" not in dyn
+    assert_cited(dyn, ["xin2026qad", "vllmfp8online", "nvidiamodeloptconfig", "llmcompressorschemes", "xiao2023smoothquant"])
+    w8 = section(NB, "weight_quantization-w8a16", end="weight_quantization-fp4-fp8", kinds=("markdown",))
+    assert "In decode it pays only with dequantization inside" in w8
+    assert_cited(w8, ["frantar2024marlin", "vllmmpkernels"])
