@@ -28,11 +28,14 @@ def test_tokens_per_card():
 
 def test_section_links_the_worked_case_and_the_phases():
     text = chapter_outputs.section(NB, "kv_cache_basics-architecture-memory")
-    for ref in ("kv_cache_calculator-7b-batch", "serving_kv_cache-fitting", "kv_cache_calculator-real-models"):
+    for ref in ("kv_cache_calculator-7b-batch", "serving_kv_cache-fitting", "kv_cache_calculator-real-models",
+                "scheduler_design-preemption"):
         assert f"{{ref}}`{ref}`" in text
     labels = chapter_outputs.book_labels()
     assert all(ref in labels for ref in re.findall(r"\{ref\}`([\w.-]+)`", text))
     assert_cited_in_list(text, ["mistral7b", "llama3", "vllmenoughkv"])
+    assert "raising `gpu_memory_utilization` or lowering `max_model_len`" in text  # both fixes vLLM's error names
+    assert "not a CUDA OOM" in text and "before any\nactivations" in text
     assert "14 GB of weights + 512 KiB a token of MHA cache (128 KiB with GQA-8)" in text
 
 

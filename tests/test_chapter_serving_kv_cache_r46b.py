@@ -19,6 +19,12 @@ def test_seven_b_at_128k():
     assert PER_TOKEN * 4096 == 448 * 2**20 and "every layer windowed at 4,096: 448 MiB" in out
     assert chapter_outputs.glued(NB, "skv_7b_128k") == "14 GiB (15.0 GB)"
     assert chapter_outputs.glued(NB, "skv_7b_token") == "112 KiB"
+    reach = 28 * (4096 - 1)  # L(W - 1): the farthest a token reaches through 28 windowed layers
+    assert reach == 114_660 < N and f"28 x 4,095 = {reach:,} < {N:,}: the first {N - reach:,} tokens" in out
+    assert chapter_outputs.glued(NB, "skv_7b_reach") == f"{reach:,}"
+    assert chapter_outputs.glued(NB, "skv_7b_unreached") == f"{N - reach:,}" == "16,412"
+    total = PER_TOKEN * N + 7 * 10**9 * 2
+    assert chapter_outputs.glued(NB, "skv_7b_total_128k") == f"{total / 1e9:.1f} GB" == "29.0 GB"
 
 
 def test_window_answer_links_its_evidence():
@@ -28,6 +34,7 @@ def test_window_answer_links_its_evidence():
     labels = chapter_outputs.book_labels()
     assert all(ref in labels for ref in re.findall(r"\{ref\}`([\w.-]+)`", text))
     assert_cited_in_list(text, ["qwen25", "mistral7b"])
+    assert "{doc}`attention_sinks`" in text and "{cite:p}`mistral7bv02`" in text
     assert "$L(W - 1)$" in text
 
 
