@@ -52,12 +52,19 @@ def test_7b_batch_16_and_the_sla():
 
 def test_7b_drill_at_8k():
     seq = 2 * SEQ7  # 8,192 tokens, no window
-    gb = [(W7 + 16 * seq) / 1e9, (W7 + 8 * seq) / 1e9, (W7 / 2 + 16 * seq) / 1e9, (W7 / 2 + 8 * seq) / 1e9]
-    assert [f"{g:.1f}" for g in gb] == ["31.2", "22.6", "24.2", "15.6"]
-    assert f"{1e3 * gb[0] * 1e9 / BW7:.1f}" == "15.6" and f"{1e3 * gb[3] * 1e9 / BW7:.1f}" == "7.8"
-    assert min(gb[1:3]) > SLA7 * BW7 / 1e9  # neither lever alone gets under 18 GB
+    cases = {"bf16": (W7, seq), "fp8_kv": (W7, seq // 2), "w8": (W7 // 2, seq), "both": (W7 // 2, seq // 2)}
+    gb = {k: (w + 16 * s) / 1e9 for k, (w, s) in cases.items()}
+    assert [f"{gb[k]:.1f}" for k in cases] == ["31.2", "22.6", "24.2", "15.6"]
+    for k, (w, s) in cases.items():
+        assert glued(f"dp46_dr_{k}_gb") == f"{gb[k]:.1f}"
+        assert glued(f"dp46_dr_{k}_ms") == f"{1e3 * step7(16, weights=w, seq=s):.1f}"
+    assert glued("dp46_dr_bf16_ms") == "15.6" and glued("dp46_dr_both_ms") == "7.8"
+    assert min(gb["fp8_kv"], gb["w8"]) > SLA7 * BW7 / 1e9 == 18 and glued("dp46_dr_budget") == "18"
+    assert gb["fp8_kv"] < gb["w8"]  # the cache is most of the step: FP8 cache beats 8-bit weights
+    assert glued("dp46_dr_seq") == f"{seq / 1e9:.2f}" == "1.07" and glued("dp46_dr_cache16") == "17.2"
+    assert glued("dp46_7b_slack1") == f"{1e3 * (SLA7 - (W7 + SEQ7) / BW7):.1f}" == "1.7"
     text = chapter_outputs.section(NB, "deployment_plan-7b-floors", end="deployment_plan-mbu-mfu")
-    assert "14 + 17.2 = 31.2 GB" in text and "7 + 8.6 = 15.6 GB, 7.8 ms" in text
+    assert "{glue:text}`dp46_dr_both_ms`" in text and "31.2" not in text
 
 
 def test_four_interventions_ranked():
@@ -74,11 +81,13 @@ def test_four_interventions_ranked():
     assert glued("dp46_lv_kv_share") == f"{f:.1%}" == "3.7%"
     assert glued("dp46_lv_kv16") == f"{step7(16) / step7(16, seq=SEQ7 // 2):.2f}" == "1.23"
     prefill = 2 * P7 * CTX7 + L7 * 2 * H7 * HD7 * CTX7**2
+    assert glued("dp46_lv_w8_free") == f"{(W7 - W7 // 2) / 1e9:.0f}" == "7"
     assert glued("dp46_lv_prefill") == f"{1e3 * prefill / PEAK:.0f}" == "62"
     lat = sorted(gains, key=lambda k: -(gains[k] if k != "b16" else base / step7(16)))
     assert lat == ["w8", "kv4", "tensor", "b16"]
     text = chapter_outputs.section(NB, "deployment_plan-7b-four-levers", end="deployment_plan-cost-plan")
     chapter_outputs.assert_cited(text, ["ainslie2023gqa"])
+    assert "ainslie2023gqa{Abstract, §2.1–2.2}" in text
 
 
 # Llama 3 70B (config.json) on H100 SXM (80 GB, 3.35 TB/s, 989 TFLOP/s bf16, NVLink 450 GB/s each way)
@@ -99,6 +108,8 @@ def test_cache_budget_tp4_tp8_tp16():
     assert glued("dp46_budget_ratio") == f"{(8 * HBM - w) / (4 * HBM - w):.1f}" == "2.8"
     fit = {tp: (HBM - math.ceil(w / tp)) // kv_per_gpu(8192, tp, 2) for tp in (4, 8, 16)}
     assert fit == {4: 66, 8: 185, 16: 212}  # the replica-shape table's 66 and 185; TP16 past h_kv
+    assert glued("dp46_seq_tp8") == "185" and glued("dp46_two_tp4") == str(2 * fit[4]) == "132"
+    assert glued("dp46_tp8_vs_two_tp4") == f"{fit[8] / (2 * fit[4]):.2f}" == "1.40"
     assert glued("dp46_seq_tp16") == "212" and glued("dp46_budget_seq_tp16") == str((16 * HBM - w) // seq) == "424"
 
 
@@ -122,14 +133,40 @@ def test_100k_a_day():
                 if step70(tp, b, b, 2 * L * 2 * H * ctx * HD * b, b * kv_per_gpu(ctx, tp, 1)) <= tpot)
     t = step70(tp, batch, batch, 2 * L * 2 * H * ctx * HD * batch, batch * kv_per_gpu(ctx, tp, 1))
     assert glued("dp46_day_batch") == str(batch) == "419" and glued("dp46_day_tpot") == f"{1e3 * t:.0f}"
-    cap = 1 / ((ttft + out * t) / batch + ttft)
-    assert glued("dp46_day_cap") == f"{cap:.0f}" == "17"
+    sat = 1 / ((ttft + out * t) / batch + ttft)  # the saturation rate (mk.fleet_estimate's inverse)
+    assert glued("dp46_day_cap_sat") == f"{sat:.0f}" == "17"
+    assert glued("dp46_day_sat_share") == f"{sat * ttft:.0%}"
+
+    def step(b):  # the decode step at 1,300 tokens
+        return step70(tp, b, b, 2 * L * 2 * H * ctx * HD * b, b * kv_per_gpu(ctx, tp, 1))
+
+    def steady(rate):  # TPOT = step(B) / (1 - rate * TTFT), B = rate * (TTFT + out * TPOT), by plain iteration
+        b = 1
+        while True:
+            tpot_b = step(b) / (1 - rate * ttft)
+            nb = max(1, math.ceil(rate * (ttft + out * tpot_b)))
+            if nb > max_seq:
+                return math.inf, nb
+            if nb == b:
+                return tpot_b, b
+            b = nb
+
+    assert steady(0.98 * sat)[0] > 1.5 * tpot  # the saturation rate misses the TPOT target badly
+    assert glued("dp46_day_sat_tpot") == f"{1e3 * steady(0.98 * sat)[0]:.0f}"
+    # the SLO-bound capacity by a grid of 0.01 requests/s: independent of the cell's bisection
+    cap = max(r / 100 for r in range(100, int(100 * sat)) if steady(r / 100)[0] <= tpot)
+    assert 13 < cap < 15 and abs(float(glued("dp46_day_cap")) - cap) <= 0.5
+    assert glued("dp46_day_slo_batch") in {str(steady(cap)[1]), str(steady(cap + 0.01)[1])}
+    assert glued("dp46_day_slo_share") == f"{cap * ttft:.0%}"
     assert math.ceil(3 * mean / cap) == 1 and glued("dp46_day_gpus") == "4"  # N + 1 replicas of TP2
-    assert glued("dp46_day_busy") == f"{mean / (2 * cap):.1%}"
+    assert abs(float(glued("dp46_day_busy").rstrip("%")) - 100 * mean / (2 * cap)) < 0.1
     assert glued("dp46_day_usd") == "192" and glued("dp46_day_usd_m") == f"{192 / 30:.2f}" == "6.40"
-    assert glued("dp46_day_headroom") == f"{2 * cap / (3 * mean):.0f}"
-    assert glued("dp46_day_queue") == f"{math.floor(2 * cap * (2 - ttft)):,}"
-    assert glued("dp46_day_spare") == f"{(2 * cap - mean) * 86_400 / 1e6:.1f}"
+    assert glued("dp46_day_mtok_all") == "130" and glued("dp46_day_usd_all") == f"{192 / 130:.2f}" == "1.48"
+    assert abs(float(glued("dp46_day_headroom")) - 2 * cap / (3 * mean)) < 0.1
+    assert abs(int(glued("dp46_day_queue")) - 2 * cap * (2 - ttft)) <= 1
+    assert abs(float(glued("dp46_day_spare")) - (2 * cap - mean) * 86_400 / 1e6) < 0.1
+    ttft8k = step70(tp, 8192, 1, 2 * L * (2 * H * 8192 * 8192 * HD) // 2, kv_per_gpu(8192, tp, 1))
+    assert glued("dp46_day_ttft8k") == f"{1e3 * ttft8k:.0f}" and ttft8k < 0.5
     text = chapter_outputs.section(NB, "deployment_plan-100k-a-day", end="deployment_plan-open-conversations")
     chapter_outputs.assert_cited(text, ["mlperfconf", "vllmschedulingpolicy"])
     for label in ("serving_reliability-queue-depth", "multi_tenant_serving-cold-start",
