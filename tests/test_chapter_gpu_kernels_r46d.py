@@ -26,6 +26,11 @@ def _llama8_params():
     return layers * (attn + 3 * d * ffn + 2 * d) + 2 * vocab * d + d
 
 
+def _llama8_streamed():
+    """A decode step reads one row of the (vocab, d) input embedding, not the table."""
+    return _llama8_params() - 128256 * 4096
+
+
 def test_l2_bandwidth_lines_and_glue():
     text, glued = _cell("l2_runs = {")
     runs = {"H100 PCIe": (6912.2e9, 1988.2e9), "H200": (9765.2e9, 3887.3e9)}  # h100_pcie.txt, h200.txt
@@ -42,7 +47,7 @@ def test_l2_bandwidth_lines_and_glue():
 
 def test_falsification_predictions():
     text, glued = _cell("attn_flops = 4 * LLAMA8.num_layers")
-    params, ctx = _llama8_params(), 4096
+    params, ctx = _llama8_streamed(), 4096
     kv_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 KV heads of 128, bf16
     attn = 4 * 32 * 32 * 128 * ctx
     t = {}
@@ -57,4 +62,7 @@ def test_falsification_predictions():
     nbytes1 = 2 * params + kv_token * ctx
     assert glued == {"gk_fb_t1": f"{t[1] * 1e3:.2f}", "gk_fb_gb": f"{nbytes1 / 1e9:.1f}",
                      "gk_fb_10ms": f"{nbytes1 / 10e-3 / HBM:.0%}", "gk_fb_half": f"{2 * t[1] * 1e3:.1f}",
-                     "gk_fb_grow": f"{t[32] / t[1]:.2f}"}
+                     "gk_fb_grow": f"{t[32] / t[1]:.2f}", "gk_fb_gb2": f"{2 * nbytes1 / 1e9:.0f}",
+                     "gk_fb_kv_share": f"{kv_token * ctx / nbytes1:.0%}"}
+    assert f"the KV cache is {kv_token * ctx / nbytes1:.1%} of the step's bytes" in text
+    assert 15.5e9 < nbytes1 < 15.6e9  # the embedding table is not streamed (16.6 GB if it were)
