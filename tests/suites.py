@@ -100,6 +100,8 @@ UNIT = frozenset({
     "test_chapter_cuda_basics_r27l.py",
     "test_chapter_cuda_basics_r37a.py",
     "test_chapter_cuda_basics_r44b.py",
+    "test_chapter_cuda_basics_r46d.py",
+    "test_chapter_gpu_kernels_r46d.py",
     "test_chapter_serving_operations_r27c.py",
     "test_chapter_low_precision_kv_r22a.py",
     "test_chapter_low_precision_kv_r25b.py",
