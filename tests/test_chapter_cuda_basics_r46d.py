@@ -37,7 +37,7 @@ def test_resident_threads_and_registers():
 ROWS = {  # card: (SMs, L2 MB, memory, dense FP8 TFLOPS, dense bf16 TFLOPS, watts)
     "A100 80GB SXM": (108, 40, "HBM2e", None, 312, 400),
     "H100 SXM": (132, 50, "HBM3", 3958 / 2, 989, 700),
-    "H800 SXM": (None, None, "-", None, 990, None),
+    "H800 SXM": (132, None, "-", None, 990, None),  # DeepSeek-V3 report §3.5.1: "the 132 SMs available in the H800"
     "GeForce RTX 4090": (128, 73_728 / 1024, "GDDR6X", 330.3, 165.2, 450),
 }
 
