@@ -50,12 +50,16 @@ def test_2k_prompt_transfer(nb):
     prefill = prefill_flops("Llama 3 70B", 2048) / (TP * PEAK)
     out = chapter_outputs.printed(nb, "SHORT = 2048")
     assert f"640 MiB of cache; prefill at least {1e3 * prefill:.1f} ms on 8 GPUs" in out
-    for label, rate in (("one NDR port", NDR), ("TP 8, an NDR port a GPU", TP * NDR), ("a 10 Gb/s TCP stream", TCP)):
+    for label, rate in (("one NDR port", NDR), ("TP 8, an NDR port a GPU", TP * NDR), ("a 10 Gb/s TCP stream", TCP),
+                        ("100 GbE, several TCP streams", 100e9 / 8)):
         assert f"over {label:<28}{1e3 * kv / rate:8.1f} ms = {kv / rate / prefill:6.1%} of the prefill" in out
     assert chapter_outputs.glued(nb, "ds_2k_ndr_ms") == f"{1e3 * kv / NDR:.1f}" == "13.4"
     assert chapter_outputs.glued(nb, "ds_2k_tp_ms") == f"{1e3 * kv / NDR / TP:.1f}" == "1.7"
     assert chapter_outputs.glued(nb, "ds_2k_tcp_ms") == f"{1e3 * kv / TCP:.0f}"
     assert chapter_outputs.glued(nb, "ds_2k_tcp_x") == f"{kv / TCP / prefill:.0f}"
+    assert chapter_outputs.glued(nb, "ds_2k_be_node") == f"{kv / prefill / 1e9:.1f}" == "18.6"  # one link, whole node
+    assert chapter_outputs.glued(nb, "ds_2k_tcp100_ms") == f"{1e3 * kv / 12.5e9:.0f}"
+    assert kv / 12.5e9 > prefill  # even a full 100 GbE NIC loses to the prefill
 
 
 def test_wrong_answer_cases_link_their_sections(nb):
@@ -66,4 +70,5 @@ def test_wrong_answer_cases_link_their_sections(nb):
     for case in ("**No RDMA between the pools.**", "**Short prompts and long outputs at modest rates.**",
                  "**No latency targets.**"):
         assert case in text
-    chapter_outputs.assert_cited(text, ["vllmdisagg"])
+    chapter_outputs.assert_cited(text, ["vllmdisagg", "lmsys2025largeep"])
+    assert "per prefill GPU" in text and "{glue:text}`ds_2k_be_node`" in text and "320 KiB" not in text

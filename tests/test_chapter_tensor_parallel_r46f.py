@@ -6,7 +6,7 @@ through mha_kit.
   8 KV heads of 128, vocabulary 128,256, untied embeddings), and the training-against-inference table's links.
 * tensor_parallel-one-matmul: the FP16 bytes of A (m, k), W (k, n) and Y (m, n), the bytes each of two GPUs
   holds under a pipeline and under column- and row-split tensor parallelism, and the collective each sends.
-* tensor_parallel-links: TCP's latency from HomaModule's perf.txt (items 31 and 32), summed here from the
+* tensor_parallel-links: TCP's latency from HomaModule's perf.txt (items 31, 32 and 47), summed here from the
   timeline's own numbers."""
 import re
 
@@ -68,9 +68,10 @@ def test_one_matmul_bytes_per_gpu_and_collectives(nb, name):
     a, w, y = 2 * m * k, 2 * k * n, 2 * m * n
     math_ms = 1e3 * 2 * m * k * n / PEAK
     out = chapter_outputs.printed(nb, "mm_cases = {")
-    block = out.split(name + ":")[1].split("\n   ")[1:4]
-    held = {"one GPU": a + w + y, "columns": a + w / 2 + y / 2, "rows": a / 2 + w / 2 + y}
-    sent = {"columns": y / 2, "rows": 2 * (2 - 1) / 2 * y}  # all-gather (t-1)/t of Y, ring all-reduce 2(t-1)/t
+    block = out.split(name + ":")[1].split("\n   ")[1:5]
+    held = {"one GPU": a + w + y, "columns, Y sharded": a + w / 2 + y / 2, "columns, Y gathered": a + w / 2 + y,
+            "rows": a / 2 + w / 2 + y}  # a gathered Y is whole on each GPU
+    sent = {"columns, Y gathered": y / 2, "rows": 2 * (2 - 1) / 2 * y}  # all-gather (t-1)/t of Y, ring all-reduce 2(t-1)/t
     for line, (key, nbytes) in zip(block, held.items()):
         assert f"{nbytes / GB:,.1f} GB a GPU, fits in 80 GB: {nbytes <= HBM!s:<5}" in line, line
         ms = math_ms if key == "one GPU" else math_ms / 2
@@ -83,10 +84,17 @@ def test_one_matmul_glued_values(nb):
     m = 131072
     assert chapter_outputs.glued(nb, "mm_big_gb") == f"{3 * 2 * m * m / GB:.1f} GB" == "103.1 GB"
     assert chapter_outputs.glued(nb, "mm_big_tp_gb") == f"{2 * 2 * m * m / GB:.1f} GB" == "68.7 GB"
+    assert chapter_outputs.glued(nb, "mm_big_gather_gb") == f"{(2 + 1 + 2) * m * m / GB:.1f} GB" == "85.9 GB"
+    assert 2 * 2 * m * m < HBM < 5 * m * m  # sharded Y fits, gathered Y does not
     assert chapter_outputs.glued(nb, "mm_pp_bubble") == "50%"  # (p - 1) / (m + p - 1), p = 2, one batch
     m, k, n = CASES["Llama 3 70B up-projection, 8K tokens"]
     share = (2 * m * n / NVLINK) / (2 * m * k * n / PEAK / 2)
     assert chapter_outputs.glued(nb, "mm_comm_proj") == f"{share:.0%}"
+    # Megatron's MLP: up and gate by columns, down by rows, one ring all-reduce of m x d at t = 2
+    ar = 2 * m * k / NVLINK
+    up_down, with_gate = ar / (4 * m * k * n / PEAK / 2), ar / (6 * m * k * n / PEAK / 2)
+    assert chapter_outputs.glued(nb, "mm_comm_mlp") == f"{with_gate:.0%} to {up_down:.0%}" == "5% to 8%"
+    assert share > 5 * up_down
     text = chapter_outputs.section(nb, "tensor_parallel-one-matmul", end="tensor_parallel-pp-phase-bubbles")
     assert "{ref}`tensor_parallel-all-reduce`" in text and "In the interview" in text
     chapter_outputs.assert_cited(text, ["shoeybi2019megatron", "nvidiah100"])
@@ -100,6 +108,13 @@ def test_tcp_latency_from_the_homa_timeline(nb):
     assert f"{rtt / 1e3:.1f} us round trip, {(rtt - 2 * wire) / 1e3:.1f} us of it in host software" in out
     assert "median 109 to 386 us, P99 2.1 to 5.1 ms" in out  # item 31, TCP, W2..W5
     assert chapter_outputs.glued(nb, "tp_tcp_rtt_us") == "15"
+    tcp_rtt, homa_rtt, net = (23.3, 38.7), (14.5, 23.2), 2.7  # item 47; NCCL's network step, one way
+    assert chapter_outputs.glued(nb, "tp_tcp_rtt_intel") == "23" and chapter_outputs.glued(nb, "tp_tcp_rtt_amd") == "39"
+    assert chapter_outputs.glued(nb, "tp_homa_rtt_best") == "14.5"
+    assert chapter_outputs.glued(nb, "tp_tcp_oneway_x") == f"{min(homa_rtt) / 2 / net:.0f} to {min(tcp_rtt) / 2 / net:.0f}"
+    assert chapter_outputs.glued(nb, "tp_tcp_loaded_x") == f"{108.8 / net:.0f} to {385.7 / net:.0f}" == "40 to 143"
+    assert chapter_outputs.glued(nb, "tp_homa_p50_us") == "31 to 55"
     text = chapter_outputs.section(nb, "tensor_parallel-links")
-    assert "costs about {glue:text}`tp_tcp_rtt_us` µs a round trip at best" in text  # the interview answer
+    assert "round trip is about {glue:text}`tp_tcp_rtt_intel` µs" in text  # the interview answer
+    assert "TCP included" not in text and "a hundred or more" not in text
     chapter_outputs.assert_cited(text, ["homaperf"])
