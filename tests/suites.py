@@ -222,6 +222,7 @@ UNIT = frozenset({
     "test_chapter_tensor_parallel_r33d.py",
     "test_chapter_tensor_parallel_r36a.py",
     "test_chapter_tensor_parallel_r41a.py",
+    "test_chapter_tensor_parallel_r46f.py",
     "test_chapter_softmax_numerics.py",
     "test_misc2.py",
     "test_misc3.py",
@@ -257,6 +258,7 @@ UNIT = frozenset({
     "test_chapter_scheduler_design.py",
     "test_chapter_disaggregated_serving.py",
     "test_chapter_disaggregated_serving_r33a.py",
+    "test_chapter_disaggregated_serving_r46f.py",
 
     "test_chapter_deployment_plan.py",
     "test_chapter_map.py",
