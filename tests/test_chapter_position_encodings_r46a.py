@@ -47,7 +47,16 @@ def test_fraction_range_and_last_bucket():
     assert s[31][0] == 113 and "every offset from 113 back" in OUT
 
 
+def test_linear_table_comparison():
+    reach, width = 32 - 1, math.ceil(128 / 32)  # 32 equal buckets of width 1; the width that covers 0..127
+    assert f"width 1 reaches offset {reach}; to reach 128 needs width {width}" in OUT
+    assert chapter_outputs.glued(NB, "t5_linear_reach") == str(reach)
+    assert chapter_outputs.glued(NB, "t5_linear_width") == str(width)
+    assert "{glue:text}`t5_linear_reach`" in SECTION and "offset 31" not in SECTION
+
+
 def test_rationale_cited_and_linked():
-    chapter_outputs.assert_cited(SECTION, ["hft5attention"])
+    chapter_outputs.assert_cited(SECTION, ["hft5attention", "press2022alibi"])
+    assert "That is why Press et al." not in SECTION
     assert "graceful generalization to longer sequences" in SECTION
     assert "{ref}`rope_scaling-rope-vs-alibi`" in SECTION

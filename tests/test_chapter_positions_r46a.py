@@ -19,13 +19,21 @@ def score(q, k, m, n):
     return float(rot(q, m) @ rot(k, n))
 
 
-def test_relative_and_asymmetric_rows_hold():
+def test_relative_and_symmetry_rows_hold():
     rng = np.random.default_rng(0)
     q, k = rng.standard_normal(64), rng.standard_normal(64)
     d3 = [score(q, k, m, n) for m, n in [(5, 2), (105, 102), (10_005, 10_002)]]
     assert np.allclose(d3, d3[0], atol=1e-9)
     assert chapter_outputs.glued(NB, "rope_score_d3") == f"{d3[0]:+.4f}"
-    assert not np.isclose(score(q, k, 2, 5), d3[0])  # symmetry fails: +3 and -3 differ
+    dm3 = score(q, k, 2, 5)
+    assert not np.isclose(dm3, d3[0])  # with q != k, +3 and -3 differ: content reads direction
+    assert chapter_outputs.glued(NB, "rope_score_dm3") == f"{dm3:+.4f}"
+    self_p, self_m = score(q, q, 5, 2), score(q, q, 2, 5)  # one vector against itself: the position code
+    assert np.isclose(self_p, self_m, atol=1e-9)
+    kernel = float(((q[:32] ** 2 + q[32:] ** 2) * np.cos(3 * THETA)).sum())  # sum_i (a_i^2 + b_i^2) cos(d theta_i)
+    assert np.isclose(self_p, kernel)
+    assert chapter_outputs.glued(NB, "rope_self_pm3") == f"{kernel:+.4f}"
+    assert "| Symmetric | as a position code, yes" in SECTION and "asymmetric, so direction shows" not in SECTION
 
 
 def test_decay_row_is_not_monotone():
@@ -40,6 +48,6 @@ def test_decay_row_is_not_monotone():
 def test_table_rows_cited_and_linked():
     chapter_outputs.assert_cited(SECTION, ["wang2021posbert", "su2021roformer", "press2022alibi"])
     for label in ("positions-rope-decay-proof", "positions-rope-cache", "rope_scaling-past-length",
-                  "positions-sinusoidal-unique", "rope_scaling-rope-vs-alibi"):
+                  "positions-sinusoidal-unique", "rope_scaling-rope-vs-alibi", "positions-rope-fp32"):
         assert "{ref}`" + label + "`" in SECTION, label
     assert SECTION.count("\n| ") >= 9  # header, rule and eight property rows

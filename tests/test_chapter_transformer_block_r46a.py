@@ -33,6 +33,15 @@ def test_gain_commutes_with_rope_only_when_shared_within_pairs():
     assert (free_ok, tied_ok) == (False, True)
     assert f"gain per dimension      : RoPE(gamma * q) == gamma * RoPE(q): {free_ok}" in OUT
     assert f"gain shared within pairs: RoPE(gamma * q) == gamma * RoPE(q): {tied_ok}" in OUT
+    x = rng.standard_normal((1, 64))
+    moves_back = np.allclose(rms_norm(x * g), g * rms_norm(x))  # the norm is not linear: the gain cannot pass it
+    assert moves_back is False and f"RMSNorm(gamma * x) == gamma * RMSNorm(x): {moves_back}" in OUT
+
+
+def test_tied_head_copy():
+    gib = 128256 * 2048 * 2 / 1024**3  # Llama 3.2 1B vocab x hidden in bf16 (llama32config)
+    assert chapter_outputs.glued(NB, "tb_tied_head_copy_gib") == f"{gib:.2f} GiB" and 0.4 < gib < 0.6
+    assert "{glue:text}`tb_tied_head_copy_gib`" in SECTION and "tied" in SECTION
 
 
 def test_fold_into_linear_is_exact_for_any_gain():
@@ -42,6 +51,8 @@ def test_fold_into_linear_is_exact_for_any_gain():
 
 
 def test_verdict_is_cited_and_linked():
-    chapter_outputs.assert_cited(SECTION, ["nanogptoptim", "kovaleva2021busters", "wei2022outlier", "hfqwen3attn"])
+    chapter_outputs.assert_cited(SECTION, ["nanogptoptim", "kovaleva2021busters", "wei2022outlier", "hfqwen3attn",
+                                           "llama32config"])
     assert "0.0001%" in SECTION and "{ref}`softmax_numerics-qk-norm`" in SECTION
-    assert "Zeroing or resetting a trained $\\gamma$ breaks the\nmodel; folding it is exact." in SECTION
+    assert "Zeroing the few outlier entries of a trained LayerNorm gain degrades the\nmodel; folding it is exact." in SECTION
+    assert "For QK-norm the reason is the\nrotation" not in SECTION and "normalisation is not linear" in SECTION
