@@ -20,13 +20,15 @@ def test_baichuan_table_against_its_text():
 
 def test_rope_in_newer_models():
     assert 48 - 48 // 4 == 36 and 4096 * 32 == 131_072
-    assert "RoPE in 36 of 48 layers" in OUT and "-> 131,072" in OUT
+    assert "RoPE in 36 of 48 layers" in OUT and "YaRN x32 from initial_context_length 4,096 -> 131,072" in OUT
+    assert "trained at" not in OUT
     assert chapter_outputs.glued(NB, "l4_rope_layers") == "36 of 48"
 
 
 def test_each_model_cited():
     chapter_outputs.assert_cited(SECTION, ["bigsciencetr11", "mpt7bconfig", "baichuan13breadme", "nemobaichuan2",
-                                           "gptosstorchmodel"])
+                                           "gptosstorchmodel", "fa3alibiissue", "vllmfa3alibipr", "fa3fa4varlen"])
+    assert "Baichuan chose ALiBi" not in SECTION
     assert "`hfllama4{configuration_llama4.py},meta2025llama4{iRoPE}`" in SECTION
     for model in ("BLOOM", "MPT-7B", "Baichuan-13B", "Baichuan 2-13B"):
         assert model in SECTION

@@ -49,15 +49,22 @@ def test_two_tanh_steps_are_not_one():
 
 def test_kernel_chunks_and_core_ratio():
     chunk = 128 * 16
-    assert chunk == 2048 and math.ceil(4096 / chunk) == 2 and int(math.log2(128)) == 7
-    assert "4,095 dependent steps" in KERNEL and "2 chunks of 2,048" in KERNEL and "depth 7 over 128" in KERNEL
+    assert chunk == 2048 and math.ceil(4096 / chunk) == 2
+    shuffles, warps = int(math.log2(32)), 128 // 32  # cub BLOCK_SCAN_WARP_SCANS: warp scan, then the warp totals
+    assert (shuffles, warps) == (5, 4)
+    assert "4,095 dependent steps" in KERNEL and "2 chunks of 2,048" in KERNEL
+    assert "about 2 x 16 serial combines per thread" in KERNEL
+    assert f"warp scan of {shuffles} shuffle levels and a combine of the {warps} warp totals" in KERNEL
+    assert "depth 7" not in KERNEL
     assert f"{989 / 67:.1f}x" == "14.8x" and "14.8x" in KERNEL
     assert chapter_outputs.glued(NB, "ssm_rv_chunk") == "2,048"
 
 
 def test_cited_linked_and_boxed():
     chapter_outputs.assert_cited(SECTION, ["martin2018parallel", "mambascankernel", "gu2023mamba",
-                                           "blelloch1990prefix"])
+                                           "blelloch1990prefix", "nvidiah100"])
+    assert "`mambascankernel{selective_scan_fwd_kernel.cuh, dim3 grid}`" in SECTION
+    assert "exactly in one pass" in SECTION and "keeping all $k$ steps" not in SECTION
     assert ",dao2024mamba2{§6}`" in SECTION
     for label in ("why_attention-lstm-gru", "state_space_models-mamba2", "state_space_models-selective-scan"):
         assert "{ref}`" + label + "`" in SECTION
