@@ -100,6 +100,7 @@ UNIT = frozenset({
     "test_chapter_position_encodings_r46a.py",
     "test_chapter_positions_r46a.py",
     "test_chapter_rope_scaling_r46a.py",
+    "test_chapter_rope_scaling_r47e.py",
     "test_chapter_cuda_basics_r26c.py",
     "test_chapter_cuda_basics_r27l.py",
     "test_chapter_cuda_basics_r37a.py",
@@ -122,6 +123,7 @@ UNIT = frozenset({
     "test_chapter_moe_serving_r37b.py",
     "test_chapter_state_space_models_r20c.py",
     "test_chapter_state_space_models_r42c.py",
+    "test_chapter_state_space_models_r47e.py",
     "test_chapter_context_parallelism_r42c.py",
     "test_chapter_weight_quantization_r20a.py",
     "test_assertion_cache.py",  # runs pytest once on a sample module
