@@ -2,7 +2,8 @@
 
 Recomputed without mha_kit: ReLU, SiLU = z sigma(z) and GPT-2's tanh-form GELU on the same seeded Gaussian
 pre-activations (Hendrycks and Gimpel 2016, §2; Shazeer 2020, §2), the parameter match 2 d 4d = 3 d d_ff of a gated
-FFN with T5-base's widths (Shazeer 2020, §3.1), and GLM-130B's 12,288 and 32,768 (its training notes).
+FFN with T5-base's widths (Shazeer 2020, §3), the batch union 1 - (1 - p)^B of rows a batch needs, TEAL's
+reported sparsity and speed-ups (Liu et al. 2024, Abstract), and GLM-130B's 12,288 and 32,768 (its training notes).
 """
 import numpy as np
 
@@ -54,6 +55,21 @@ def test_gated_parameter_match():
     assert chapter_outputs.glued(NB, "tb_act_glm_ratio") == "2.667"
 
 
+def test_batch_union_and_teal():
+    p, batch = 0.1, 32
+    needed = 1.0
+    for _ in range(batch):
+        needed *= 1.0 - p  # probability no token in the batch activates the row
+    union = 1.0 - needed
+    assert 0.96 < union < 0.97
+    assert f"at per-token activation 10%: 1 - (1 - p)^B = {union:.1%}" in OUT
+    assert chapter_outputs.glued(NB, "tb_act_union") == f"{union:.1%}" == "96.6%"
+    assert chapter_outputs.glued(NB, "tb_act_union_p") == "10%" and chapter_outputs.glued(NB, "tb_act_union_b") == "32"
+    assert chapter_outputs.glued(NB, "tb_teal_sparsity") == "40%-50%"
+    assert chapter_outputs.glued(NB, "tb_teal_speed40") == "1.53x" and chapter_outputs.glued(NB, "tb_teal_speed50") == "1.8x"
+    assert "{glue:text}`tb_act_union`" in ACT and "{glue:text}`tb_teal_speed50`" in ACT
+
+
 def test_model_rows():
     gated = {"PaLM": "SwiGLU", "LLaMA": "SwiGLU", "ChatGLM2-6B": "SwiGLU", "GLM-130B": "GeGLU", "Gemma": "GeGLU"}
     plain = {"GPT-2": "GELU", "BLOOM": "GELU", "Falcon": "GELU", "ChatGLM-6B": "GELU", "OPT": "ReLU"}
@@ -68,7 +84,10 @@ def test_cited_and_linked():
     chapter_outputs.assert_cited(ACT, ["lu2019dyingrelu", "hendrycks2016gelu", "mirzadeh2023relu", "shazeer2020glu",
                                        "dauphin2017glu", "liu2023dejavu", "openaigpt2code", "brown2020gpt3",
                                        "chowdhery2022palm", "bigsciencetr11", "glm130breadme", "touvron2023llama",
-                                       "hffalconmlp", "chatglm6bmodeling", "chatglm2modeling", "gemmapytorchmodel"])
+                                       "hffalconmlp", "chatglm6bmodeling", "chatglm2modeling", "gemmapytorchmodel",
+                                       "liu2024teal", "bai2023qwen", "radford2018gpt", "devlin2019bert"])
+    assert "relufied or thresholded (TEAL)" in ACT and "ReLU (OPT)" in ACT  # both sparsity routes; OPT's ReLU named
+    assert "shazeer2020glu{§3.1}" not in ACT  # the subsection was not read in the paper
     assert "{ref}`serving_reliability-on-device`" in ACT and ":class: dropdown" in ACT
     assert "In the interview" in ACT and "In the interview" in NORM
     chapter_outputs.assert_cited(NORM, ["brown2020gpt3", "openaigpt2code", "touvron2023llama"])
