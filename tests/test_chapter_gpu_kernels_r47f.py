@@ -7,7 +7,7 @@ import pytest
 
 import chapter_outputs
 
-SINCE = {"causal": (2, 0), "sliding window": (2, 3), "soft-cap": (2, 6)}  # flash-attn README changelog
+SINCE = {"causal": (2, 1), "sliding window": (2, 3), "soft-cap": (2, 6)}  # flash-attn README changelog (2.1: causal mask aligned bottom-right)
 MODELS = {  # (q.k head size, v head size, sliding window?, softcap?) from each config.json
     "gpt2": (768 // 12, 768 // 12, False, False),  # n_embd 768, n_head 12
     "falcon-7b": (4544 // 71, 4544 // 71, False, False),  # hidden 4544, 71 heads
@@ -51,7 +51,19 @@ def test_model_rows(nb, name):
     since = ".".join(map(str, max(SINCE[f] for f in needs)))
     size = f"{dqk}" if dqk == dv else f"{dqk} / {dv}"
     line = next(s for s in chapter_outputs.printed(nb, "FEATURE_SINCE").splitlines() if s.startswith(name + " "))
-    assert line.split() == [name, *size.split(), *", ".join(needs).split(), ">=", since, str(max(dqk, dv) <= 256)]
+    fa2 = dqk == dv and dqk <= 256  # csrc/flash_attn/flash_api.cpp: CHECK_SHAPE(v, ..., head_size)
+    fa3 = dqk <= 256 and (dqk == dv or (128 < dqk <= 192 and 96 < dv <= 128))  # hopper/flash_api.cpp
+    assert line.split() == [name, *size.split(), *", ".join(needs).split(), ">=", since, str(fa2), str(fa3)]
+
+
+def test_mla_glue_and_deepseek_fits_only_fa3(nb):
+    assert (chapter_outputs.glued(nb, "gk_fa_mla_qk"), chapter_outputs.glued(nb, "gk_fa_mla_v")) == ("192", "128")
+    # absorbed MLA decode: key = kv_lora_rank 512 + qk_rope_head_dim 64, value = kv_lora_rank (DeepSeek-V3 config.json)
+    assert (chapter_outputs.glued(nb, "gk_fa_mla_decode_k"), chapter_outputs.glued(nb, "gk_fa_mla_decode_v")) == (
+        str(512 + 64), "512")
+    assert chapter_outputs.glued(nb, "gk_fa_causal_since") == "2.1"
+    text = chapter_outputs.section(nb, "gpu_kernels-fa-which-models", end="gpu_kernels-gemv")
+    assert "`_supports_flash_attn`" in text and "but DeepSeek-V3 fits FlashAttention-2" in text
 
 
 def test_glue_section_links_and_citations(nb):
@@ -62,6 +74,6 @@ def test_glue_section_links_and_citations(nb):
                 "rope_scaling-alibi-rope-experiment", "attention_backends-attention-weights", "gpu_kernels-limits"):
         assert "{ref}`" + ref + "`" in text and ref in chapter_outputs.book_labels(), ref
     chapter_outputs.assert_cited(text, ["dao2022flashattention", "flashattnreadme", "hfflashattn2", "hfremotefa2",
-                                        "flashattnusage"])
+                                        "flashattnusage", "flashattnheaddimv", "hftransformers39471"])
     assert 'attn_implementation="flash_attention_2"' in text and "In the interview" in text and "Drill" in text
     assert "0251105a" in text  # the setting: which flash-attn README

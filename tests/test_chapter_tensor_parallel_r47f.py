@@ -54,7 +54,8 @@ def test_inputs_and_identities(nb):
                  "all-to-all applied twice returns x: True"):
         assert line in out
     assert chapter_outputs.glued(nb, "tp_coll_sum") == " ".join(map(str, SUM)) == "60 64 68 72"
-    assert sorted(v for b in a2a for v in b) == sorted(v for b in X for v in b)  # the prose: the same sixteen values
+    assert sorted(v for b in a2a for v in b) == sorted(v for b in X for v in b)  # the same values, moved
+    assert chapter_outputs.glued(nb, "tp_coll_n_values") == str(R * R) == "16"
 
 
 def test_section_links_citations_and_boxes(nb):
@@ -62,9 +63,10 @@ def test_section_links_citations_and_boxes(nb):
     for ref in ("tensor_parallel-ring-steps", "tensor_parallel-ring-tree", "tensor_parallel-all-reduce",
                 "tensor_parallel-sequence-parallel", "tensor_parallel-ep-layouts", "tensor_parallel-ddp-buckets",
                 "tensor_parallel-zero", "tensor_parallel-pipeline-bubble", "tensor_parallel-p2p",
-                "tensor_parallel-nccl-hang", "tensor_parallel-nccl-bootstrap"):
+                "tensor_parallel-nccl-hang", "tensor_parallel-nccl-bootstrap",
+                "context_parallelism-ring", "context_parallelism-ulysses"):
         assert "{ref}`" + ref + "`" in text and ref in chapter_outputs.book_labels(), ref
-    chapter_outputs.assert_cited(text, ["ncclcollectives", "ncclguide"])
+    chapter_outputs.assert_cited(text, ["ncclcollectives", "ncclguide", "liu2023ring", "jacobs2023ulysses"])
     for prim in ("broadcast", "scatter", "gather", "reduce", "all-reduce", "reduce-scatter", "all-gather", "all-to-all"):
         assert re.search(rf"^\| {prim} \|", text, re.M), prim  # one row of the taxonomy table each
     assert "In the interview" in text and ":class: dropdown" in text
