@@ -82,6 +82,23 @@ def test_greedy_misses_the_most_likely_output_and_widths_find_it():
         if tokens == [3, 5] and first_exact is None:
             first_exact = k
     assert str(first_exact) == glued("ds_gb_first_exact") == "5"
+    first_2k = next(k for k in range(1, 7) if beam_2k(k) == [3, 5])
+    assert str(first_2k) == glued("ds_gb_first_exact_2k") == "3" and beam_2k(2) == [1, 5]
+
+
+def beam_2k(k):
+    """Hugging Face / vLLM variant written independently: 2k candidates per beam, finished ones apart."""
+    beams, done = [((0,), 0.0)], []
+    for _ in range(MAX_LEN):
+        cand = []
+        for seq, s in beams:
+            order = sorted((c for c in range(6) if P[seq[-1]][c] > 0), key=lambda c: (-P[seq[-1]][c], c))
+            for c in order[:2 * k]:
+                (done if c == EOS else cand).append((seq + (c,), s + lp(seq[-1], c)))
+        beams = sorted(cand, key=lambda x: -x[1])[:k]
+        if not beams:
+            break
+    return list(max(done + beams, key=lambda x: x[1])[0][1:])
 
 
 def test_depth_first_with_the_bound_is_exact_and_small():
@@ -90,6 +107,8 @@ def test_depth_first_with_the_bound_is_exact_and_small():
     assert str(visited) == glued("ds_gb_dfs_nodes")
     bfs = 5 * (4**12 - 1) // 3  # 5 next tokens for every open prefix of 0 to 11 tokens
     assert f"{bfs:,}" == glued("ds_gb_bfs_nodes") and visited < bfs / 10**5
+    frontier = 5 * 4**11  # depth 12 alone: 4 open continuations per level, 5 candidates at the last
+    assert f"{frontier:,}" == glued("ds_gb_bfs_frontier") == "20,971,520" and frontier < bfs
 
 
 def test_roofline_of_width_1_and_4():
@@ -118,10 +137,13 @@ def test_roofline_of_width_1_and_4():
 def test_prose_links_and_cites():
     text = chapter_outputs.section(NB, LABEL, end="decoding_sampling-repetition-loops")
     assert text.startswith(f"({LABEL})=\n### ")
-    chapter_outputs.assert_cited(text, ["yang2018beamcurse", "koehn2017six", "stahlberg2019catgot", "vllm033beamsearch"])
+    chapter_outputs.assert_cited(text, ["yang2018beamcurse", "koehn2017six", "stahlberg2019catgot", "vllm033beamsearch",
+                                        "meister2020bestfirst", "vllm033cacheconfig"])
     labels = chapter_outputs.book_labels()
     for ref in ("decoding_sampling-nondeterminism", "decoding_sampling-beam-search", "kv_cache_basics-beam-search",
                 "deployment_plan-decode-floor", "decoding_sampling-diverse-contrastive"):
         assert f"{{ref}}`{ref}`" in text and ref in labels
     assert "In the interview" in text and ":class: dropdown followup" in text
     assert "vLLM 0.33.0" in text
+    assert "times the throughput" not in text and "about a greedy request's" not in text  # review M1, M2
+    assert "all `max_tokens`" in text and "request throughput by up to $k$" in text
