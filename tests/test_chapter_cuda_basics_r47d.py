@@ -48,3 +48,6 @@ def test_section_cites_links_and_boxes():
                 "deployment_plan-decode-floor", "softmax_numerics-summing-many"):
         assert f"{{ref}}`{ref}`" in text and ref in chapter_outputs.book_labels(), ref
     assert "{admonition} In the interview" in text and text.count(":class: dropdown") == 1
+    # the FlashAttention claim cites the three locators that carry it: running max/sum, accumulator, split-KV partials
+    assert "csrc/flash_attn/src/softmax.h, struct Softmax" in text and "kernel_traits.h, ElementAccum" in text
+    assert "set_params_splitkv" in text and "not one\nengine" in text
