@@ -67,7 +67,7 @@ def test_in_place_bytes():
 
 
 def test_upstream_gradient_is_one_number_per_token():
-    text = chapter_outputs.section(NB, LABEL, end="## Precision: where bfloat16 loses probability mass")
+    text = chapter_outputs.section(NB, LABEL, end="softmax_numerics-adaptive-softmax")
     assert "upstream gradient is a scalar" not in text and "only rescales each stored row" in text
     assert "reduction='none'" in text and "grad_output.unsqueeze(dim=1)" in text
     assert "n_non_ignore" in text and "only one that is not positive" in text
@@ -75,7 +75,7 @@ def test_upstream_gradient_is_one_number_per_token():
 
 
 def test_section_placement_cites_and_boxes():
-    text = chapter_outputs.section(NB, LABEL, end="## Precision: where bfloat16 loses probability mass")
+    text = chapter_outputs.section(NB, LABEL, end="softmax_numerics-adaptive-softmax")
     sources = ["".join(c["source"]) for c in NB["cells"]]
     log_softmax = next(i for i, s in enumerate(sources) if s.startswith("(softmax_numerics-log-softmax)="))
     here = next(i for i, s in enumerate(sources) if s.startswith(f"({LABEL})="))
