@@ -43,6 +43,19 @@ def test_span_weights_match_the_multiplicative_definition():
         line = (f"alpha = {alpha:<4}: weight on the span {inside:.3f} (closed form {inside:.3f}), "
                 f"largest outside {outside_max:.3f}, ratios inside the span kept: True")
         assert line in text, line
+    # "include": exp(s_j) / alpha on the span (log(1/alpha) added there) gives the same row as "exclude"
+    numer = [math.exp(s) / (0.01 if inside else 1.0) for s, inside in zip(scores, span)]
+    include = [x / sum(numer) for x in numer]
+    same = max(abs(x - y) for x, y in zip(include, _reweight(scores, span, 0.01))) < 1e-12
+    assert same
+    assert f"equals +log(alpha) outside it: {same}" in text
+    # a post-softmax bump of 0.2 on the span, renormalised, changes the ratios inside the span
+    bumped = [w + (0.2 if inside else 0.0) for w, inside in zip(base, span)]
+    b_in = [x for x, s in zip(bumped, span) if s]
+    o_in = [x for x, s in zip(base, span) if s]
+    kept = max(abs(x / sum(b_in) - y / sum(o_in)) for x, y in zip(b_in, o_in)) < 1e-8
+    assert not kept
+    assert f"keeps the ratios inside it: {kept}" in text
     # steering moves mass onto the span, monotonically as alpha falls
     masses = [sum(x for x, s in zip(_reweight(scores, span, a), span) if s) for a in (1.0, 0.1, 0.01)]
     assert masses[0] < masses[1] < masses[2] < 1.0
@@ -57,8 +70,11 @@ def test_section_place_links_and_citations():
     assert heads < start < pruning
     body = "\n".join(sources[start:pruning])
     for ref in ("cross_and_masked_attention-masks", "long_context_structure-effective-context",
-                "why_attention-as-explanation", "common_mistakes-uniform-attention"):
+                "why_attention-as-explanation", "common_mistakes-uniform-attention",
+                "attention_sinks-differential", "rope_scaling-yarn-temperature"):
         assert "{ref}`" + ref + "`" in body, ref
-    for key in ("liu2016supervised", "tachibana2018guided", "zhang2024pasta", "pastacode", "dcttscode"):
+    for key in ("liu2016supervised", "tachibana2018guided", "zhang2024pasta", "pastacode", "dcttscode",
+                "pytorchsdpa", "torch213sdpabias"):
         assert "`" + key + "{" in body, key
     assert "In the interview" in body
+    assert "tachibana2018guided{title}" in body and "patching" not in body
