@@ -148,6 +148,7 @@ UNIT = frozenset({
     "test_chapter_why_attention_r27m.py",
     "test_chapter_why_attention_r27ze.py",
     "test_chapter_why_attention_r27zf.py",
+    "test_chapter_why_attention_r47k.py",
     "test_chapters_norm_eps_summation_retries_caches.py",
     "test_parallel_bounds.py",
     "test_chapters_attention_crossover_tp_pp_cp.py",
