@@ -332,6 +332,7 @@ UNIT = frozenset({
     "test_chapter_cross_and_masked_attention_r27z.py",
     "test_chapter_cross_and_masked_attention_r32e.py",
     "test_chapter_cross_and_masked_attention_r34h.py",
+    "test_chapter_cross_and_masked_attention_r47c.py",
     "test_chapter_state_space_models_bilinear.py",
     "test_chapter_state_space_models_gbt_convention.py",
 
@@ -339,6 +340,7 @@ UNIT = frozenset({
     "test_chapter_long_context_structure_r25d.py",
     "test_chapter_long_context_structure_r27zd.py",
     "test_chapter_long_context_structure_r32g.py",
+    "test_chapter_long_context_structure_r47c.py",
     "test_chapter_state_space_models.py",
     "test_chapter_state_space_models_delta_online.py",
     "test_chapter_speculative_decoding.py",
