@@ -55,6 +55,25 @@ def test_glued_numbers():
         assert chapter_outputs.glued(NB, f"tb_glmx_kv_{key}") == f"{kv_bytes(name):,}", name
 
 
+def test_ffn_width_and_mtp_layer():
+    ffn = 13696  # GlmConfig intermediate_size for glm-4-9b-chat
+    assert ffn % 128 == 0 and ffn - 128 < 10 / 3 * 4096 < ffn  # the multiple of 128 just above 10/3 d
+    assert chapter_outputs.glued(NB, "tb_glmx_ffn_ratio") == f"{ffn / 4096:.3f}" == "3.344"
+    assert chapter_outputs.glued(NB, "tb_glmx_ten_thirds") == "3.333"
+    mtp = 2 * (3 + 89 + 1) * 8 * 128 * BF16  # Table 1's one MTP layer as a 93rd attention layer
+    assert mtp == 380_928 and chapter_outputs.glued(NB, "tb_glmx_kv_glm45_mtp") == f"{mtp:,}"
+    assert chapter_outputs.glued(NB, "tb_glmx_layers45_mtp") == "93"
+    assert chapter_outputs.glued(NB, "tb_glmx_mtp_pct") == f"{100 * (mtp / kv_bytes('GLM-4.5') - 1):.1f}" == "1.1"
+
+
+def test_section_wording_fixed():
+    assert "scaled down" not in SECTION and "on the attention logits" not in SECTION
+    mask_row = next(line for line in SECTION.splitlines() if line.startswith("| mask at inference"))
+    glm45_cell = mask_row.split("|")[5]
+    assert glm45_cell.strip().startswith("causal") and "not a mask" in glm45_cell
+    assert "**Trap:**" in SECTION.split("In the interview")[1].split("```")[0]
+
+
 def test_prefix_encoder_matches():
     width = 28 * 128 * 2 * 2  # num_layers * kv_channels * multi_query_group_num * 2 (K and V)
     assert width * BF16 == kv_bytes("ChatGLM2-6B")
@@ -65,7 +84,8 @@ def test_table_cited_and_linked():
     chapter_outputs.assert_cited(SECTION, ["zeng2025glm45", "glm2024chatglm", "chatglm2config", "hfglmconfig",
                                            "chatglm6bmodeling", "chatglm2modeling"])
     for label in ("position_encodings-bert-vit-glm", "transformer_block-deepnorm", "long_context_structure-prefix-lm",
-                  "moe_serving-aux-free", "speculative_decoding-mtp-training", "tradeoffs-gqa-vs-mqa"):
+                  "moe_serving-aux-free", "speculative_decoding-mtp-training", "tradeoffs-gqa-vs-mqa",
+                  "transformer_block-llama-glm-bloom", "tensor_parallel-replication"):
         assert "{ref}`" + label + "`" in SECTION, label
     assert "In the interview" in SECTION and ":class: dropdown" in SECTION
     assert "2 KV groups" not in SECTION  # the book never calls KV heads groups
