@@ -67,6 +67,12 @@ def test_prefill_against_decode_alone():
     assert f"{DECODE_S:.2f}" == "1.12" == glued("lc47_decode_s")
 
 
+def test_setting_fits_llama31_context():
+    ctx31 = 131_072  # Llama 3.1 70B config.json max_position_embeddings; Llama 3 70B's is 8192
+    assert N + OUT > 8192 and N + OUT <= ctx31 and glued("lc47_max_ctx") == "131,072"
+    assert (glued("lc47_n_ar"), glued("lc47_n_in"), glued("lc47_d")) == (str(2 * L), "32,768", "8,192")
+
+
 def test_flops_of_each_phase():
     assert PER_TOKEN == P70 - 2 * V * D - (2 * L + 1) * D  # all but embeddings, head and the RMSNorm weights
     assert f"{PF_FLOPS / 1e15:.2f}" == "5.89" == glued("lc47_pf_pflop")
@@ -86,6 +92,29 @@ def test_cache_caps_concurrency_and_prefill_dominates():
     assert f"{dec_share:.3f}" == "0.105" == glued("lc47_dec_share_s")
     assert f"{prefill(N) / (prefill(N) + dec_share):.0%}" == "91%" == glued("lc47_pf_pct")
     assert f"{1 / (prefill(N) + dec_share):.2f}" == "0.84" == glued("lc47_rate")
+    assert f"{1 / prefill(N):.2f}" == "0.93" == glued("lc47_pf_rate")
+    assert f"{OUT * busy:.2f}" == "4.84" == glued("lc47_own_dec_s")
+    assert f"{prefill(N) / (prefill(N) + OUT * busy):.0%}" == "18%" == glued("lc47_ttft_busy_pct")
+
+
+def test_littles_law_caps_a_colocated_node():
+    rate = 1 / (prefill(N) + OUT * decode(N + OUT, BATCH) / BATCH)
+    wait = BATCH / rate  # Little: L = rate x W
+    assert (f"{wait:.0f}", f"{1e3 * wait / OUT:.0f}") == ("54", "272") == (glued("lc47_wait_s"),
+                                                                          glued("lc47_wait_tpot_ms"))
+
+    def tpot(b):  # W / OUT with W = b / rate(b), rate(b) = 1 / (prefill + OUT x step(b) / b)
+        return b * (prefill(N) + OUT * decode(N + OUT, b) / b) / OUT
+
+    b = max(b for b in range(1, BATCH + 1) if tpot(b) <= 0.050)
+    assert tpot(b + 1) > 0.050 and b == 7 and glued("lc47_slo_b") == "7" and glued("lc47_tpot_target_ms") == "50"
+    r = 1 / (prefill(N) + OUT * decode(N + OUT, b) / b)
+    assert f"{r:.2f}" == "0.76" == glued("lc47_slo_rate")
+    assert f"{1e3 * tpot(b):.0f}" == "46" == glued("lc47_slo_tpot_ms")
+    assert f"{r * prefill(N):.0%}" == "82%" == glued("lc47_slo_pf_pct")
+    dec_node = BATCH / (OUT * decode(N + OUT, BATCH))
+    assert f"{dec_node:.1f}" == "9.5" == glued("lc47_dec_node")
+    assert f"{dec_node * prefill(N):.0f}" == "10" == glued("lc47_pd_ratio")
 
 
 def test_levers():
@@ -93,7 +122,15 @@ def test_levers():
     assert glued("lc47_chunks") == str(N // 2048) == "16"
     assert f"{1e3 * new_flops(N - 2048, 2048) / (TP * PEAK):.0f}" == "57" == glued("lc47_chunk_ms")
     assert f"{1e3 * 2 * L * KV * HD * 2 * N / NDR:.0f}" == "215" == glued("lc47_xfer_ms")
+    assert f"{1e3 * (new_flops(N - 2048, 2048) / (TP * PEAK) + comm(2048)):.0f}" == "78" == glued("lc47_chunk_total_ms")
+    assert f"{2 * L * KV * HD * 2 * N / 2**30:.2f}" == "10.00" == glued("lc47_prompt_gib")
+    assert f"{kv_per_gpu(N) / 2**30:.2f}" == "1.25" == glued("lc47_prompt_gpu_gib")
+    assert f"{1e3 * kv_per_gpu(N) / NDR:.0f}" == "27" == glued("lc47_xfer_gpu_ms")  # each GPU its own port
+    assert f"{kv_per_gpu(N) / NDR / prefill(N):.1%}" == glued("lc47_xfer_pct")
+    assert f"{1e3 * kv_per_gpu(N) / 64e9:.0f}" == "21" == glued("lc47_reload_ms")  # PCIe Gen5, 64 GB/s a direction
     assert f"{prefill(N, wb=1):.2f}" == "0.71" == glued("lc47_f8_prefill_s")
+    assert f"{prefill(N, wb=1) + ATTN / (TP * 2 * PEAK):.2f}" == "0.80" == glued("lc47_f8_bf16_attn_s")
+    assert glued("lc47_bf16_step_ms") == "5.60"
     assert f"{1e3 * decode(N, wb=1):.2f}" == "2.80" == glued("lc47_f8_step_ms")
     assert max_seqs(N + OUT, wb=1) == 105 and glued("lc47_f8_batch") == "105"
 
