@@ -5,8 +5,8 @@ Recomputed without mha_kit and without the chapter's numpy sampler: the nucleus 
 (§3.1: the smallest set of the likeliest tokens whose mass reaches p), grown token by token in plain Python
 after a top-k by rank; the probability of the top token at temperature T as 1 / sum_j exp((z_j - z_0) / T);
 the length rules from Hugging Face's GenerationConfig (max_length counts the prompt, max_new_tokens does not
-and wins, an untouched default of 20 means 20 new tokens), vLLM's _validate_input (unset max_tokens is the rest
-of the window, more is an HTTP 400) and the truncation of a list of turns by arithmetic.
+and wins, an untouched default of 20 means 20 new tokens), vLLM 0.33.0's get_max_tokens (unset max_tokens is the rest
+of the window, more is clamped to it) and the truncation of a list of turns by arithmetic.
 """
 import json
 import math
@@ -73,23 +73,27 @@ def test_length_settings():
     assert "nothing set:         20 new tokens" in out  # default max_length 20 read as 20 new tokens
     assert glued("ds_len_hf_explicit") == str(100 - 30)
     assert "max_length=20:         refused" in out and "max_new_tokens=256:    256" in out
-    assert glued("ds_len_vllm_rest") == f"{8192 - 7000:,}" and "max_tokens=2048: HTTP 400" in out
+    assert glued("ds_len_vllm_rest") == f"{8192 - 7000:,}" and "HTTP 400" not in out
+    assert glued("ds_len_vllm_clamp") == f"{min(2048, 8192 - 7000):,}" and "max_tokens=2048: 1192 (clamped)" in out
+    assert "max_new_tokens=512: 512" in out and "max_tokens=9000: refused" in out and "9000-token prompt: refused" in out
+    assert (glued("ds_len_window"), glued("ds_len_reserve"), glued("ds_len_prompt")) == ("8,192", "1,024", "7,000")
     turns = [300, 4000, 3500, 1200]
     budget = 8192 - 1024
     assert glued("ds_len_budget") == f"{budget:,}" and glued("ds_len_history") == f"{sum(turns):,}"
     right = [max(0, min(n, budget - sum(turns[:i]))) for i, n in enumerate(turns)]
     left = list(reversed([max(0, min(n, budget - sum(turns[::-1][:i]))) for i, n in enumerate(turns[::-1])]))
     assert right == [300, 4000, 2868, 0] and left == [0, 2468, 3500, 1200]
-    for how, kept in (("truncation right", right), ("truncation left", left), ("drop old turns", [300, 0, 3500, 1200])):
+    for how, kept in (("truncation right", right), ("truncation left", left), ("drop old turns", [300, 0, 0, 1200])):
         line = next(s for s in out.splitlines() if s.startswith(how))
         assert [int(v) for v in re.findall(r"(?:system|user \d|assistant \d)\s+(\d+)", line)] == kept, how
 
 
 def test_prose_links_and_cites():
     hand = chapter_outputs.section(NB, "decoding_sampling-sampler-by-hand", end="decoding_sampling-mirostat-typical-cfg")
-    chapter_outputs.assert_cited(hand, ["holtzman2020curious", "hftopplogitswarper", "hfgenerationconfiglength"])
+    chapter_outputs.assert_cited(hand, ["holtzman2020curious", "hftopplogitswarper", "hfgenerationconfiglength",
+                                        "vllm033samplingparams"])
     length = chapter_outputs.section(NB, "decoding_sampling-max-new-tokens", end="decoding_sampling-structured-reasoning")
-    chapter_outputs.assert_cited(length, ["hfgenerationconfiglength", "hfgeneratedlength", "vllmvalidateinput",
+    chapter_outputs.assert_cited(length, ["hfgenerationconfiglength", "hfgeneratedlength", "vllmvalidateinput", "vllm033maxtokens",
                                           "openaimaxcompletiontokens", "hftruncationside", "vllmtruncate"])
     code = chapter_outputs.section(NB, "decoding_sampling-logits-to-token", end="decoding_sampling-sampler-by-hand")
     chapter_outputs.assert_cited(code, ["chen2021codex"])
