@@ -463,6 +463,7 @@ UNIT = frozenset({
     "test_chapter_decoding_sampling_r25e.py",
     "test_chapter_decoding_sampling_r39a.py",
     "test_chapter_decoding_sampling_r47b.py",
+    "test_chapter_decoding_sampling_r47j.py",
     "test_chapter_continuous_batching_gain.py",
     "test_chapter_attention_cost_encoder_decoder.py",
     "test_scheduling.py",
