@@ -74,7 +74,11 @@ def test_section_form(nb):
     assert "```{admonition} In the interview\n:class: tip\n**[M]" in text
     assert ":class: dropdown" in text
     assert "| | fine-tuning | retrieval (RAG) | long context |" in text
-    chapter_outputs.assert_cited(text, ["ovadia2023finetuning", "gekhman2024finetuning", "zhang2024raft", "llama3"])
+    chapter_outputs.assert_cited(text, ["ovadia2023finetuning", "gekhman2024finetuning", "zhang2024raft", "llama3",
+                                        "lewis2020rag"])
+    assert "{cite:p}`llama3{Table 3, §3.4.2}`" in text  # the architecture is in Table 3, the 128K window in 3.4.2
+    assert "only when it saw many paraphrases" not in text and "could ease this" in text  # Ovadia: "could alleviate"
+    assert "| up-front work |" in text and "ms + retrieval" in text
     labels = chapter_outputs.book_labels()
     for ref in ("multi_tenant_serving-multi-lora", "prefix_caching-hashed", "long_context_structure-long-vs-retrieval",
                 "rope_scaling-long-vs-retrieval", "decoding_sampling-structured-output",
