@@ -113,3 +113,18 @@ def test_section_cites_links_and_boxes():
         assert f"{{ref}}`{ref}`" in text and ref in labels, ref
     assert "{admonition} In the interview" in text
     assert text.count(":class: dropdown followup") == 2 and "Drill:" in text
+
+
+def test_review_fixes_hold():
+    """cold47: no 'published methods stop at 10-30%', versioned SVD-LLM update, AWQ/Wanda attribution, one X^T convention."""
+    text = section(NB, "weight_quantization-low-rank", end="weight_quantization-quality")
+    assert "stop at 10–30%" not in text
+    assert "recommends whitening alone only up to a\nratio of 0.3" in text or "ratio of 0.3" in text
+    assert "arXiv v1 Abstract" in text and "Abstract (v5); README, step 2" in text
+    assert "AWQ's activation-magnitude scaling $s_X^{\\alpha}$" in text and "Wanda's $\\lvert W\\rvert" in text
+    assert "(W - W')X\\rVert" not in text and text.count("(W - W')X^\\top\\rVert_F") == 2
+    assert "by $r(m+n)/mn$" not in text and "fall by the same" not in text
+    assert "compressed attention and MLP projections" in text and "its own rank" in text
+    # the break-even fraction the SVD-LLM ratio is applied to is per layer: 0.8 * mn params kept in each factored layer
+    r80 = int(M * N * 0.8 / (M + N))
+    assert r80 * (M + N) <= 0.8 * M * N < (r80 + 1) * (M + N)
