@@ -87,6 +87,7 @@ UNIT = frozenset({
     "test_chapter_serving_operations_r40a.py",
     "test_chapter_serving_operations_r44c.py",
     "test_chapter_serving_operations_r47g.py",
+    "test_chapter_serving_operations_r48o.py",
     "test_chapter_kv_cache_calculator_r46b.py",
     "test_chapter_kv_cache_basics_r46b.py",
     "test_chapter_serving_kv_cache_r46b.py",
