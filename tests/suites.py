@@ -104,6 +104,7 @@ UNIT = frozenset({
     "test_chapter_transformer_block_r46a.py",
     "test_chapter_transformer_block_r47a.py",
     "test_chapter_transformer_block_r47h.py",
+    "test_chapter_transformer_block_r48l.py",
     "test_chapter_position_encodings_r46a.py",
     "test_chapter_positions_r46a.py",
     "test_chapter_rope_scaling_r46a.py",
