@@ -4,22 +4,18 @@ Tables 1 and 3 (64 warps of 32 threads and 65,536 registers per SM, at most 255 
 40/50 MB L2, 400/700 W), the H100 datasheet (FP8 3,958 TFLOPS sparse, bf16 989 dense), the A100 datasheet
 (312 dense bf16) and the Ada whitepaper v2.02, Appendix A, Table 2 (RTX 4090: 128 SMs, 73,728 KB L2,
 FP8 with FP32 accumulate 330.3 dense, BF16 165.2 dense)."""
-import json
-import pathlib
 import re
 
 import pytest
 
-NB = pathlib.Path(__file__).parents[1] / "book" / "cuda_basics.ipynb"
+import chapter_outputs
+
 
 
 def _cell(marker):
-    nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
-    glued = {o["metadata"]["scrapbook"]["name"]: o["data"]["application/papermill.record/text/plain"].strip("'")
-             for o in cell["outputs"] if "scrapbook" in o.get("metadata", {})}
-    return text, glued
+    """What the code cell containing ``marker`` printed, and the values it glued."""
+    nb = chapter_outputs.notebook("cuda_basics")
+    return chapter_outputs.printed(nb, marker), chapter_outputs.cell_glue(nb, marker)
 
 
 def test_resident_threads_and_registers():

@@ -3,21 +3,16 @@
 gpu-l2-cache stored results at commit 1c36d50, the H100 SXM datasheet (3.35 TB/s, 989 dense bf16 TFLOPS),
 and Llama 3 8B's published shape (32 layers, d 4096, FFN 14336, 32 query and 8 KV heads of 128, vocabulary
 128256, untied embeddings)."""
-import json
-import pathlib
+import chapter_outputs
 
-NB = pathlib.Path(__file__).parents[1] / "book" / "gpu_kernels.ipynb"
 HBM, BF16 = 3.35e12, 989e12
 SMEM = 132 * 128 * 67e12 / (132 * 128 * 2)  # 132 SMs x 32 banks x 4 B a clock at the FP32 peak's clock
 
 
 def _cell(marker):
-    nb = json.loads(NB.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"]))
-    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
-    glued = {o["metadata"]["scrapbook"]["name"]: o["data"]["application/papermill.record/text/plain"].strip("'")
-             for o in cell["outputs"] if "scrapbook" in o.get("metadata", {})}
-    return text, glued
+    """What the code cell containing ``marker`` printed, and the values it glued."""
+    nb = chapter_outputs.notebook("gpu_kernels")
+    return chapter_outputs.printed(nb, marker), chapter_outputs.cell_glue(nb, marker)
 
 
 def _llama8_params():
