@@ -44,6 +44,9 @@ SUPERSCRIPTS = dict(zip("0123456789T⊤", "⁰¹²³⁴⁵⁶⁷⁸⁹ᵀᵀ"))
 _DELIMITERS = re.compile(r"^\s*(?:\\\(|\\\[|\$\$?)(?P<tex>.*?)(?:\\\)|\\\]|\$\$?)\s*$", re.DOTALL)
 
 
+_COMMAND = re.compile(r"\\([A-Za-z]+|.)", re.DOTALL)  # a backslash before a newline is a command too
+
+
 class _Reader:
     """A tiny recursive reader of the TeX that the book's formulas use."""
 
@@ -94,7 +97,10 @@ class _Reader:
         return " " if char in "&~" else char
 
     def command(self):
-        match = re.compile(r"\\([A-Za-z]+|.)").match(self.tex, self.at)
+        match = _COMMAND.match(self.tex, self.at)
+        if match is None:  # a lone backslash at the end of the formula
+            self.at = len(self.tex)
+            return ""
         self.at = match.end()
         name = match.group(1)
         if name == "frac" or name == "dfrac" or name == "tfrac":
