@@ -48,6 +48,13 @@ def assert_cited(text, keys):
         assert re.search(r"@\w+\{" + key + ",", bibliography()), key
 
 
+def assert_cited_in_list(text, keys):
+    """As :func:`assert_cited`, where a key may sit anywhere in a citation list (``{cite:p}`a{§1},key{Table 1}```)."""
+    for key in keys:
+        assert re.search(r"[`,]" + key + r"\{[^}]+\}", text), key
+        assert re.search(r"@\w+\{" + key + ",", bibliography()), key
+
+
 def glued(nb, key):
     """The text of the value glued under ``key`` (myst-nb's glue), without its repr quotes."""
     for cell in nb["cells"]:

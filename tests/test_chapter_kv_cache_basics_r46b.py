@@ -33,14 +33,8 @@ def test_section_links_the_worked_case_and_the_phases():
         assert f"{{ref}}`{ref}`" in text
     labels = chapter_outputs.book_labels()
     assert all(ref in labels for ref in re.findall(r"\{ref\}`([\w.-]+)`", text))
-    assert_cited_in_list(text, ["mistral7b", "llama3", "vllmenoughkv"])
+    chapter_outputs.assert_cited_in_list(text, ["mistral7b", "llama3", "vllmenoughkv"])
     assert "raising `gpu_memory_utilization` or lowering `max_model_len`" in text  # both fixes vLLM's error names
     assert "not a CUDA OOM" in text and "before any\nactivations" in text
     assert "14 GB of weights + 512 KiB a token of MHA cache (128 KiB with GQA-8)" in text
 
-
-def assert_cited_in_list(text, keys):
-    """Each key is cited with a locator (``key{Table 1}``, first in its list or not) and is in references.bib."""
-    for key in keys:
-        assert re.search(r"[`,]" + key + r"\{[^}]+\}", text), key
-        assert re.search(r"@\w+\{" + key + ",", chapter_outputs.bibliography()), key
