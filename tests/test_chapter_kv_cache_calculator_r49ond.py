@@ -59,6 +59,10 @@ def test_apple_split_on_the_3b_shape():
     assert f"288 MiB in bf16 (-{100 * 10 / 28:.1f}%), 144 MiB in 8 bits" in out
     assert glued("calc_3b_apple") == "280 MiB" and glued("calc_3b_apple_int8") == "140 MiB"
     assert glued("calc_3b_18") == "288 MiB"
+    assert glued("calc_3b_apple_pct") == f"{100 * 3 / 8:.1f}" == "37.5"
+    text = chapter_outputs.section(NB, "kv_cache_calculator-3b-on-device", end="kv_cache_calculator-wrong-rules")
+    assert "final* layer of Block 1" in text and "8 bits" in text and "8K context" in text
+    chapter_outputs.assert_cited_in_list(text, ["applefm2025blog", "executorchllamaexport"])
 
 
 def test_wrong_rules_70b():
@@ -69,16 +73,24 @@ def test_wrong_rules_70b():
     assert glued("calc_wr_rule") == "1.25 TiB" and glued("calc_wr_right") == "80 GiB"
     assert glued("calc_wr_factor") == "16" and glued("calc_wr_fp8") == "40 GiB"
     assert glued("calc_wr_rule_tb") == "1.37 TB"
+    assert 2 * L70 * D70 * 4 == RULE and glued("calc_wr_fp32_mha") == "5 MiB"  # the rule is MHA in fp32
+    parts = [L70 // 3] * 3
+    for i in range(2, L70 % 3 + 2):  # vLLM get_pp_indices: leftovers to all but the last stage
+        parts[-i] += 1
+    assert parts == [27, 27, 26] and glued("calc_wr_pp_split") == "27/27/26"
+    assert "pipeline stages over 3 GPUs: [27, 27, 26] layers (sum 80)" in out
     assert f"[{', '.join(str(t) for t in range(1, 9) if H70 % t == 0)}]; 3 divides them: False" in out
 
 
 def test_sections_cite_and_link():
     text = chapter_outputs.section(NB, "kv_cache_calculator-3b-on-device", end="kv_cache_calculator-context")
     chapter_outputs.assert_cited_in_list(text, ["llama32sku", "llama32card", "applefm2025", "afm2025press",
-                                                "vllmverifyparallel"])
+                                                "vllmverifyparallel", "vllmppindices", "applefm2025blog",
+                                                "executorchllamaexport"])
     labels = chapter_outputs.book_labels()
     for ref in ("beyond_kv_cache-cross-layer", "serving_reliability-on-device", "tensor_parallel-uneven-heads",
                 "low_precision_kv-vllm", "kv_cache_calculator-formula", "beyond_kv_cache-local-global"):
         assert f"{{ref}}`{ref}`" in text or f"<{ref}>`" in text, ref
         assert ref in labels, ref
+    assert "Tensor-parallel a 70B over 3 GPUs" in text and "Serve a 70B on 3 GPUs" not in text
     assert "(kv_cache_calculator-wrong-rules)=" in text and "In the interview" in text and ":class: dropdown" in text
