@@ -89,6 +89,8 @@ UNIT = frozenset({
     "test_chapter_serving_operations_r47g.py",
     "test_chapter_serving_operations_r48o.py",
     "test_chapter_kv_cache_calculator_r46b.py",
+    "test_chapter_kv_cache_calculator_r49ond.py",
+    "test_chapter_beyond_kv_cache_r49ond.py",
     "test_chapter_kv_cache_basics_r46b.py",
     "test_chapter_serving_kv_cache_r46b.py",
     "test_chapter_scheduler_design_r33ff.py",
