@@ -21,6 +21,13 @@ def test_break_even_hit_rate():
     assert glued("pc_sc_over") == f"{1e3 * OVER:.4f}"
 
 
+def test_break_even_at_ten_times_the_lookup_price():
+    h_x = (30 * 0.02 / 1e6 + 10 * 2.0 / 1e6) / LLM
+    assert glued("pc_sc_lookup_x") == "10"
+    assert glued("pc_sc_hstar_x") == f"{h_x:.2%}" == "0.64%"
+    assert h_x < LLM / WRONG * 1.01  # still far below any realistic hit rate: the false-hit share decides
+
+
 def test_false_hit_share_is_about_call_over_wrong():
     for h in (5, 10, 20, 31):
         f_star = (h / 100 * LLM - OVER) / (h / 100 * WRONG)

@@ -56,6 +56,19 @@ def test_p95_of_sum_is_below_sum_of_p95s():
     assert int(glued("so_ttfu_p95_sum")) < int(glued("so_ttfu_sum"))
 
 
+def test_rare_stalls_break_the_sum_of_p95s():
+    """Nine stages each stalling on 4% of requests: every stage's p95 hides the stall, the end-to-end p95 does not."""
+    stall, stages = 0.04, 9
+    share = 1 - (1 - stall) ** stages
+    assert stall < 0.05 < share  # below each stage's tail, above the end-to-end tail
+    assert glued("so_ttfu_stages") == str(stages)
+    assert glued("so_ttfu_stall_p") == "4"
+    assert glued("so_ttfu_stall_share") == f"{100 * share:.0f}" == "31"
+    text = chapter_outputs.section(NB, "serving_operations-first-useful-p95", end="serving_operations-long-outputs")
+    assert "not subadditive" in text and "not a bound" in text
+    assert "safe bound" not in text and "bounds the end-to-end p95" not in text
+
+
 PRICE_IN, PRICE_CACHED, PRICE_OUT = 1.0, 0.1, 4.0
 
 
@@ -75,6 +88,11 @@ def test_bill_decomposition():
     for i, now in enumerate(steps):
         assert glued(f"so_bill_step{i}") == f"{now / prev:.2f}"
         prev = now
+    ratios = [steps[0] / plan] + [steps[i] / steps[i - 1] for i in range(1, 6)]
+    text = chapter_outputs.section(NB, "serving_operations-hosted-bill-triage", end="serving_operations-ttft-tpot-levers")
+    order = sorted(range(6), key=lambda i: -ratios[i])  # the prose must name the steps largest first
+    positions = [text.index(f"so_bill_step{i}") for i in order]
+    assert positions == sorted(positions), order
     assert glued("so_bill_plan") == f"{1e3 * plan:.3f}" == "3.135"
     assert glued("so_bill_x") == f"{steps[-1] / plan:.1f}" == "10.6"
     assert math.isclose(steps[-1] / plan, math.prod(s / p for s, p in zip(steps, [plan] + steps[:-1])))
