@@ -15,7 +15,7 @@ from test_chapter_chains import rubric_problems
 
 NB = chapter_outputs.notebook("serving_operations")
 LABEL = "serving_operations-kv-cost-diagnosis"
-TEXT = chapter_outputs.section(NB, LABEL, "serving_operations-ttft-tpot-levers")
+TEXT = chapter_outputs.section(NB, LABEL, "serving_operations-hosted-bill-triage")
 MARKER = "KC_USD_HOUR = 2.0"
 TABLE = chapter_outputs.printed(NB, MARKER)
 
