@@ -122,6 +122,7 @@ UNIT = frozenset({
     "test_chapter_cuda_basics_r47d.py",
     "test_chapter_gpu_kernels_r46d.py",
     "test_chapter_gpu_kernels_r47f.py",
+    "test_chapter_gpu_kernels_r49kern.py",
     "test_chapter_serving_operations_r27c.py",
     "test_chapter_low_precision_kv_r22a.py",
     "test_chapter_low_precision_kv_r25b.py",
