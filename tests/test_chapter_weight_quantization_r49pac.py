@@ -48,6 +48,18 @@ def test_drill_storage_of_a_4096_layer():
     assert glued(NB, "pk49_d_qw_mib") == f"{4 * qweight / 2**20:.0f}" == "8"
     assert glued(NB, "pk49_d_qz") == f"{qzeros:,}" == "16,384"
     assert glued(NB, "pk49_d_sc_kib") == f"{2 * scales / 2**10:.0f}" == "256"
+    bits = (4 * k * n + 16 * scales + 4 * (k // 128) * n) / (k * n)  # codes + fp16 scales + 4-bit zeros
+    assert glued(NB, "pk49_bpw") == f"{bits:.3f}" == "4.156"
+
+
+def test_gptq_zero_point_of_zero_cannot_be_stored():
+    word = 0
+    for i, z in enumerate([0, 3, 3, 3, 3, 3, 3, 3]):  # AutoGPTQ: zeros -= 1, then OR each << 4i into a uint32
+        word |= ((z - 1) & 0xFFFFFFFF) << 4 * i
+    word &= 0xFFFFFFFF
+    assert glued(NB, "pk49_zm1_hex") == f"{word:#010x}" == "0xffffffff"
+    assert all(n + 1 == 16 for n in _nibbles(word))  # every zero point reads back as 16, not 0 or 3
+    assert "read back +1: [16, 16, 16, 16, 16, 16, 16, 16]" in printed(NB, "pk_gptq = {")
 
 
 def test_tiled_loop_matches_plain_product():
@@ -71,6 +83,12 @@ def test_the_0x6400_trick():
     assert f"AWQ constants:    {codes}" in out
     assert f"Marlin constants: {[c - 8 for c in codes]}" in out
     assert "all 16 codes give q - 8 exactly: True" in out
+    # dequantize.cuh: 4 lop3, 1 shr, 2 sub.f16x2 and 2 fma.f16x2 for 8 codes; the two halves of a
+    # 32-bit word are one pair, so each lop3 / sub / fma produces two codes
+    ops = {"lop3": 8 // 2, "shr": 1, "sub": 8 // 4, "fma": 8 // 4}
+    for kind, count in ops.items():
+        assert glued(NB, f"pk49_{kind}") == str(count), kind
+    assert glued(NB, "pk49_instr") == str(sum(ops.values())) == "9"
 
 
 def test_marlin_repack_lanes():
@@ -98,3 +116,5 @@ def test_section_cites_links_and_boxes():
         assert f"{{ref}}`{ref}`" in text and ref in labels, ref
     assert "{admonition} In the interview" in text and "*The setting.*" in text
     assert text.count(":class: dropdown followup") == 1 and "Drill:" in text
+    assert "Every kernel unpacks in the same two steps" not in text  # Marlin / AWQ CUDA use lop3, not shift+mask
+    assert "two codes per instruction" not in text and "c_ptr.type.element_ty" in text
