@@ -30,6 +30,19 @@ def test_transfer_times(nb):
     prefill = 2 * 32e9 * TOKENS / (8 * 989e12)  # linear layers at 32B activated, 8 H100s at the bf16 peak
     assert chapter_outputs.glued(nb, "ds_k2_prefill_ms") == f"{1e3 * prefill:,.0f}" == "647"
     assert chapter_outputs.glued(nb, "ds_k2_port_share") == f"{TOKENS * PER_TOKEN / PORT / prefill:.0%}"
+    attn = LAYERS * 64 * (128 + 64 + 128) * TOKENS**2  # causal: QK over 192 dims, PV over 128, 64 heads
+    assert chapter_outputs.glued(nb, "ds_k2_attn_pflops") == f"{attn / 1e15:.1f}" == "8.0"
+    assert chapter_outputs.glued(nb, "ds_k2_lin_pflops") == "5.12"
+    full_bf16, full_fp8 = prefill + attn / (8 * 989e12), prefill / 2 + attn / (8 * 989e12)
+    assert chapter_outputs.glued(nb, "ds_k2_full_bf16_s") == f"{full_bf16:.2f}" == "1.66"
+    assert chapter_outputs.glued(nb, "ds_k2_full_fp8_s") == f"{full_fp8:.2f}" == "1.33"
+    port_s = TOKENS * PER_TOKEN / PORT
+    assert chapter_outputs.glued(nb, "ds_k2_port_share_full") == f"{port_s / full_bf16:.0%}" == "7%"
+    assert chapter_outputs.glued(nb, "ds_k2_port_share_full_fp8") == f"{port_s / full_fp8:.0%}" == "8%"
+    assert chapter_outputs.glued(nb, "ds_k2_layer_prefill_ms") == f"{1e3 * prefill / LAYERS:.1f}" == "10.6"
+    assert float(chapter_outputs.glued(nb, "ds_k2_layer_ms")) < 1e3 * prefill / LAYERS  # layer-wise send hides
+    assert chapter_outputs.glued(nb, "ds_k2_tp") == "8"
+    assert chapter_outputs.glued(nb, "ds_k2_decode_copies_gb") == f"{8 * TOKENS * PER_TOKEN / 1e9:.1f}" == "45.0"
 
 
 def test_dgd_replicas_follow_the_split(nb):
@@ -37,6 +50,9 @@ def test_dgd_replicas_follow_the_split(nb):
     assert chapter_outputs.glued(nb, "ds_dgd_p") == "3" and chapter_outputs.glued(nb, "ds_dgd_d") == "1"
     out = chapter_outputs.printed(nb, "n_p, n_d = ")
     assert "kind: DynamoGraphDeployment" in out and "subComponentType: prefill\n      replicas: 3" in out
+    assert "backendFramework: vllm" in out
+    assert "--tensor-parallel-size, \"8\", --disaggregation-mode, prefill]" in out
+    assert "--tensor-parallel-size, \"8\", --disaggregation-mode, decode]" in out
 
 
 def test_sections_cite(nb):
@@ -50,5 +66,7 @@ def test_sections_cite(nb):
     assert "| who may take part |" in cmp
     dgd = chapter_outputs.section(nb, "disaggregated_serving-dgd", end="disaggregated_serving-afd")
     chapter_outputs.assert_cited(dgd, ["dynamodgd"])
+    assert "PodCliqueSet" in dgd and "docs/kubernetes/docs/kubernetes" not in dgd  # the Grove path skips DCDs
+    assert "one NIC per request" in cmp and "aggregated over several NICs" not in cmp
     for text in (k2, cmp, dgd):
         assert "In the interview" in text

@@ -36,7 +36,8 @@ def test_gqa_trap(nb):
 
 def test_section_cites_and_links(nb):
     text = chapter_outputs.section(nb, "mla_serving-kimi-k2-cache", end="mla_serving-vs-lora")
-    chapter_outputs.assert_cited(text, ["kimik2repo", "deepseekv3", "vllmengineargs"])
+    chapter_outputs.assert_cited(text, ["kimik2repo", "deepseekv3", "vllmengineargs", "flashmla"])
+    assert "sparse-decode FP8 format for DeepSeek-V3.2" in " ".join(text.split())  # the 656-byte row is not K2's dense FP8 cache
     for label in ("weight_quantization-w4a8", "mla_serving-fp8-latent", "disaggregated_serving-kimi-80k",
                   "low_precision_kv-kv-or-weights"):
         assert "{ref}`" + label + "`" in text
