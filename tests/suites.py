@@ -284,6 +284,8 @@ UNIT = frozenset({
     "test_chapter_disaggregated_serving.py",
     "test_chapter_disaggregated_serving_r33a.py",
     "test_chapter_disaggregated_serving_r46f.py",
+    "test_chapter_disaggregated_serving_r49dis.py",
+    "test_chapter_mla_serving_r49dis.py",
 
     "test_chapter_deployment_plan.py",
     "test_chapter_map.py",
