@@ -74,13 +74,20 @@ def test_lazy_rescale_headroom():
     assert chapter_outputs.glued(NB, "sn_fp8_headroom") == f"{headroom:.3f}" == "0.807"
     text = chapter_outputs.printed(NB, MARKER_LAZY)
     for name, offset, tau, fits in (("FA4, 16-bit inputs (P~ in bf16)", 0, 8, True),
-                                    ("FA4, FP8 before PR #2717", 8, 4, False),
+                                    ("FA4, E4M3 before PR #2717", 8, 4, False),
                                     ("FA4, E4M3 after PR #2717", 4, 4, True),
                                     ("FA4, FP8 after PR #2731 (at 0251105)", 8, 0, True)):
         line = next(ln for ln in text.splitlines() if ln.startswith(name))
         assert line.split()[-2:] == [f"{2 ** (offset + tau):,}", str(fits)], line
         limit = math.log2(E4M3_MAX) if "16-bit" not in name else 128  # bf16's largest is about 2^128
         assert (offset + tau < limit) == fits
+    e5m2_max = float(ml_dtypes.finfo(ml_dtypes.float8_e5m2).max)  # 57344: E5M2 absorbs 2^12
+    line = next(ln for ln in text.splitlines() if ln.startswith("FA4, E5M2 before and after PR #2717"))
+    assert line.split()[-2:] == ["4,096", "True"] and 8 + 4 < math.log2(e5m2_max)
+    assert chapter_outputs.glued(NB, "sn_fp8_e5m2_log2") == f"{math.log2(e5m2_max):.1f}" == "15.8"
+    bound = math.log2(E4M3_MAX) - 4  # offset + tau < log2 448 with tau = 4
+    assert chapter_outputs.glued(NB, "sn_fp8_off_bound") == f"{bound:.3f}" == "4.807"
+    assert chapter_outputs.glued(NB, "sn_fp8_off_int") == str(math.floor(bound)) == "4"
     kept = E4M3_MAX / 4096
     assert chapter_outputs.glued(NB, "sn_fp8_kept") == f"{kept:.1%}" == "10.9%"
     assert chapter_outputs.glued(NB, "sn_fp8_under") == "89%"
@@ -115,13 +122,21 @@ def test_ess_rows():
     assert chapter_outputs.glued(NB, "sn_fp8_ess_rel_one") == f"{one_e / one_o:.1%}"
     assert chapter_outputs.glued(NB, "sn_fp8_ess_rel_flat") == f"{flat_e / flat_o:.1%}"
     assert chapter_outputs.glued(NB, "sn_fp8_ess_sqrt") == f"{math.sqrt(512):.1f}"
+    # LeetCUDA §27.3.7's simulation figures and their ratio (0.22 / 0.015 = 14.7)
+    for key, want in (("sn_fp8_lc_tokens", "8,192"), ("sn_fp8_lc_dh", "128"), ("sn_fp8_lc_causal", "0.22"),
+                      ("sn_fp8_lc_dense", "0.015"), ("sn_fp8_lc_rel_causal", "5.5%"), ("sn_fp8_lc_rel_dense", "9.1%"),
+                      ("sn_fp8_lc_ratio", f"{0.22 / 0.015:.0f}")):
+        assert chapter_outputs.glued(NB, key) == want, key
+    assert "14.7x" in text
     assert abs(one_e / one_o - flat_e / flat_o) < 0.01  # the same relative error on both rows
     assert 15 < one_e / flat_e < 30  # the absolute error follows sqrt(ESS), sqrt(512) = 22.6
 
 
 def test_section_cites_links_and_boxes():
     text = chapter_outputs.section(NB, LABEL, end="softmax_numerics-ragged-rows")
-    assert text.startswith(f"({LABEL})=\n### FP8 attention: where each scale goes")
+    assert text.startswith(f"({LABEL})=\n## FP8 attention: where each scale goes")
+    assert "PyTorch simulation" in text and "makes a dequantization pass over memory" in text
+    assert "running maximum kept in scaled log2" in text and "one add per score" in text
     chapter_outputs.assert_cited(text, ["fa3fp8code", "fa4fp8scaling", "sageattncode", "leetcudach27",
                                         "zhang2025sageattention2"])
     for ref in ("attention_backends-low-precision", "softmax_numerics-online-cost", "attention_cost-merge",
