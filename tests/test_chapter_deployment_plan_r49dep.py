@@ -48,6 +48,7 @@ def test_single_stream_speed():
     assert (glued("ogs_fp8_tps"), glued("ogs_w4a16_tps")) == ("47", "86")
     w4 = ((P70 - emb_head) * 4.125 / 8 + V * D * 2 + 4096 * KV_TOK) / BW
     assert glued("ogs_measured_mbu") == f"{30 * w4:.2f}"
+    assert glued("ogs_zero_bits") == f"{4 / 128:.2f}" == "0.03"  # a 4-bit zero point per 128 weights
 
 
 def nccl_us(nodes):  # the cheaper of ring and tree, LL protocol, 8 GPUs a node on NVLink
@@ -67,7 +68,15 @@ def test_r1_two_nodes():
     active = (attn + DENSE * 3 * D3 * FF_DENSE + (L3 - DENSE) * (ACTIVE_EXPERTS * 3 * D3 * FF_MOE + 256 * D3)
               + V3_VOCAB * D3)  # FP8 bytes a token reads: the output head, not the input table
     tp16 = active / 16 / BW + ars * nccl_us(2) * 1e-6
-    pp2 = 2 * (active / 2 / 8) / BW + ars * nccl_us(1) * 1e-6 + vec / NDR
+    hop = 2 * vec  # hidden state and residual cross between the stages
+    assert glued("r1_hop") == f"{hop:,}" == "28,672" and glued("r1_hop_ratio") == str(ars * vec // hop) == "61"
+    pp2 = 2 * (active / 2 / 8) / BW + ars * nccl_us(1) * 1e-6 + hop / NDR
+    extra, saved = ars * (nccl_us(2) - nccl_us(1)) * 1e-6, active / 8 / BW - active / 16 / BW
+    assert glued("r1_extra_ms") == f"{1e3 * extra:.2f}" == "1.24"
+    assert glued("r1_saved_ms") == f"{1e3 * saved:.2f}"
+    assert extra > saved  # the comparison the recommendation rests on
+    assert glued("r1_ar8_ms") == f"{1e3 * ars * nccl_us(1) * 1e-6:.2f}"
+    assert (glued("r1_node_gb"), glued("r1_ckpt_gb")) == ("640", "685")
     assert glued("r1_tp16_ms") == f"{1e3 * tp16:.2f}"
     assert glued("r1_pp2_ms") == f"{1e3 * pp2:.2f}"
     assert glued("r1_ar16_ms") == f"{1e3 * ars * nccl_us(2) * 1e-6:.2f}"
@@ -84,7 +93,7 @@ def test_sections_cite_and_link():
     mem = chapter_outputs.section(nb, "deployment_plan-70b-one-gpu-memory", "deployment_plan-decode-floor")
     chapter_outputs.assert_cited(mem, ["kwon2023vllm", "vllmblocksizes", "pytorchcudamemory", "databricks2023inference"])
     r1 = chapter_outputs.section(nb, "deployment_plan-r1-two-nodes", "deployment_plan-forecast")
-    chapter_outputs.assert_cited(r1, ["sglangdeepseek", "deepseekv3"])
+    chapter_outputs.assert_cited(r1, ["sglangdeepseek", "deepseekv3", "vllmppintermediate", "vllmcustomarp2p"])
     labels = chapter_outputs.book_labels()
     for text in (mem, r1):
         for ref in re.findall(r"\{ref\}`([\w.-]+)`", text):
