@@ -32,6 +32,10 @@ def test_chip_counts_and_ridges():
     assert g["cb49_kv_chips_8bit"] == f"{kv_bytes(8192, 1) / SRAM:.1f}"
     assert g["cb49_lpu_ridge"] == f"{750e12 / 80e12 / 2:.1f}" == "4.7"
     assert g["cb49_h100_ridge"] == f"{989e12 / 3.35e12:.0f}" == "295"
+    assert g["cb49_h100_ridge_fp8"] == f"{3958e12 / 2 / 3.35e12 / 2:.0f}" == "295"  # like for like, 8-bit
+    assert g["cb49_chips_w_230"] == str(math.ceil(W8 / 230e6)) == "307"  # serving_reliability's count
+    assert g["cb49_h100_fp8_tflops"] == "1,979" and g["cb49_lpu_tops"] == "750"
+    assert g["cb49_fp8_over_int8"] == f"{3958 / 2 / 750:.1f}"
     assert "10,440 chips hold 2.41 TB" in co.printed(NB, "LPU_SRAM = ")
     assert 10_440 * SRAM > 2e12  # the abstract's "more than 2 TeraBytes"
 
@@ -49,14 +53,24 @@ def test_pipeline_table():
     g = co.cell_glue(NB, "def sram_fleet")
     assert g["cb49_p_chips"] == "1,237"
     assert g["cb49_kv_floor"] == f"{1e3 * kv_bytes(8192) / SRAM * TOKEN_S:.1f}"
-    assert g["cb49_max_flight"] == f"{L * 750 / 80 / 2:.0f}"
+    # compute binds when the fleet's INT8 peak is used: 300 tok/s x in flight x 2 ops a weight byte
+    flight = TOKEN_S * math.ceil(W8 / SRAM) * 750e12 / (2 * W8)
+    assert g["cb49_max_flight"] == f"{flight:,.0f}" and 5_000 < flight < 6_000
+    assert flight > 80 * 750 / 80 / 2 * 10  # far past P x ridge, the old wrong bound
+    slot, read = TOKEN_S / L, W8 / (math.ceil(W8 / SRAM) * 80e12)
+    assert g["cb49_slot_us"] == f"{1e6 * slot:.1f}" == "41.7"
+    assert g["cb49_read_us"] == f"{1e6 * read:.1f}" and g["cb49_slot_ratio"] == f"{slot / read:.0f}" == "14"
+    assert g["cb49_bw_use"] == f"{80 * 300 * W8 / (math.ceil(W8 / SRAM) * 80e12):.0%}" == "7%"
+    assert g["cb49_int8_use"] == f"{80 * 300 * 2 * W8 / (math.ceil(W8 / SRAM) * 750e12):.1%}" == "1.5%"
+    assert "stages occupied" in lines[0] and "busy" not in lines[0]
     # the cost per token falls with the batch towards the cache term, never below it
     assert fleet(80, 8192)[1] > kv_bytes(8192) / SRAM * TOKEN_S
 
 
 def test_section_cites_and_links():
     text = co.section(NB, "cuda_basics-sram-batching", end="cuda_basics-int-vs-float")
-    co.assert_cited(text, ["abts2022tsm", "abts2020tsp", "techpowerupgroq2024"])
+    co.assert_cited(text, ["abts2022tsm", "abts2020tsp", "techpowerupgroq2024", "semianalysisgroq2024", "nvidiah100"])
+    assert "more per token than an HBM fleet" not in text and "4,096-token context" in text
     labels = co.book_labels()
     for ref in ("serving_reliability-sram-design", "worked_example-bytes", "tensor_parallel-pipeline-bubble",
                 "cuda_basics-vliw-tpu"):

@@ -45,11 +45,16 @@ def test_capacity_table():
     assert capacity(8, 1.25) == 4 and capacity(512, 1.25) == 20
     g = co.cell_glue(NB, "def lingvo_capacity")
     assert g["moe49_worst_x"] == str(E // K) == "32"
+    # Lingvo's rounding at 64 tokens: int(64 x 8 x 1.25 / 256) = 2 becomes 4, an effective factor of 2
+    assert g["moe49_cap64_raw"] == str(int(64 * K * 1.25 / E)) == "2"
+    assert g["moe49_eff64"] == f"{E * capacity(64, 1.25) / (64 * K):.1f}" == "2.0"
+    assert g["moe49_bcast64_mb"] == f"{64 * D / 1e6:.2f}" == "0.46"  # broadcast the step: n x d_model bytes
 
 
 def test_section_cites_and_links():
     text = co.section(NB, "moe_serving-static-fabric", end="moe_serving-megablocks")
-    co.assert_cited(text, ["fedus2022switch", "lingvogshardgating", "abts2022tsm", "abts2020tsp"])
+    co.assert_cited(text, ["fedus2022switch", "lingvogshardgating", "abts2022tsm", "abts2020tsp", "deepseekv3"])
+    assert "as Switch and GShard did" not in text and "top-k form of Switch" in text
     labels = co.book_labels()
     for ref in ("moe_serving-eplb", "moe_serving-experts-touched", "cuda_basics-sram-batching",
                 "cuda_basics-vliw-tpu", "moe_serving-capacity"):
