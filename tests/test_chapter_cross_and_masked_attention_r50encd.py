@@ -57,6 +57,12 @@ def test_table_and_glue(nb):
     assert chapter_outputs.glued(nb, "cma_gen_hidden") == f"{2 * hidden / 1e9:.0f}"
     assert chapter_outputs.glued(nb, "cma_gen_hidden_x") == f"{hidden / cross_attn:.0f}" == "508"  # d (T-1)/T
     assert chapter_outputs.glued(nb, "cma_gen_enc") == f"{2 * encoder() / 1e9:.1f}" == "51.5"
+    save_enc, save_self, save_cross = naive - once, once - self_cache, self_cache - inc
+    assert save_enc > save_cross > save_self  # the encoder-once saving is the largest, in absolute FLOPs
+    assert chapter_outputs.glued(nb, "cma_gen_save_enc") == f"{2 * save_enc / 1e9:,.0f}" == "6,546"
+    assert chapter_outputs.glued(nb, "cma_gen_save_self") == f"{2 * save_self / 1e9:,.0f}" == "465"
+    cross_bytes = 2 * LAYERS * SRC * D * 2  # K and V in every decoder layer, bf16
+    assert chapter_outputs.glued(nb, "cma_gen_cross_mb") == f"{cross_bytes / 1e6:.1f}" == "12.6"
 
 
 def test_asymptotic_orders():
@@ -78,6 +84,8 @@ def test_section_form(nb):
     assert text.startswith(f"({LABEL})=\n### ")
     assert "```{admonition} In the interview\n:class: tip\n**[M]" in text
     assert ":class: dropdown" in text
+    assert "The largest single saving is the\ncross-attention cache" not in text
+    assert "The largest saving is running the encoder once" in text
     for locator in ("cs182fa23summ2{", "vaswani2017attention{§4, Table 1}", "hft5crosscache{T5Attention.forward}",
                     "{ref}`kv_cache_basics-flops-saved`", "{ref}`cross_and_masked_attention-self-cross`"):
         assert locator in text, locator

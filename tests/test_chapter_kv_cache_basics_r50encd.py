@@ -59,3 +59,6 @@ def test_section_form(nb):
     for locator in ("cs182fa23summ2{", "tomar2025xquant{Abstract}", "llama3_8b_config{config.json}",
                     "{ref}`kv_cache_basics-flops-saved`"):
         assert locator in text, locator
+    for caveat in ("summed\nserially (no overlap)", "cache part of the\nstep only", "at datasheet peak, a lower\nbound",
+                   "$2d$ = {glue:text}`kb_xc_per_byte` FLOP/B at bf16"):
+        assert caveat in text, caveat
