@@ -3,7 +3,7 @@
 Recomputed from constants written out here: Mixtral 8x7B (arXiv:2401.04088 Table 1: d 4096, 32 layers, 32 heads of
 128, 8 KV heads, expert width 14336, vocabulary 32000, 8 experts, top 2), DeepSeek-V3 (inference/configs/config_671B.json:
 d 7168, 61 layers of which 3 dense, 256 routed experts of width 2048, top 8, MLA latent 512 + rotary key 64, 128 heads),
-Qwen3-235B-A22B (model card and THUDM/slime scripts/models/qwen3-235B-A22B.sh: 94 layers, d 4096, 64 query / 4 KV heads
+Qwen3-235B-A22B (Ascend/MindSpeed-RL configs/model/qwen3_235b_a22b.yaml and THUDM/slime scripts/models/qwen3-235B-A22B.sh: 94 layers, d 4096, 64 query / 4 KV heads
 of 128, 128 experts of width 1536, top 8, vocabulary 151936, untied embeddings), H100 SXM 3.35 TB/s, H200 141 GB."""
 import math
 
@@ -98,7 +98,7 @@ def test_sections_cite_link_and_box():
     rc = co.section(NB, "moe_serving-router-cost", end="moe_serving-device-limited-v2")
     co.assert_cited(rc, ["deepseekv3gate", "hfmoerouters", "vllmfusedmoelayer"])
     bh = co.section(NB, "moe_serving-mixtral-params", end="moe_serving-placement-training")
-    co.assert_cited(bh, ["jiang2024mixtral", "mistral7b", "deepseekv31card", "qwen3235bcard", "slimeqwen3235b",
+    co.assert_cited(bh, ["jiang2024mixtral", "mistral7b", "deepseekv31card", "mindspeedqwen3235b", "vllmascendqwen3235b", "slimeqwen3235b",
                          "hfqwen3moeblock"])
     labels = co.book_labels()
     for text, refs in ((rc, ("moe_serving-dispatch-latency", "moe_serving-load-balance", "moe_serving-imbalance-metrics",
@@ -108,3 +108,10 @@ def test_sections_cite_link_and_box():
         for ref in refs:
             assert f"{{ref}}`{ref}`" in text and ref in labels, ref
         assert "In the interview" in text and ":class: dropdown" in text
+
+
+def test_mixtral_decode_ridge_batch():
+    ridge = 989e12 / 3.35e12  # H100 SXM dense bf16 FLOP/s over HBM bytes/s
+    assert GLUE["mix_ridge"] == f"{ridge:.0f}" == "295"
+    assert GLUE["mix_e_over_k"] == str(ME // MK) == "4"
+    assert GLUE["mix_batch_ridge"] == f"{ridge * ME / MK:,.0f}"  # each expert sees k/E of the batch
