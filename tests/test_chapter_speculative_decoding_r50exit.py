@@ -61,6 +61,26 @@ def test_table():
     assert chapter_outputs.glued(NB, "sd_eevs_cost_b1") == "51%"
 
 
+def test_exit_check_cost():
+    """Softmax checks at 20, 40 and 60 read the V x d head once more each time the step passes them."""
+    out = chapter_outputs.printed(NB, MARKER)
+    layers, head = layer_and_head("70b")
+    share = head / (layers + head)
+    assert f"one output-head read: {share:.2%} of the 70B's step" in out
+    assert chapter_outputs.glued(NB, "sd_eevs_head") == f"{share:.1%}" == "1.5%"
+    for b in (1, 32):
+        cdf, extra = Fraction(0), Fraction(0)
+        for s in SHARES[:-1]:
+            cdf += s
+            extra += 1 - cdf ** b
+        cost = step_share(float(deepest(b))) + float(extra) * share
+        assert f"batch {b:>2}: {float(extra):.2f} extra head reads, {cost:.1%} of the 70B's weights" in out
+        assert chapter_outputs.glued(NB, f"sd_eevs_extra_b{b}") == f"{float(extra):.2f}"
+        assert chapter_outputs.glued(NB, f"sd_eevs_check_b{b}") == f"{cost:.1%}"
+    assert chapter_outputs.glued(NB, "sd_eevs_extra_b1") == "1.00"
+    assert chapter_outputs.glued(NB, "sd_eevs_check_b32") == "103.6%"  # slower than the plain 70B
+
+
 def test_memory_and_ridge():
     out = chapter_outputs.printed(NB, MARKER)
     for name, gpus in (("70b", 2), ("8b", 1)):
@@ -73,6 +93,11 @@ def test_memory_and_ridge():
                f"{left / per_token / 1e3:,.0f}K tokens" in out
         assert chapter_outputs.glued(NB, f"sd_eevs_w_{n}") == f"{weights / 1e9:.1f}"
         assert chapter_outputs.glued(NB, f"sd_eevs_kvtok_{n}") == f"{left / per_token / 1e3:,.0f}K"
+    n, _, _, _, kv, hd, _ = SHAPE["70b"]
+    layers, head = layer_and_head("70b")
+    left = 0.9 * 2 * HBM - 2 * (layers + 2 * head)  # vLLM's default gpu_memory_utilization, two H100s
+    assert chapter_outputs.glued(NB, "sd_eevs_left_util") == f"{left / 1e9:.1f}" == "2.9"
+    assert chapter_outputs.glued(NB, "sd_eevs_kvtok_util") == f"{left / (2 * n * kv * hd * 2) / 1e3:,.0f}K"
     assert chapter_outputs.glued(NB, "sd_eevs_ridge") == f"{FLOPS / BW:.0f}" == "295"
     assert 32 < FLOPS / BW  # batch 32 decodes stay memory-bound
 
@@ -80,7 +105,13 @@ def test_memory_and_ridge():
 def test_links_citations_box_and_drill():
     text = chapter_outputs.section(NB, LABEL, end="speculative_decoding-lookahead")
     chapter_outputs.assert_cited(text, ["schuster2022calm", "baldock2021difficulty", "mofakhami2024pcee",
-                                        "delcorro2023skipdecode", "ong2024routellm", "chen2023frugalgpt"])
+                                        "delcorro2023skipdecode", "ong2024routellm", "chen2023frugalgpt",
+                                        "elhoushi2024layerskip", "schuster2022calmblog", "hf_pr34240",
+                                        "vllm_pr18994"])
+    assert "ong2024routellm{§3}" not in text and "chen2023frugalgpt{§3}" not in text  # locators not read
+    for phrase in ("hypothetical exit-trained", "Prefill runs at full depth", "compute-bound batch",
+                   "frees only step time", "in cost and in latency", "fixed by position"):
+        assert phrase in text, phrase
     labels = chapter_outputs.book_labels()
     for ref in ("speculative_decoding-early-exit", "multi_tenant_serving-routing",
                 "speculative_decoding-self-speculative"):
