@@ -463,6 +463,7 @@ UNIT = frozenset({
     "test_chapter_prefix_caching_r46g.py",
     "test_chapter_scheduler_design_r46g.py",
     "test_chapter_speculative_decoding_r46g.py",
+    "test_chapter_speculative_decoding_r50exit.py",
     "test_chapter_scheduler_design_r32cc.py",
     "test_chapter_continuous_batching_r32c.py",
     "test_chapter_prefix_caching_summarise.py",
