@@ -37,6 +37,9 @@ def test_stride_arithmetic_in_the_printed_lines():
     st1 = _transposed_back(1)
     assert _view_merges_last_two((B, 1, H, DH), st1)
     assert "view(b, n, d) allowed: True, reshape copied: False" in out
+    # the output is a fresh copy even at n = 1, so its strides follow the formula (h n d_h, d_h, n d_h, 1)
+    assert st1 == (H * DH, DH, DH, 1) == (8, 4, 4, 1)
+    assert f"merge: (b, n, h, d_h) strides {st1}, C-contiguous: True, view(b, n, d) allowed: True" in out
     assert glued(NB, "fp_ct_strides") == str(st3)
 
 
@@ -57,6 +60,8 @@ def test_section_place_cites_and_form():
     for key in ("pytorchtensorviews", "pytorchtensorcontiguous", "numpyreshape"):
         assert f"{key}" in text
     assert "In the interview" in text and "**Drill.**" in text
+    assert "{ref}`cuda_basics-strides`" in text and "PyTorch is not run" in text
+    assert "`torch.matmul` reshapes it" in text and "scaled_dot_product_attention" in text
     assert ":class: dropdown" not in text  # the whiteboard section's three dropdowns stay three
     whole = section(NB, "first_principles-whiteboard", "first_principles-chain")
     assert whole.index("(first_principles-contiguous)=") > whole.index("def mha_forward(")

@@ -58,3 +58,10 @@ def test_section_cites_and_form():
     assert "In the interview" in text and text.count(":class: dropdown\n") == 1
     assert "6.5% at $d = 8$ and 1.2e-4 at 4096" in text
     assert round(100 * (1 - math.sqrt(7 / 8)), 1) == 6.5 and f"{1 - math.sqrt(4095 / 4096):.1e}" == "1.2e-04"
+
+
+def test_design_not_bug_and_third_trap_linked():
+    text = section(NB, "transformer_block-layernorm-by-hand", "transformer_block-rmsnorm")
+    assert "fallen into" not in text and "by design rather than by bug" in text
+    assert "$\\epsilon = 10^{-6}$" in text  # the Annotated Transformer's eps, not the cell's 1e-5
+    assert "{ref}`transformer_block-norm-kernel`" in text and "{ref}`transformer_block-pre-post-norm`" in text
