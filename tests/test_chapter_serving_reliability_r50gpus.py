@@ -67,6 +67,29 @@ def test_printed_table():
                     "first fit, small jobs apart": ["7", "16", "2"], "first fit decreasing (offline)": ["7", "16", "2"]}
 
 
+def test_spread_on_fixed_cluster():
+    """Each job on the emptiest of ceil(52/8) = 7 fixed nodes (spreading): both 8-GPU jobs find no whole node."""
+    free, pending = [NODE] * 7, []
+    for size in JOBS:
+        cands = [i for i in range(7) if free[i] >= size]
+        if not cands:
+            pending.append(size)
+            continue
+        i = max(cands, key=lambda i: free[i])
+        free[i] -= size
+    assert pending == [8, 8] and sum(free) == 20
+    assert chapter_outputs.glued(NB, "sr_gs_spread_pending") == str(len(pending))
+    assert chapter_outputs.glued(NB, "sr_gs_spread_pending_gpus") == str(sum(pending))
+    assert chapter_outputs.glued(NB, "sr_gs_spread_idle") == str(sum(free))
+    assert chapter_outputs.glued(NB, "sr_gs_cluster_gpus") == str(7 * NODE)
+    assert chapter_outputs.glued(NB, "sr_gs_jobs_gpus") == str(sum(JOBS))
+    assert chapter_outputs.glued(NB, "sr_gs_kueue_timeout_min") == "30"  # Kueue docs: waitForPodsReady.timeout
+    # best fit on the same seven nodes places every job
+    assert len(EXPECTED["bf"]) == 7
+    assert "spread (emptiest node first) on 7 fixed nodes: 2 jobs Pending, sizes [8, 8], with 20 GPUs free" in (
+        chapter_outputs.printed(NB, "NODE_GPUS = 8"))
+
+
 def test_swap_time():
     swap = H100_HBM / PCIE5_X16
     assert swap == 1.25
@@ -79,7 +102,8 @@ def test_section_text():
     assert '**[M] "How does GPU scheduling differ from ordinary CPU scheduling?"**' in text
     for word in ("extended resource", "cannot be overcommitted", "`1m`", "time-slicing", "MPS", "cuda-checkpoint",
                  "Topology Manager", "single-numa-node", "Dynamic Resource Allocation", "waitForPodsReady",
-                 "LeaderWorkerSet", "Volcano", "minCount", "fragmentation", "NUMA", "NIC"):
+                 "LeaderWorkerSet", "Volcano", "minCount", "fragmentation", "NUMA", "NIC", "blockAdmission",
+                 "admits by quota", "MostAllocated", "GenericWorkload", "opt-in"):
         assert word in text, word
     known = chapter_outputs.book_labels()
     for ref in ("multi_tenant_serving-gpu-sharing", "scheduler_design-preemption", "scheduler_design-preempt-offload",
@@ -89,6 +113,8 @@ def test_section_text():
         assert f"{{ref}}`{ref}`" in text and ref in known, ref
     chapter_outputs.assert_cited(text, ["k8sresources", "k8sschedulegpus", "nvidiak8sdeviceplugin", "cudacheckpoint",
                                         "k8stopologymanager", "k8sdra", "nvidiadracd", "kueuegang", "lwsreadme",
-                                        "k8sgangscheduling", "kubeflowvolcano", "nvidiadgxh100", "nvidiahopperarch"])
+                                        "k8sgangscheduling", "kubeflowvolcano", "nvidiadgxh100", "nvidiahopperarch",
+                                        "k8sbinpacking", "kep964binpacking"])
+    assert "With a gang scheduler (Kueue" not in text  # Kueue admits by quota; it does not gang-bind
     assert text.count("```{admonition} In the interview") == 1
     assert text.count(":class: dropdown\n") == 1
