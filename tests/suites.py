@@ -54,6 +54,7 @@ UNIT = frozenset({
     "test_chapter_serving_reliability_r39a.py",
     "test_chapter_serving_reliability_r41a.py",
     "test_chapter_serving_reliability_r46h.py",
+    "test_chapter_serving_reliability_r50gpus.py",
     "test_chapter_serving_operations_r24a.py",
     "test_chapter_transformer_block_r24d.py",
     "test_chapter_transformer_block_r27h.py",

@@ -144,7 +144,7 @@ def test_kubernetes_section_text():
 
 
 def test_model_servers_section_text():
-    text = chapter_outputs.section(NB, "serving_reliability-model-servers", end="serving_reliability-kernel-rollout")
+    text = chapter_outputs.section(NB, "serving_reliability-model-servers", end="serving_reliability-gpu-scheduling")
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert table[0] == "| | TorchServe | Triton | BentoML |" and len(table) == 7
     assert all(line.count("|") == 5 for line in table)
