@@ -93,3 +93,33 @@ def test_section_links_citations_and_boxes(nb):
     assert "In the interview" in text and text.count(":class: dropdown") == 2
     for setting in ("mpi4py 3.1.5", "NCCL 2.30.7", "8 processes"):
         assert setting in text, setting
+
+
+def _ascending_loop_steps(R):
+    """Pair (i, j) of the `for dst in range(R): Sendrecv(dst)` loop finishes one step after both ranks finished
+    their previous partner; both previous pairs have a smaller i + j, so fill the table in order of i + j."""
+    done = {}
+    for i, j in sorted(((i, j) for i in range(R) for j in range(i + 1, R)), key=lambda p: p[0] + p[1]):
+        prev_i = max((done[tuple(sorted((i, k)))] for k in range(j) if k != i), default=0)
+        prev_j = max((done[tuple(sorted((j, k)))] for k in range(i) if k != j), default=0)
+        done[i, j] = 1 + max(prev_i, prev_j)
+    return max(done.values())
+
+
+def test_ascending_loop_and_allreduce_steps(nb):
+    out = chapter_outputs.printed(nb, "def naive_loop_steps(R)")
+    for R in (4, 5, 8, 16):
+        assert _ascending_loop_steps(R) == 2 * R - 3
+        assert re.search(rf"^\s*{R}\s+{2 * R - 3}\s+{R - 1}$", out, re.M), R
+    g = lambda k: chapter_outputs.glued(nb, k)  # noqa: E731
+    assert g("tpa2a_naive8_steps") == "13" and g("tpa2a_pa2_m") == "8"
+    # MPICH generic.json allreduce: 100 int64 = 800 B > 8 B, built-in MPI.MIN, count 100 >= pof2 8 -> RS + AG
+    assert "100 elements, 800 bytes, MPICH runs reduce_scatter_allgather" in out and g("tpar_pa2_bytes") == "800"
+    assert (g("tpar_rsag8_steps"), g("tpar_ring8_steps"), g("tpar_root8_steps")) == (
+        str(2 * 3), str(2 * 7), str(2 * 7))
+
+
+def test_new_citations(nb):
+    text = chapter_outputs.section(nb, "tensor_parallel-alltoall-p2p", end="tensor_parallel-cutting-comm")
+    chapter_outputs.assert_cited(text, ["cse234pa2", "nccl2283alltoall", "ompieagerlimit"])
+    assert "recursive halving and doubling" in text and "eager limit" in text and "Listening for" in text
