@@ -257,6 +257,7 @@ UNIT = frozenset({
     "test_chapter_tensor_parallel_r41a.py",
     "test_chapter_tensor_parallel_r46f.py",
     "test_chapter_tensor_parallel_r47f.py",
+    "test_chapter_tensor_parallel_r50coll.py",
     "test_chapter_softmax_numerics.py",
     "test_misc2.py",
     "test_misc3.py",
