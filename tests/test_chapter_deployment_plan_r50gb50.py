@@ -34,6 +34,17 @@ def test_costs_per_million():
     assert glued("gb_in_fp4") == f"{cost(GB_FP4_PRE):.3f}"
     assert glued("gb_breakeven_ds") == f"{PRICE * GB_FP4_DEC / H800_DEC:.1f}" == "14.5"
     assert glued("gb_breakeven_h100") == f"{PRICE * GB_FP4_DEC / H100_DEC:.1f}" == "9.6"
+    # the like-for-like break-even is below the upper bound against DeepSeek's day average
+    assert float(glued("gb_breakeven_h100")) < float(glued("gb_breakeven_ds"))
+
+
+def test_deepseek_prefill_cache_hits():
+    assert glued("gb_ds_hit") == "56.3%" and abs(342 / 608 - 0.563) < 1e-3  # deepseekinfra2025: 342B of 608B input tokens
+    excl = 32_206 / 8  # lmsyslargeep2025: DeepSeek's prefill excluding cache hits, per node
+    assert glued("gb_ds_excl") == f"{excl:,.0f}" == "4,026"
+    assert glued("gb_ds_excl_cost") == f"{cost(excl):.3f}" == "0.138"
+    assert cost(excl) > cost(H100_PRE) > cost(H800_PRE)  # computed prefill is dearer than the cache-hit average
+    assert glued("gb_ds_kv") == "4,989"
 
 
 def test_mlperf_rows():
@@ -41,6 +52,11 @@ def test_mlperf_rows():
         assert glued(f"gb_mlperf_{name}") == f"{rate / 72:,.0f}"
         assert glued(f"gb_mlperf_{name}_cost") == f"{cost(rate / 72):.3f}"
     assert MLPERF["interactive"] < MLPERF["server"] < MLPERF["offline"]  # the tighter the SLO, the fewer tokens
+    assert glued("gb_breakeven_mlperf") == f"{PRICE * MLPERF['server'] / 72 / H800_DEC:.1f}" == "5.9"
+    # the Interactive configs: 2 prefill instances of DEP4 and 4 decode instances of DEP16, MTP with 3 layers
+    layout = [glued(f"gb_ml_{k}") for k in ("ctx_n", "ctx_ep", "gen_n", "gen_ep", "mtp")]
+    assert layout == ["2", "4", "4", "16", "3"]
+    assert (glued("gb_ml_ctx_gpus"), glued("gb_ml_gen_gpus")) == ("8", "64") and 2 * 4 + 4 * 16 == 72
     assert glued("gb_drill") == f"{cost(MLPERF['server'] / 72, 6.0):.3f}"
     # the samples average ~3,814 tokens in both latency-free and bounded runs: the generated answers, not prompts
     assert abs(MLPERF["server"] / 103.82 - MLPERF["offline"] / 137.323) < 5
@@ -54,6 +70,9 @@ def test_attribution_chain():
     assert f"{GB_FP4_PRE / H100_PRE:.1f}" == "3.8"  # SGLang's "3.8x" prefill, from its own per-node figures
     assert glued("gb_pre_fp4") == f"{GB_FP4_PRE / GB_II_PRE:.2f}"
     assert glued("gb_over_ds") == f"{GB_FP4_DEC / H800_DEC:.1f}"
+    # ratios quoted from the sources: NVIDIA Wide-EP (summary), SGLang H100 against TP16, EPLB ablation
+    assert (glued("gb_q_wideep"), glued("gb_q_h100_dec_tp16"), glued("gb_q_h100_pre_tp16"), glued("gb_q_eplb_dec")) == (
+        "1.8", "5.2", "3.3", "2.54")
 
 
 def test_pd_sizing():
@@ -66,7 +85,9 @@ def test_section_cites_and_links():
     nb = chapter_outputs.notebook("deployment_plan")
     text = chapter_outputs.section(nb, "deployment_plan-gb200-moe-cost", "deployment_plan-forecast")
     chapter_outputs.assert_cited(text, ["deepseekinfra2025", "lmsyslargeep2025", "lmsysgb200part1", "lmsysgb200part2",
-                                        "mlperfgb200dsr1", "mlperfdsr1ref", "nvidiawideep"])
+                                        "mlperfgb200dsr1", "mlperfdsr1ref", "nvidiawideep", "dailydevwideep"])
+    assert "nobody I know of" not in text and "not stated" not in text  # the review's M2 and M3
+    assert "excl. cache hit" in text and "two-batch overlap" in text
     labels = chapter_outputs.book_labels()
     refs = re.findall(r"\{ref\}`([\w.-]+)`", text)
     assert refs and all(r in labels for r in refs)
