@@ -75,6 +75,7 @@ UNIT = frozenset({
     "test_chapter_deployment_plan_r46c.py",
     "test_chapter_deployment_plan_r47i.py",
     "test_chapter_deployment_plan_r49dep.py",
+    "test_chapter_deployment_plan_r50gb50.py",
     "test_chapter_softmax_numerics_r43c.py",
     "test_chapter_softmax_numerics_r44a.py",
     "test_chapter_softmax_numerics_r47d.py",
