@@ -105,3 +105,49 @@ def test_section_cites_and_links():
             "weight_quantization-gptq-derivation"} <= refs
     assert refs <= book_labels()
     assert "In the interview" in text and "Drill:" in text
+
+
+def _round_groups(w, bits, g):
+    rows = w.reshape(-1, g)  # one absmax scale per g consecutive weights of a row
+    return _round_rows(rows, bits)[0].reshape(w.shape)
+
+
+def test_review_fixes_drill_groups_two_bits_and_outlier_zeros():
+    w, _, x_fire = _rows()
+    d = w.shape[1]
+    absmax, top = np.abs(w).max(axis=1).mean(), w.max(axis=1).mean()
+    assert glued(NB, "lb50_absmax") == f"{absmax:.1f}" == "3.8" and glued(NB, "lb50_max") == f"{top:.1f}" == "3.6"
+    s4, s8 = _round_rows(w, 4)[1].mean(), _round_rows(w, 8)[1].mean()
+    assert glued(NB, "lb50_finer") == f"{s4 / s8:.0f}" == "18" and glued(NB, "lb50_rms4") == f"{s4 / np.sqrt(12):.0%}"
+    pw = {}
+    for bits in (4, 2):
+        for g, wq in (("row", _round_rows(w, bits)[0]), ("g128", _round_groups(w, bits, 128))):
+            pw[bits, g] = (np.sqrt(np.mean((wq - w) ** 2)) / w.std(), np.mean(wq == 0))
+    assert glued(NB, "lb50_pw4_row") == f"{pw[4, 'row'][0]:.1%}" and glued(NB, "lb50_pw4_g128") == f"{pw[4, 'g128'][0]:.1%}"
+    assert pw[4, "g128"][0] < 0.8 * pw[4, "row"][0]  # groups of 128: a smaller maximum, a finer step
+    assert glued(NB, "lb50_pw2_row") == f"{pw[2, 'row'][0]:.0%}" and glued(NB, "lb50_pw2_g128") == f"{pw[2, 'g128'][0]:.0%}"
+    assert glued(NB, "lb50_zero2_row") == f"{pw[2, 'row'][1]:.0%}" and glued(NB, "lb50_zero2_g128") == f"{pw[2, 'g128'][1]:.0%}"
+    assert pw[2, "g128"][1] > 0.75 and pw[2, "g128"][0] > 0.5  # 2 bits: most weights become 0, no small-noise regime
+    assert glued(NB, "lb50_zero4") == f"{pw[4, 'row'][1]:.0%}"
+    cos = np.mean(np.sum(w * x_fire, 1) / np.linalg.norm(w, axis=1) / np.linalg.norm(x_fire, axis=1))
+    assert abs(cos - np.sqrt(0.5)) < 0.01 and glued(NB, "lb50_cos") == f"{cos:.2f}"
+    pred = pw[4, "row"][0] / (np.sqrt(d) * cos)
+    assert glued(NB, "lb50_fire4_pred") == f"{pred:.2%}"
+    measured = _rel(_round_rows(w, 4)[0] - w, w, x_fire)
+    assert 0.8 < measured / pred < 1.05  # same order as r / (sqrt(d) cos); not the naive r / sqrt(d)
+    w_out = w.copy()
+    w_out[:, 0] = 20.0
+    zero = np.mean(_round_rows(w_out, 4)[0][:, 1:] == 0)
+    assert glued(NB, "lb50_outlier_zero") == f"{zero:.0%}" and zero > 0.8
+    assert glued(NB, "lb50_outlier_naive") == f"{(20 / 7 / s4) ** 2:.1f}" and glued(NB, "lb50_outlier_step") == "2.9"
+
+
+def test_review_fixes_spectrum_shares_and_citations():
+    lam = np.logspace(2, -2, 1024)
+    assert glued(NB, "lb50_sharp10") == f"{lam[:102].sum() / lam.sum():.0%}" == "60%"
+    assert glued(NB, "lb50_sharp_x") == f"{lam[:10].sum() / lam.sum() / 0.01:.0f}" == "9"
+    text = section(NB, LABEL, "weight_quantization-fp32-int8-cpp")
+    assert_cited(text, ["sagun2017hessian", "liu2023oscillationfree", "liu2025paretoq"])
+    assert "tseng2024quipsharp" in text
+    assert "carry most of the curvature" not in text and "no longer moves" not in text
+    assert "weight_quantization-scale-granularity" in text and "weight_quantization-bitnet" in text
