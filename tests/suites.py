@@ -67,6 +67,7 @@ UNIT = frozenset({
     "test_chapter_weight_quantization_r46e.py",
     "test_chapter_weight_quantization_r48m.py",
     "test_chapter_weight_quantization_r49pac.py",
+    "test_chapter_weight_quantization_r50lowb.py",
     "test_chapter_deployment_plan_r34hh.py",
     "test_chapter_deployment_plan_r33e.py",
     "test_chapter_deployment_plan_r36a.py",
