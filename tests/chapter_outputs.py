@@ -55,6 +55,14 @@ def assert_cited_in_list(text, keys):
         assert re.search(r"@\w+\{" + key + ",", bibliography()), key
 
 
+def assert_links(text, labels):
+    """Each of ``labels`` is linked from ``text`` (``{ref}`label```) and is an anchor of the book."""
+    anchors = book_labels()
+    for label in labels:
+        assert f"{{ref}}`{label}`" in text, label
+        assert label in anchors, label
+
+
 def glued(nb, key):
     """The text of the value glued under ``key`` (myst-nb's glue), without its repr quotes."""
     for cell in nb["cells"]:
