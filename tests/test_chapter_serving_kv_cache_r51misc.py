@@ -50,6 +50,7 @@ def test_mistral_ring():
     assert chapter_outputs.glued(NB, "skv_ring_8192") == "768"
     assert chapter_outputs.glued(NB, "skv_ring_8192_x") == "3"
     assert chapter_outputs.glued(NB, "skv_ring_512_cap") == "513"
+    assert chapter_outputs.glued(NB, "skv_ring_4096") == str(math.ceil((4096 + W - 1) / B))
 
 
 def test_prose_cites_and_links():
@@ -57,4 +58,6 @@ def test_prose_cites_and_links():
     chapter_outputs.assert_cited(text, ["mistralsrcref", "ortgenaipagedengine"])
     chapter_outputs.assert_links(text, ["continuous_batching-budget"])
     assert "In the interview" in text and "dropdown followup" in text
+    assert "block_table_windowed" in text and "one block table for every layer" not in text
+    assert "This prevents a transactional step from wrapping\n  the ring while older positions are still live" in text
     assert "a0c04eb" in text and r"\lceil (C + W - 1) / B \rceil" in text

@@ -19,6 +19,7 @@ def test_bits_per_weight():
     assert "int3: codes 0..6 (7 of 8), scale = max|w| / 3" in out
     assert chapter_outputs.glued(NB, "wq_mlc_q4") == "4.5"
     assert chapter_outputs.glued(NB, "wq_mlc_q3") == "3.6"
+    assert chapter_outputs.glued(NB, "wq_mlc_g128_zero") == f"{4 + (16 + 16) / 128:.2f}"
 
 
 def test_prose():
@@ -28,3 +29,6 @@ def test_prose():
                                         "weight_quantization-gptq-awq"])
     assert "quantize_embedding=True" in text and "quantize_final_fc=True" in text and "79d603f" in text
     assert "In the interview" in text and "dropdown followup" in text
+    assert "GroupQuantize._quantize" in text and "GroupQuantizeConfig" not in text
+    assert "algorithm 1" not in text and "q4f16_2" in text and "q4f16_autoawq" in text
+    assert "4.25" not in text
