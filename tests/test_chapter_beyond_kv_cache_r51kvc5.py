@@ -33,6 +33,10 @@ def test_peak_numbers(nb):
     assert chapter_outputs.glued(nb, "bk_ev_none_32768_16384") == "6 GiB"
     assert (CAP + 2048) * PER_TOKEN == 340 * MIB
     assert chapter_outputs.glued(nb, "bk_ev_chunked") == "340 MiB"
+    layer = 32768 * PER_TOKEN // 32  # one layer's 32K prompt K/V
+    assert layer == 128 * MIB and chapter_outputs.glued(nb, "bk_ev_layer_32768") == "128 MiB"
+    assert chapter_outputs.glued(nb, "bk_ev_layer_rep_32768") == f"{layer * (32 // 8) // MIB} MiB"
+    assert chapter_outputs.glued(nb, "bk_ev_none_32768_1024") == f"{(32768 + 1024) * PER_TOKEN / GIB:.1f} GiB"
     out = chapter_outputs.printed(nb, "ev_start, ev_evictable, ev_recent = 32, 512, 128")
     assert "49,152 -> 672" in out and "16,896 -> 672" in out
 
@@ -70,6 +74,8 @@ def test_rkv_toy(nb):
         assert chapter_outputs.glued(nb, f"bk_rk_copies_{lam}") == str(len(set(kept) & step))
     assert chapter_outputs.glued(nb, "bk_rk_copies_0.5") == "1" and "9" in chapter_outputs.glued(nb, "bk_rk_set_0.5")
     assert chapter_outputs.glued(nb, "bk_rk_copies_0.07") == "0"
+    assert chapter_outputs.glued(nb, "bk_rk_t_default") == str(128 + 128)  # R1KV budget + divide_length
+    assert chapter_outputs.glued(nb, "bk_rk_paper_frac") == "10%"
 
 
 def test_section_form(nb):
@@ -81,5 +87,9 @@ def test_section_form(nb):
     for locator in ("openvinoeviction{Conceptual Model}", "openvinoeviction{Overview}",
                     "openvinoeviction{(Optional) Adaptive R-KV score aggregation}", "li2024snapkv{§4}",
                     "rkvrepo{rkv/utils.py, cal_similarity}", "rkvrepo{README.md, How it works;",
-                    "{ref}`beyond_kv_cache-minference`", "{ref}`tree_attention-eviction-frees`"):
+                    "{ref}`beyond_kv_cache-minference`", "{ref}`tree_attention-eviction-frees`",
+                    "snapkvrepo{snapkv/monkeypatch/llama_hijack_4_37.py, llama_flash_attn2_forward}",
+                    "rkvrepo{run_math.py, --divide_method and --divide_length}"):
         assert locator in text, locator
+    assert "or use a sparse prefill" not in text and "or a sparse prefill" not in text
+    assert "still stores every prompt key" in text and "our estimate" in text

@@ -50,5 +50,8 @@ def test_section_form(nb):
     for locator in ("hfbeamreorder{generation/utils.py, GenerationMixin._beam_search}",
                     "hfbeamreorder{cache_utils.py, CacheLayerMixin.reorder_cache}",
                     "openvinogenaihow{site/docs/concepts/how-it-works.md", "kwon2023vllm{§4.4}",
-                    "{ref}`kv_cache_basics-beam-search`", "{ref}`serving_kv_cache-paging`"):
+                    "{ref}`kv_cache_basics-beam-search`", "{ref}`serving_kv_cache-paging`",
+                    "openvinogpukvcache{Basic structure of SDPA and kv cache in a stateful model}",
+                    "hfcacheutils{DynamicLayer.update, StaticLayer}"):
         assert locator in text, locator
+    assert "IndirectKVCache" in text and "beam_table" in text and "torch.cat" in text
