@@ -364,6 +364,8 @@ UNIT = frozenset({
     "test_chapter_cross_and_masked_attention_r47c.py",
     "test_chapter_cross_and_masked_attention_r50encd.py",
     "test_chapter_kv_cache_basics_r50encd.py",
+    "test_chapter_kv_cache_basics_r51kvc5.py",
+    "test_chapter_beyond_kv_cache_r51kvc5.py",
     "test_chapter_state_space_models_bilinear.py",
     "test_chapter_state_space_models_gbt_convention.py",
 
