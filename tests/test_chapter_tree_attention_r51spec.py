@@ -11,8 +11,8 @@ import chapter_outputs
 
 NB = chapter_outputs.notebook("tree_attention")
 LABEL = "tree_attention-eagle2-tree-size"
-SETTINGS = [("gen_ea_answer_vicuna.py", 10, 5, 60), ("EaModel.from_pretrained", 10, 7, 60),
-            ("cnets.Model defaults", 8, 5, 63), ("budget below depth", 4, 5, 4)]
+SETTINGS = [("gen_ea_answer_vicuna.py", 10, 5, 60), ("from_pretrained, EAGLE-3", 10, 7, 60),
+            ("cnets1.Model defaults", 8, 5, 63), ("budget below depth", 4, 5, 4)]
 
 
 def counts(k, depth, m):
@@ -42,6 +42,7 @@ def test_table():
 def test_glued():
     g = chapter_outputs.cell_glue(NB, "def eagle2_tree(")
     assert g == {"ta_e2_scored": "510", "ta_e2_kept": "59", "ta_e2_levels": "6", "ta_e2_max": "7",
+                 "ta_e2_passes": str(counts(10, 5, 60)[3]), "ta_e2_drafts": str(counts(10, 5, 60)[4] - 1),
                  "ta_e2_full": "1,111,110", "ta_e2_small_max": "4"}
 
 
@@ -49,13 +50,17 @@ def test_prose_citations_and_boxes():
     text = chapter_outputs.section(NB, LABEL, end="tree_attention-cascade", kinds=("markdown",))
     assert text.startswith(f"({LABEL})=\n### ")
     chapter_outputs.assert_cited(text, ["eaglecodecb7e084", "li2024eagle2"])
-    assert "cnets.py l. 670-770" in text
+    # EAGLE-2's head is cnets1.Model (use_eagle3=False); cnets.py is EAGLE-3's
+    assert "cnets1.py l. 673-822" in text and "cnets.py l. 670-827" in text and "cnets.py l. 670-770" not in text
+    assert "cnets1.py l. 473" in text and "ea_model.py l. 89-96" in text and "l. 322-337, 373-374" in text
+    assert "Section 4" in text and "root included" in text
     chapter_outputs.assert_links(text, ["tree_attention-mask", "tree_attention-acceptance-length",
                                         "speculative_decoding-eagle-metrics"])
     flat = " ".join(text.split())
     for phrase in ("$k + \\text{depth}\\cdot k^2$", "$\\min(\\text{depth} + 1,\\; m - 1)$", "`total_tokens = total_token - 1`",
-                   "10 + 5 x 100 = 510"):
+                   "10 + 5 x 100 = {glue:text}`ta_e2_scored`", "{glue:text}`ta_e2_drafts` drafts"):
         assert phrase in flat, phrase
     assert "In the interview" in text and text.count(":class: dropdown") == 1
     assert text.count("**Strong answer.**") == 1 and text.count("**Trap.**") == 1
-    assert re.search(r"@misc\{eaglecodecb7e084,[^@]*cb7e0841fe0c206c6ed74a197ad5e2a1f13f5a2b", chapter_outputs.bibliography())
+    assert re.search(r"@misc\{eaglecodecb7e084,[^@]*cb7e0841fe0c206c6ed74a197ad5e2a1f13f5a2b[^@]*cnets1\.py l\. 673-822",
+                     chapter_outputs.bibliography())
