@@ -476,6 +476,8 @@ UNIT = frozenset({
     "test_chapter_scheduler_design_r46g.py",
     "test_chapter_speculative_decoding_r46g.py",
     "test_chapter_speculative_decoding_r50exit.py",
+    "test_chapter_speculative_decoding_r51spec.py",
+    "test_chapter_tree_attention_r51spec.py",
     "test_chapter_scheduler_design_r32cc.py",
     "test_chapter_continuous_batching_r32c.py",
     "test_chapter_prefix_caching_summarise.py",
