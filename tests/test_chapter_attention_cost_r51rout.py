@@ -28,6 +28,10 @@ def test_logits_and_chunk():
     assert glue["ac_ce_chunk_bytes"] == f"{chunk * V * 2 / 2**20:.1f} MiB" == "62.6 MiB"
     assert glue["ac_ce_hidden"] == "64 MiB" and TOKENS * H * 2 == 64 * 2**20
     assert "32 chunks" in chapter_outputs.printed(NB, "CE_TOKENS = ")
+    # checkpointing each chunk recomputes the logits matmul once: 2 x BT x H x V
+    assert glue["ac_ce_recompute_tflop"] == f"{2 * TOKENS * H * V / 1e12:.1f}" == "8.6"
+    # Liger's weight gradient, V x H in bf16, held from the forward to the backward
+    assert glue["ac_ce_grad_w"] == f"{V * H * 2 // 2**20:,} MiB" == "1,002 MiB" and V * H * 2 % 2**20 == 0
 
 
 def test_drill():
@@ -41,7 +45,8 @@ def test_drill():
 def test_cites_and_links():
     text = chapter_outputs.section(NB, "attention_cost-custom-backward", end="attention_cost-training-flops")
     chapter_outputs.assert_cited(text, ["pytorchextendingautograd", "flashattnfunccode", "ligerflcecode",
-                                        "pytorchlibraryopcheck"])
+                                        "pytorchlibraryopcheck", "torchcheckpointdocs", "pytorchregisterautograd",
+                                        "flashattntests"])
     chapter_outputs.assert_links(text, ["attention_cost-backward", "attention_cost-backward-equations",
                                         "decoding_sampling-large-vocab-loss", "serving_operations-torch-compile",
                                         "serving_operations-custom-op", "serving_reliability-on-device"])

@@ -33,7 +33,9 @@ def test_group_on_one_engine():
     assert glue["pc_rl_plain"] == "16,384" and glue["pc_rl_group"] == "2,055"
     assert glue["pc_rl_saved"] == f"{plain - one:,}" == "14,329"
     assert glue["pc_rl_saved_share"] == f"{1 - one / plain:.1%}" == "87.5%"
-    assert glue["pc_rl_saved_tflop"] == f"{2 * PARAMS * (plain - one) / 1e12:.0f}" == "230"
+    assert glue["pc_rl_saved_tflop_all"] == f"{2 * PARAMS * (plain - one) / 1e12:.0f}" == "230"
+    non_embedding = PARAMS - 2 * VOCAB * D  # no input embedding (a lookup), no LM head (last position only)
+    assert glue["pc_rl_saved_tflop"] == f"{2 * non_embedding * (plain - one) / 1e12:.0f}" == "200"
 
 
 def test_dealt_out_and_random():
@@ -56,10 +58,11 @@ def test_drill():
     spread, one = 8 * 6_000 + 8, 6_000 + 15
     assert f"{spread:,}".replace(",", "{,}") in text and f"{one:,}".replace(",", "{,}") in text
     assert f"{spread - one:,}".replace(",", "{,}") in text
+    assert f"{8 * 6_000 * 2:,}".replace(",", "{,}") in text
 
 
 def test_cites_and_links():
     text = chapter_outputs.section(NB, "prefix_caching-rl-rollout-routing", end="prefix_caching-rag-path")
-    chapter_outputs.assert_cited(text, ["verlagentloop", "slimerouting"])
+    chapter_outputs.assert_cited(text, ["verlagentloop", "slimerouting", "sglangcacheawarecode", "sglangschedulepolicy"])
     chapter_outputs.assert_links(text, ["serving_operations-rl-rollout", "serving_operations-rl-weight-sync",
                                         "prefix_caching-routing", "attention_cost-flop-split"])
