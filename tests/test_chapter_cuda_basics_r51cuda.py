@@ -73,7 +73,11 @@ def test_listing_matches_the_cell_and_guards_its_edges():
     assert "if (m < M && n < N)" in listing  # the store guard
     assert listing.count("? A[") == 1 and listing.count("? B[") == 1  # zero-filled loads
     assert listing.count("#pragma unroll") >= 6
-    assert "149" in text and "24 bytes of spills" in text
+    g = co.cell_glue(NB, "PTXAS_REGS = ")
+    assert g["cb_sg_regs"] == str(PTXAS["this listing"]) and g["cb_sg_regs_lb2"] == "128"
+    assert (g["cb_sg_spill_st"], g["cb_sg_spill_ld"]) == ("24", "28")  # ptxas, CUDA 13.0, sm_90
+    assert "{glue:text}`cb_sg_regs`" in text and "512-byte" not in text
+    co.assert_cited(text, ["nvidiahoppertuning", "volkov2010lowoccupancy"])
     co.assert_cited(text, ["sgemmcuda"])
     co.assert_links(text, ["gpu_kernels-gemm-ladder", "gpu_kernels-occupancy", "cuda_basics-bank-conflicts"])
 
@@ -95,5 +99,25 @@ def test_qualifier_table_and_simt_text():
     co.assert_links(text, ["cuda_basics-unified-memory", "cuda_basics-constant-texture", "cuda_basics-local-memory"])
     simt = co.section(NB, "cuda_basics-simd-simt", end="cuda_basics-bank-conflicts")
     assert "expose the SIMD width to the software" in simt
+    assert "The chapter's kernels write" not in text and "`a[0] * b[0]` is computed once" in text
     co.assert_links(simt, ["cuda_basics-divergence", "cuda_basics-block-one-sm", "cuda_basics-launch-config",
                            "cuda_basics-grid-sync"])
+
+
+def test_warp_loads_and_shared_memory_cap():
+    """A warp's global loads (warp 0, r = 0) and FP32 issue against shared wavefronts per warp per k.
+
+    H100: 128 FP32 lanes an SM and 32 banks x 4 B = 128 B of shared memory a clock (Hopper Tuning Guide)."""
+    g = co.cell_glue(NB, "PTXAS_REGS = ")
+    lanes = list(range(32))
+    a_rows = {i // BK for i in lanes}  # As: m = i / BK
+    b_cols = sorted(i % BN for i in lanes)  # Bs: n = i % BN, k = i / BN = 0 for every lane
+    assert all(i // BN == 0 for i in lanes) and b_cols == list(range(b_cols[0], b_cols[-1] + 1))
+    assert g["cb_sg_warp_b_bytes"] == str(4 * len(b_cols)) == "128"
+    assert g["cb_sg_warp_a_runs"] == str(len(a_rows)) == "4" and g["cb_sg_warp_a_run_bytes"] == str(4 * BK)
+    fma = TM * TN * 32 / 128
+    a_deg = _degree([(lane // (BN // TN)) * TM * BK for lane in lanes])
+    b_deg = _degree([(lane % (BN // TN)) * TN for lane in lanes])
+    wave = TM * a_deg + TN * b_deg
+    assert g["cb_sg_fma_clocks"] == f"{fma:.0f}" == "16" and g["cb_sg_smem_clocks"] == str(wave) == "48"
+    assert g["cb_sg_smem_frac"] == f"{fma / wave:.0%}" == "33%"
