@@ -39,15 +39,20 @@ def test_shared_buffer_against_past_plus_present():
     # separate buffers hold less than the shared one exactly while 2L - 1 < max_length
     cross = max(n for n in range(1, MAX_LEN + 1) if (2 * n - 1) < MAX_LEN)
     assert glued("so_sb_cross") == f"{cross:,}" == "2,048"
+    # a 128K max_length reserves the whole context from the first token
+    assert glued("so_sb_128k_gib") == f"{131_072 * KV_TOKEN / 2**30:.0f}" == "16"
 
 
 def test_gateway_availability():
     provider, gateway, minutes = 0.999, 0.9995, 30 * 24 * 60
     direct, one, two = provider, gateway * provider, gateway * (1 - (1 - provider) ** 2)
+    sdk = 1 - (1 - provider) ** 2  # the same fallback in the client, no gateway tier
     assert glued("so_gw_down_direct") == f"{(1 - direct) * minutes:.1f}" == "43.2"
     assert glued("so_gw_down_one") == f"{(1 - one) * minutes:.1f}" == "64.8"
     assert glued("so_gw_down_two") == f"{(1 - two) * minutes:.1f}" == "21.6"
-    assert two > direct > one  # a gateway pays only with something to fall back to
+    assert glued("so_gw_down_sdk") == f"{(1 - sdk) * minutes:.2f}" == "0.04"
+    assert glued("so_gw_gateway_down") == f"{(1 - gateway) * minutes:.1f}" == "21.6"
+    assert sdk > two > direct > one  # on availability alone the gateway never wins
 
 
 def test_follow_ups_inline():
@@ -61,7 +66,10 @@ def test_follow_ups_inline():
     for key, (n_in, n_out) in {"title": (300, 12), "summary": (2_000, 150), "llm": (1_500, 100)}.items():
         costs[key] = prefill_flops(n_in) / PEAK / 0.5 + n_out * tpot
         assert glued(f"so_async_{key}") == f"{1e3 * costs[key]:.0f}"
-    assert costs["title"] < slack < 3 * slack < min(costs["summary"], costs["llm"])
+    assert costs["title"] < slack < min(costs["summary"], costs["llm"])
+    text = chapter_outputs.section(NB, "serving_operations-online-async-split", end="serving_operations-batch-api")
+    assert "more than three times that room" not in text  # the summary and judge come after the answer
+    assert "after its last token" in text and "outbox" in text
 
 
 def test_corrected_claim_and_sources():
@@ -69,13 +77,16 @@ def test_corrected_claim_and_sources():
     assert "copied or concatenated every step" not in old
     chapter_outputs.assert_links(old, ["serving_operations-exported-kv-state"])
     text = chapter_outputs.section(NB, "serving_operations-exported-kv-state", end="serving_operations-torch-compile")
-    for name in ("SDPAToPagedAttention", "past_present_share_buffer", "ReadValue", "beam_idx", "#131"):
+    for name in ("SDPAToPagedAttention", "past_present_share_buffer", "ReadValue", "beam_idx", "#131",
+                 "kv_shared_past_present", "builders/base.py"):
         assert name in text
+    assert 'comment\n   says "cuda only"' not in text
     chapter_outputs.assert_cited(text, ["ovgenaihowitworks", "ovgenaicbpipeline", "ortgenaikvcache",
-                                        "ortpastpresentdoc", "ortgenaipagedengine"])
+                                        "ortpastpresentdoc", "ortgenaipagedengine", "ovgenaillmpipeline"])
     chapter_outputs.assert_links(text, ["serving_kv_cache-per-layer-api", "serving_kv_cache-reserve",
                                         "kv_cache_basics-beam-search"])
     gw = chapter_outputs.section(NB, "serving_operations-llm-gateway", end="serving_operations-guard-models")
+    assert "the gateway never wins" in gw and "sticky routing" in gw and "dated snapshot" in gw
     chapter_outputs.assert_cited(gw, ["litellmproxydocs", "litellmbenchmarks", "litellmpassthrough",
                                       "envoyaigw01", "envoyaigwreadme"])
     chapter_outputs.assert_links(gw, ["multi_tenant_serving-spend-budgets", "multi_tenant_serving-tenancy-design"])
