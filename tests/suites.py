@@ -98,6 +98,7 @@ UNIT = frozenset({
     "test_chapter_serving_operations_r47g.py",
     "test_chapter_serving_operations_r48o.py",
     "test_chapter_serving_operations_r49ops.py",
+    "test_chapter_serving_operations_r51onnx.py",
     "test_chapter_prefix_caching_r49ops.py",
     "test_chapter_multi_tenant_serving_r49ops.py",
     "test_chapter_kv_cache_calculator_r46b.py",
