@@ -378,6 +378,7 @@ UNIT = frozenset({
     "test_chapter_long_context_structure_r32g.py",
     "test_chapter_long_context_structure_r47c.py",
     "test_chapter_long_context_structure_r48n.py",
+    "test_chapter_long_context_structure_r51rag5.py",
     "test_chapter_state_space_models.py",
     "test_chapter_state_space_models_delta_online.py",
     "test_chapter_speculative_decoding.py",
