@@ -187,7 +187,7 @@ from .gpu_kernels import (accumulator_registers, attention_program, attention_ti
                           block_shared_bytes, blocks_per_sm, fused_chain_bytes, fused_experts, moe_align_block_size, sectors_touched,
                           triton_attention)
 from .gpu_kernels import pipelined_time
-from .gpu_kernels import RESERVED_SHARED_PER_BLOCK, STATIC_SHARED_LIMIT, occupancy_limits
+from .gpu_kernels import REGISTER_SUBPARTITIONS, RESERVED_SHARED_PER_BLOCK, STATIC_SHARED_LIMIT, occupancy_limits
 from .reliability import drain_seconds, offload_token_seconds
 from .tenancy import max_load_d_choices, request_cost
 from .tenancy import vllm_mm_profile_items

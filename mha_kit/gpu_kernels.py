@@ -118,6 +118,11 @@ MAX_REGISTERS_PER_THREAD = 255
 STATIC_SHARED_LIMIT = 48 * 1024
 #: Shared memory CUDA keeps for itself per block: a block may address the SM's carve-out less this.
 RESERVED_SHARED_PER_BLOCK = 1024
+#: Register-file sub-partitions per SM: registers are allocated in each, so a warp's registers must fit in one
+#: quarter of the file (``cudaOccMaxBlocksPerSMRegsLimit`` in the CUDA Toolkit's cuda_occupancy.h).
+REGISTER_SUBPARTITIONS = 4
+#: Most threads in one block (Programming Guide, "Technical Specifications per Compute Capability").
+MAX_THREADS_PER_BLOCK = 1024
 
 
 def block_registers(threads, registers_per_thread) -> int:
@@ -176,8 +181,9 @@ def occupancy_limits(gpu, threads, registers, shared_bytes) -> dict:
         A record with ``registers_per_sm``, ``shared_bytes_per_sm``, ``max_warps_per_sm`` and
         ``max_blocks_per_sm``.
     threads, registers, shared_bytes : int
-        One block's threads, 32-bit registers (all its threads together, :func:`block_registers` rounds them
-        as the hardware does) and shared memory (add the 1 KB CUDA reserves per block).
+        One block's threads (at most 1,024), 32-bit registers (all its threads together, :func:`block_registers`
+        rounds them as the hardware does; shared evenly among the block's warps, each of which must fit in one
+        of the SM's four register sub-partitions) and shared memory (add the 1 KB CUDA reserves per block).
 
     Returns
     -------
@@ -189,8 +195,15 @@ def occupancy_limits(gpu, threads, registers, shared_bytes) -> dict:
         raise ValueError(f"{gpu.name} has no per-SM limits recorded (registers, shared memory, warps, blocks)")
     threads, registers, shared_bytes = (check_positive_int(name, value) for name, value in (
         ("threads", threads), ("registers", registers), ("shared_bytes", shared_bytes)))
-    return {"registers": limits[0] // registers, "shared memory": limits[1] // shared_bytes,
-            "warps": limits[2] // -(-threads // WARP_SIZE), "blocks": limits[3]}
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"a block may have at most {MAX_THREADS_PER_BLOCK} threads, got {threads}")
+    warps = -(-threads // WARP_SIZE)
+    # Registers are allocated in each of the SM's sub-partitions: whole warps per quarter of the file, then
+    # whole blocks from the warps that fit (cudaOccMaxBlocksPerSMRegsLimit).
+    per_warp = -(-registers // warps)
+    warps_by_registers = REGISTER_SUBPARTITIONS * ((limits[0] // REGISTER_SUBPARTITIONS) // per_warp)
+    return {"registers": warps_by_registers // warps, "shared memory": limits[1] // shared_bytes,
+            "warps": limits[2] // warps, "blocks": limits[3]}
 
 
 def blocks_per_sm(gpu, threads, registers, shared_bytes) -> int:

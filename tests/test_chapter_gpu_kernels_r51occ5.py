@@ -1,7 +1,9 @@
 """Section gpu_kernels-occupancy-four-limits: resident blocks on the interview's SM (64 warps, 64K registers,
 100 KB shared memory; cc 9.0's 32 block slots), recomputed from the guides' rules: registers per warp rounded up
-to 256 (Best Practices, "Calculating Occupancy"), 1 KB of shared memory reserved per block and a 48 KB static
+to 256 (Best Practices, "Calculating Occupancy") and allocated per sub-partition, a quarter of the file
+(cuda_occupancy.h, cudaOccMaxBlocksPerSMRegsLimit), 1 KB of shared memory reserved per block and a 48 KB static
 cap (Programming Guide, cc 9.0 Shared Memory), 32 resident blocks (Technical Specifications table)."""
+import ast
 import json
 import pathlib
 
@@ -12,7 +14,7 @@ REGS, SMEM, WARPS, SLOTS = 65_536, 100 * 1024, 64, 32
 def _fit(threads, regs, smem_kib):
     warps = -(-threads // 32)
     per_warp = -(-32 * regs // 256) * 256
-    limits = (REGS // (warps * per_warp), SMEM // (smem_kib * 1024 + 1024), WARPS // warps, SLOTS)
+    limits = (4 * (REGS // 4 // per_warp) // warps, SMEM // (smem_kib * 1024 + 1024), WARPS // warps, SLOTS)
     blocks = min(limits)
     return limits, blocks, blocks * warps
 
@@ -42,9 +44,34 @@ def test_the_asked_kernel_is_register_bound_at_half_occupancy():
     assert _fit(32, 32, 0)[1:] == (32, 32) and _stored()[5].endswith("blocks")  # the block cap binds
 
 
+def _glued(key):
+    nb = json.loads(NB.read_text())
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
+                return ast.literal_eval(data["application/papermill.record/text/plain"])
+    raise KeyError(key)
+
+
 def test_best_practices_example_and_shared_memory_caps():
     lines = _stored()
-    assert "12 blocks by registers here" in lines[6] and REGS // (4 * 1280) == 12
-    assert f"{REGS // (10 * 1280)} blocks by registers here, 4 in the guide" in lines[7]
+    # 37 registers a thread: 1,184 -> 1,280 a warp; a quarter of the file holds 16,384 // 1,280 = 12 warps.
+    quarter, warp_regs = REGS // 4, -(-37 * 32 // 256) * 256
+    assert (quarter, warp_regs, quarter // warp_regs) == (16_384, 1280, 12)
+    assert f"{4 * (quarter // warp_regs) // 4} blocks by registers here ({REGS // (4 * warp_regs)} dividing" in lines[6]
+    assert lines[6].endswith("12 in the guide")
+    assert f"{4 * (quarter // warp_regs) // 10} blocks by registers here ({REGS // (10 * warp_regs)} dividing" in lines[7]
+    assert lines[7].endswith("4 in the guide") and 4 * (quarter // warp_regs) // 10 == 4 != REGS // (10 * warp_regs)
     assert f"capped at {48 * 1024} B a block, got {64 * 1024}" in lines[8]
     assert lines[9].startswith(f"as dynamic shared memory: ({64 * 1024}, True)")
+
+
+def test_glued_sub_partition_and_launch_bounds_numbers():
+    expected = {"gk_occ4_part_regs": f"{REGS // 4:,}", "gk_occ4_warp_regs37": f"{1280:,}",
+                "gk_occ4_part_warps": str(16_384 // 1280), "gk_occ4_sm_warps37": str(4 * (16_384 // 1280)),
+                "gk_occ4_320_whole": str(REGS // (10 * 1280)), "gk_occ4_320_part": str(4 * 12 // 10),
+                "gk_occ4_320_warps": str(320 // 32), "gk_occ4_lb_regs": str(REGS // (8 * 256))}
+    for key, value in expected.items():
+        assert _glued(key) == value, key
+    assert expected["gk_occ4_320_part"] == "4" and expected["gk_occ4_lb_regs"] == "32"

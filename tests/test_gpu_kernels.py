@@ -75,6 +75,24 @@ def test_blocks_per_sm_stops_at_the_resident_block_cap():
     assert mk.blocks_per_sm(H100, 64, 64 * 32, 256) == 32  # 64-thread blocks reach 64 warps at the cap
 
 
+def test_registers_are_allocated_per_sub_partition():
+    # cuda_occupancy.h, cudaOccMaxBlocksPerSMRegsLimit: warps per sub-partition = (registers per SM / 4) //
+    # registers per warp, times 4 sub-partitions, then whole blocks. Best Practices' example (37 registers a
+    # thread, 1,280 a warp): 128-thread blocks 12, 320-thread blocks 4 (dividing the whole file would give 5).
+    assert 65_536 // (10 * 1280) == 5 and 4 * (16_384 // 1280) // 10 == 4
+    assert mk.occupancy_limits(H100, 320, mk.block_registers(320, 37), 1024)["registers"] == 4
+    assert mk.occupancy_limits(H100, 128, mk.block_registers(128, 37), 1024)["registers"] == 12
+    for threads, regs, blocks in ((256, 64, 4), (256, 65, 3), (256, 32, 8), (32, 32, 64)):
+        assert mk.occupancy_limits(H100, threads, mk.block_registers(threads, regs), 1)["registers"] == blocks
+    assert mk.occupancy_limits(H100, 1024, mk.block_registers(1024, 72), 1024)["registers"] == 0  # 7 warps a quarter
+
+
+def test_partial_warps_take_a_whole_warp_slot_and_blocks_stop_at_1024_threads():
+    assert mk.occupancy_limits(H100, 100, 4 * 256, 1024)["warps"] == 16  # 4 warps a block; 2048 // 100 = 20
+    with pytest.raises(ValueError, match=r"^a block may have at most 1024 threads, got 2048$"):
+        mk.occupancy_limits(H100, 2048, 2048 * 32, 1024)
+
+
 def test_block_registers_round_per_warp_to_256_and_stop_at_255():
     # CUDA C++ Best Practices Guide, "Calculating Occupancy": "register allocations are rounded up to the nearest
     # 256 registers per warp"; its example kernel uses 37 registers a thread: 37 x 32 = 1,184 -> 1,280 per warp.
