@@ -183,10 +183,11 @@ from .collectives import (COLLECTIVE_ALGORITHMS, NCCL_PROTOCOLS, afd_bytes_per_s
                           tp_layer_comm_bytes)
 from .best_of_n import BestOfN, best_of_n_time
 from .gated_attention import gated_sdpa, output_gate, sink_logit_for_weight
-from .gpu_kernels import (accumulator_registers, attention_program, attention_tile_smem_bytes, blocks_per_sm,
-                          fused_chain_bytes, fused_experts, moe_align_block_size, sectors_touched,
+from .gpu_kernels import (accumulator_registers, attention_program, attention_tile_smem_bytes, block_registers,
+                          block_shared_bytes, blocks_per_sm, fused_chain_bytes, fused_experts, moe_align_block_size, sectors_touched,
                           triton_attention)
 from .gpu_kernels import pipelined_time
+from .gpu_kernels import REGISTER_SUBPARTITIONS, RESERVED_SHARED_PER_BLOCK, STATIC_SHARED_LIMIT, occupancy_limits
 from .reliability import drain_seconds, offload_token_seconds
 from .tenancy import max_load_d_choices, request_cost
 from .tenancy import vllm_mm_profile_items

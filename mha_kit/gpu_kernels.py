@@ -107,25 +107,122 @@ def accumulator_registers(rows, block_n, head_dim, threads) -> int:
     return rows * (block_n + head_dim) // threads
 
 
-def blocks_per_sm(gpu, threads, registers, shared_bytes) -> int:
-    """Thread blocks one SM holds at once: the tightest of its registers, shared memory and warps.
+WARP_SIZE = 32
+#: Registers are handed to warps in steps of 256 (CUDA C++ Best Practices Guide, "Calculating Occupancy").
+REGISTER_ALLOCATION_UNIT = 256
+#: Most 32-bit registers one thread may use (CUDA C++ Programming Guide, "Technical Specifications per
+#: Compute Capability", every capability from 7.5 to 12.0).
+MAX_REGISTERS_PER_THREAD = 255
+#: Largest statically sized ``__shared__`` allocation of one block; above it, dynamic shared memory with an opt-in
+#: (CUDA C++ Programming Guide, Shared Memory of compute capabilities 7.x to 10.0).
+STATIC_SHARED_LIMIT = 48 * 1024
+#: Shared memory CUDA keeps for itself per block: a block may address the SM's carve-out less this.
+RESERVED_SHARED_PER_BLOCK = 1024
+#: Register-file sub-partitions per SM: registers are allocated in each, so a warp's registers must fit in one
+#: quarter of the file (``cudaOccMaxBlocksPerSMRegsLimit`` in the CUDA Toolkit's cuda_occupancy.h).
+REGISTER_SUBPARTITIONS = 4
+#: Most threads in one block (Programming Guide, "Technical Specifications per Compute Capability").
+MAX_THREADS_PER_BLOCK = 1024
+
+
+def block_registers(threads, registers_per_thread) -> int:
+    """32-bit registers one block takes from the register file, allocated per warp in steps of 256.
+
+    >>> block_registers(128, 37)  # 37 x 32 = 1,184 per warp, rounded up to 1,280; four warps
+    5120
+    """
+    threads = check_positive_int("threads", threads)
+    registers_per_thread = check_positive_int("registers_per_thread", registers_per_thread)
+    if registers_per_thread > MAX_REGISTERS_PER_THREAD:
+        raise ValueError(f"a thread may use at most {MAX_REGISTERS_PER_THREAD} registers, got {registers_per_thread}")
+    per_warp = -(-registers_per_thread * WARP_SIZE // REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
+    return -(-threads // WARP_SIZE) * per_warp
+
+
+def block_shared_bytes(gpu, static_bytes, dynamic_bytes=0):
+    """Shared memory one block asks for, and whether the launch must opt in to more than 48 KB.
 
     Parameters
     ----------
     gpu : Accelerator
-        A record with ``registers_per_sm``, ``shared_bytes_per_sm`` and ``max_warps_per_sm``.
+        A record with ``shared_bytes_per_sm``.
+    static_bytes, dynamic_bytes : int
+        ``__shared__`` arrays sized at compile time, and the launch's dynamic (``extern __shared__``) bytes.
+
+    Returns
+    -------
+    total : int
+        Bytes the block asks for, without the 1 KB CUDA reserves per block.
+    opt_in : bool
+        True above 48 KB: the kernel must call ``cudaFuncSetAttribute(kernel,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)`` before launching.
+    """
+    if gpu.shared_bytes_per_sm is None:
+        raise ValueError(f"{gpu.name} has no shared memory per SM recorded")
+    static_bytes, dynamic_bytes = (int(v) for v in (static_bytes, dynamic_bytes))
+    if static_bytes < 0 or dynamic_bytes < 0:
+        raise ValueError(f"shared-memory bytes must be non-negative, got {static_bytes} and {dynamic_bytes}")
+    if static_bytes > STATIC_SHARED_LIMIT:
+        raise ValueError(f"static shared memory is capped at {STATIC_SHARED_LIMIT} B a block, got {static_bytes}: "
+                         "use dynamic shared memory and cudaFuncAttributeMaxDynamicSharedMemorySize")
+    total, per_block = static_bytes + dynamic_bytes, gpu.shared_bytes_per_sm - RESERVED_SHARED_PER_BLOCK
+    if total > per_block:
+        raise ValueError(f"one block may address at most {per_block} B of shared memory on {gpu.name} "
+                         f"(the SM's {gpu.shared_bytes_per_sm} B less the 1 KB reserved), got {total}")
+    return total, total > STATIC_SHARED_LIMIT
+
+
+def occupancy_limits(gpu, threads, registers, shared_bytes) -> dict:
+    """Blocks one SM could hold by each of its four limits, taken one at a time.
+
+    Parameters
+    ----------
+    gpu : Accelerator
+        A record with ``registers_per_sm``, ``shared_bytes_per_sm``, ``max_warps_per_sm`` and
+        ``max_blocks_per_sm``.
+    threads, registers, shared_bytes : int
+        One block's threads (at most 1,024), 32-bit registers (all its threads together, :func:`block_registers`
+        rounds them as the hardware does; shared evenly among the block's warps, each of which must fit in one
+        of the SM's four register sub-partitions) and shared memory (add the 1 KB CUDA reserves per block).
+
+    Returns
+    -------
+    dict
+        ``{"registers": ..., "shared memory": ..., "warps": ..., "blocks": ...}``; the smallest binds.
+    """
+    limits = (gpu.registers_per_sm, gpu.shared_bytes_per_sm, gpu.max_warps_per_sm, gpu.max_blocks_per_sm)
+    if None in limits:
+        raise ValueError(f"{gpu.name} has no per-SM limits recorded (registers, shared memory, warps, blocks)")
+    threads, registers, shared_bytes = (check_positive_int(name, value) for name, value in (
+        ("threads", threads), ("registers", registers), ("shared_bytes", shared_bytes)))
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"a block may have at most {MAX_THREADS_PER_BLOCK} threads, got {threads}")
+    warps = -(-threads // WARP_SIZE)
+    # Registers are allocated in each of the SM's sub-partitions: whole warps per quarter of the file, then
+    # whole blocks from the warps that fit (cudaOccMaxBlocksPerSMRegsLimit).
+    per_warp = -(-registers // warps)
+    warps_by_registers = REGISTER_SUBPARTITIONS * ((limits[0] // REGISTER_SUBPARTITIONS) // per_warp)
+    return {"registers": warps_by_registers // warps, "shared memory": limits[1] // shared_bytes,
+            "warps": limits[2] // warps, "blocks": limits[3]}
+
+
+def blocks_per_sm(gpu, threads, registers, shared_bytes) -> int:
+    """Thread blocks one SM holds at once: the tightest of its registers, shared memory, warps and block slots.
+
+    Parameters
+    ----------
+    gpu : Accelerator
+        A record with ``registers_per_sm``, ``shared_bytes_per_sm``, ``max_warps_per_sm`` and
+        ``max_blocks_per_sm``.
     threads, registers, shared_bytes : int
         One block's threads, 32-bit registers (all its threads together) and shared memory.
     """
-    limits = (gpu.registers_per_sm, gpu.shared_bytes_per_sm, gpu.max_warps_per_sm)
-    if None in limits:
-        raise ValueError(f"{gpu.name} has no per-SM limits recorded (registers, shared memory, warps)")
-    threads, registers, shared_bytes = (check_positive_int(name, value) for name, value in (
-        ("threads", threads), ("registers", registers), ("shared_bytes", shared_bytes)))
-    fit = min(limits[0] // registers, limits[1] // shared_bytes, limits[2] * 32 // threads)
+    limits = occupancy_limits(gpu, threads, registers, shared_bytes)
+    fit = min(limits.values())
     if fit == 0:
-        raise ValueError(f"one block must fit on an SM: {registers} registers (SM has {limits[0]}), "
-                         f"{shared_bytes} B shared (SM has {limits[1]}), {threads} threads (SM has {limits[2] * 32})")
+        raise ValueError(f"one block must fit on an SM: {registers} registers (SM has {gpu.registers_per_sm}), "
+                         f"{shared_bytes} B shared (SM has {gpu.shared_bytes_per_sm}), {threads} threads "
+                         f"(SM has {gpu.max_warps_per_sm * WARP_SIZE})")
     return fit
 
 

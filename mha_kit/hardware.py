@@ -32,9 +32,10 @@ class Accelerator:
         Bytes of HBM on the chip (decimal gigabytes, as the datasheets print them).
     sram_bytes_per_sm, num_sms : int, optional
         On-chip SRAM per streaming multiprocessor, and the number of multiprocessors.
-    registers_per_sm, shared_bytes_per_sm, max_warps_per_sm : int, optional
+    registers_per_sm, shared_bytes_per_sm, max_warps_per_sm, max_blocks_per_sm : int, optional
         What one SM offers the thread blocks resident on it: 32-bit registers, the largest
-        shared-memory carve-out in bytes, and resident warps (chapter "Attention kernels on the GPU").
+        shared-memory carve-out in bytes, resident warps, and resident thread blocks whatever their
+        size (chapter "Attention kernels on the GPU").
     fp32_flops : float, optional
         Datasheet FP32 FLOP/s on the ordinary (non-tensor) cores.
     fp32_lanes_per_sm, tensor_flops_per_clock_per_sm, sfu_per_sm : int, optional
@@ -59,6 +60,7 @@ class Accelerator:
     registers_per_sm: int | None = None  # 32-bit registers per SM
     shared_bytes_per_sm: int | None = None  # largest shared-memory carve-out per SM, bytes
     max_warps_per_sm: int | None = None  # resident warps per SM
+    max_blocks_per_sm: int | None = None  # resident thread blocks per SM
     fp32_flops: float | None = None  # FP32 FLOP/s on the non-tensor cores
     fp32_lanes_per_sm: int | None = None  # FP32 FMA lanes per SM
     tensor_flops_per_clock_per_sm: int | None = None  # dense bf16 tensor-core FLOPs per clock per SM
@@ -69,7 +71,7 @@ class Accelerator:
     smem_bytes_per_clock_per_sm: int | None = None  # shared-memory bandwidth per SM per clock
 
     _OPTIONAL_INTS = ("sram_bytes_per_sm", "num_sms", "registers_per_sm", "shared_bytes_per_sm",
-                      "max_warps_per_sm", "fp32_lanes_per_sm", "tensor_flops_per_clock_per_sm", "sfu_per_sm",
+                      "max_warps_per_sm", "max_blocks_per_sm", "fp32_lanes_per_sm", "tensor_flops_per_clock_per_sm", "sfu_per_sm",
                       "l1_shared_bytes_per_sm", "l2_bytes", "tensor_memory_bytes_per_sm",
                       "smem_bytes_per_clock_per_sm")
 
@@ -111,15 +113,17 @@ _RECORDS = (
     # The rest: 128 FP32 lanes, four tensor cores with twice an A100 SM's MMA rate clock for clock
     # (2 x 2,048 = 4,096 dense bf16 FLOPs per clock per SM), 256 KB of combined L1 and shared memory per SM
     # and 50 MB of L2 (whitepaper); 16 special-function results per clock per SM and 32 four-byte shared-memory
-    # banks, each serving one access per clock (CUDA C++ Programming Guide, cc 9.0).
+    # banks, each serving one access per clock (CUDA C++ Programming Guide, cc 9.0). At most 32 resident blocks
+    # per SM (CUDA C++ Programming Guide, Table "Technical Specifications per Compute Capability", cc 9.0).
     Accelerator(name="h100-sxm", title="H100 SXM", cite="nvidiah100,nvidiahopperwhitepaper,nvidiahoppertuning,cudaguide",
                 source="NVIDIA H100 datasheet (80 GB and 3.35 TB/s HBM3, 989 TFLOPS bf16 dense, 67 TFLOPS FP32); "
                        "NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 SMs; per SM 128 FP32 "
                        "cores, 4 tensor cores at 2x the A100 SM's MMA rate, 256 KB L1/shared; 50 MB L2); "
                        "Hopper Tuning Guide sec. 1.4.1.1 (64K registers, 64 warps, 228 KB shared memory per SM); "
-                       "CUDA C++ Programming Guide (16 MUFU results/clock/SM; 32 banks x 4 B per clock)",
+                       "CUDA C++ Programming Guide (16 MUFU results/clock/SM; 32 banks x 4 B per clock; "
+                       "32 resident blocks per SM)",
                 hbm_bandwidth=3.35e12, bf16_flops=989e12, hbm_bytes=80 * 10**9, num_sms=132,
-                registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64,
+                registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64, max_blocks_per_sm=32,
                 fp32_flops=67e12, fp32_lanes_per_sm=128, tensor_flops_per_clock_per_sm=4 * 1024, sfu_per_sm=16,
                 l1_shared_bytes_per_sm=256 * 1024, l2_bytes=50 * 1024**2, smem_bytes_per_clock_per_sm=32 * 4),
     Accelerator(name="h200-sxm", title="H200 SXM", cite="nvidiah200",
@@ -134,12 +138,12 @@ _RECORDS = (
                 cite="nvidiahgxb200,cudaguide,ptxisa,flashattention4blog,zadouri2026flashattention4",
                 source="NVIDIA HGX B200 specifications, per GPU (180 GB HBM3e at 7.7 TB/s, FP16/BF16 tensor "
                        "4.5 PFLOPS with sparsity = 2.25 dense, FP32 75 TFLOPS); CUDA C++ Programming Guide, cc 10.0 "
-                       "(64K registers, 64 warps, 228 KB shared memory, 128 FP32 lanes and 16 MUFU results per clock "
-                       "per SM); PTX ISA, tensor memory (256 KB per SM); FlashAttention-4 blog (SFU count and "
+                       "(64K registers, 64 warps, 32 resident blocks, 228 KB shared memory, 128 FP32 lanes and 16 MUFU "
+                       "results per clock per SM); PTX ISA, tensor memory (256 KB per SM); FlashAttention-4 blog (SFU count and "
                        "shared-memory bandwidth unchanged from H100); FlashAttention-4 paper sec. 2 (per SM, "
                        "twice Hopper's tensor rate: 8,192 dense bf16 FLOPs per clock)",
                 hbm_bandwidth=7.7e12, bf16_flops=2.25e15, hbm_bytes=180 * 10**9,
-                registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64,
+                registers_per_sm=65_536, shared_bytes_per_sm=228 * 1024, max_warps_per_sm=64, max_blocks_per_sm=32,
                 fp32_flops=75e12, fp32_lanes_per_sm=128, tensor_flops_per_clock_per_sm=2 * 4 * 1024, sfu_per_sm=16,
                 tensor_memory_bytes_per_sm=256 * 1024, smem_bytes_per_clock_per_sm=32 * 4),
 )

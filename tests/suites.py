@@ -117,6 +117,7 @@ UNIT = frozenset({
     "test_chapter_cuda_basics_r20e.py",
     "test_chapter_cuda_basics_r49hw49.py",
     "test_chapter_cuda_basics_r51cuda.py",
+    "test_chapter_gpu_kernels_r51occ5.py",
     "test_chapter_moe_serving_r49hw49.py",
     "test_chapter_moe_serving_r50moe5.py",
     "test_chapter_rope_scaling_r34f.py",

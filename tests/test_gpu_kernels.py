@@ -64,6 +64,58 @@ def test_blocks_per_sm_picks_the_tightest_limit_and_refuses_what_does_not_fit():
         mk.blocks_per_sm(mk.GPUS["a100-40gb"], 128, 1, 1)
 
 
+def test_blocks_per_sm_stops_at_the_resident_block_cap():
+    # CUDA C++ Programming Guide, Table "Technical Specifications per Compute Capability": cc 9.0 and 10.0 hold at
+    # most 32 resident blocks and 64 resident warps per SM. 32-thread blocks: 64 by warps, 32 by the block cap.
+    for gpu in (H100, mk.GPUS["b200-hgx"]):
+        assert gpu.max_blocks_per_sm == 32
+        assert mk.blocks_per_sm(gpu, 32, 32 * 32, 256) == 32
+        assert mk.occupancy_limits(gpu, 32, 32 * 32, 256) == {
+            "registers": 64, "shared memory": 228 * 1024 // 256, "warps": 64, "blocks": 32}
+    assert mk.blocks_per_sm(H100, 64, 64 * 32, 256) == 32  # 64-thread blocks reach 64 warps at the cap
+
+
+def test_registers_are_allocated_per_sub_partition():
+    # cuda_occupancy.h, cudaOccMaxBlocksPerSMRegsLimit: warps per sub-partition = (registers per SM / 4) //
+    # registers per warp, times 4 sub-partitions, then whole blocks. Best Practices' example (37 registers a
+    # thread, 1,280 a warp): 128-thread blocks 12, 320-thread blocks 4 (dividing the whole file would give 5).
+    assert 65_536 // (10 * 1280) == 5 and 4 * (16_384 // 1280) // 10 == 4
+    assert mk.occupancy_limits(H100, 320, mk.block_registers(320, 37), 1024)["registers"] == 4
+    assert mk.occupancy_limits(H100, 128, mk.block_registers(128, 37), 1024)["registers"] == 12
+    for threads, regs, blocks in ((256, 64, 4), (256, 65, 3), (256, 32, 8), (32, 32, 64)):
+        assert mk.occupancy_limits(H100, threads, mk.block_registers(threads, regs), 1)["registers"] == blocks
+    assert mk.occupancy_limits(H100, 1024, mk.block_registers(1024, 72), 1024)["registers"] == 0  # 7 warps a quarter
+
+
+def test_partial_warps_take_a_whole_warp_slot_and_blocks_stop_at_1024_threads():
+    assert mk.occupancy_limits(H100, 100, 4 * 256, 1024)["warps"] == 16  # 4 warps a block; 2048 // 100 = 20
+    with pytest.raises(ValueError, match=r"^a block may have at most 1024 threads, got 2048$"):
+        mk.occupancy_limits(H100, 2048, 2048 * 32, 1024)
+
+
+def test_block_registers_round_per_warp_to_256_and_stop_at_255():
+    # CUDA C++ Best Practices Guide, "Calculating Occupancy": "register allocations are rounded up to the nearest
+    # 256 registers per warp"; its example kernel uses 37 registers a thread: 37 x 32 = 1,184 -> 1,280 per warp.
+    assert mk.block_registers(128, 37) == 4 * 1280
+    assert mk.block_registers(320, 37) == 10 * 1280
+    assert mk.block_registers(256, 64) == 256 * 64  # 2,048 a warp is already a multiple of 256
+    assert mk.block_registers(100, 8) == 4 * 256  # a partial warp still takes a whole warp's registers
+    with pytest.raises(ValueError, match=r"^a thread may use at most 255 registers, got 256$"):
+        mk.block_registers(128, 256)
+
+
+def test_block_shared_bytes_caps_static_at_48_kb_and_a_block_at_227_kb():
+    # CUDA C++ Programming Guide, cc 9.0 Shared Memory: over 48 KB per block needs dynamic shared memory and the
+    # cudaFuncAttributeMaxDynamicSharedMemorySize opt-in; one block addresses up to 227 KB.
+    assert mk.block_shared_bytes(H100, 48 * 1024) == (49_152, False)
+    assert mk.block_shared_bytes(H100, 0, 48 * 1024 + 1) == (49_153, True)
+    assert mk.block_shared_bytes(H100, 16 * 1024, 211 * 1024) == (227 * 1024, True)
+    with pytest.raises(ValueError, match=r"^static shared memory is capped at 49152 B a block, got 49153"):
+        mk.block_shared_bytes(H100, 48 * 1024 + 1)
+    with pytest.raises(ValueError, match=r"^one block may address at most 232448 B of shared memory on h100-sxm"):
+        mk.block_shared_bytes(H100, 0, 227 * 1024 + 1)
+
+
 def test_accumulator_registers_must_split_evenly():
     with pytest.raises(ValueError, match=r"^rows \* \(block_n \+ head_dim\) = 3 must split evenly over threads = 2$"):
         mk.accumulator_registers(1, 1, 2, 2)
