@@ -50,7 +50,7 @@ def test_mistral_ring():
     assert chapter_outputs.glued(NB, "skv_ring_8192") == "768"
     assert chapter_outputs.glued(NB, "skv_ring_8192_x") == "3"
     assert chapter_outputs.glued(NB, "skv_ring_512_cap") == "513"
-    assert chapter_outputs.glued(NB, "skv_ring_4096") == str(math.ceil((4096 + W - 1) / B))
+    assert chapter_outputs.glued(NB, "skv_ring_cw") == str(math.ceil((4096 + W - 1) / B))
 
 
 def test_prose_cites_and_links():
