@@ -207,16 +207,8 @@ def occupancy_limits(gpu, threads, registers, shared_bytes) -> dict:
 
 
 def blocks_per_sm(gpu, threads, registers, shared_bytes) -> int:
-    """Thread blocks one SM holds at once: the tightest of its registers, shared memory, warps and block slots.
-
-    Parameters
-    ----------
-    gpu : Accelerator
-        A record with ``registers_per_sm``, ``shared_bytes_per_sm``, ``max_warps_per_sm`` and
-        ``max_blocks_per_sm``.
-    threads, registers, shared_bytes : int
-        One block's threads, 32-bit registers (all its threads together) and shared memory.
-    """
+    """Thread blocks one SM holds at once: the tightest of its registers, shared memory, warps and block slots
+    (the parameters are :func:`occupancy_limits`'s; a block that fits on none of them raises ``ValueError``)."""
     limits = occupancy_limits(gpu, threads, registers, shared_bytes)
     fit = min(limits.values())
     if fit == 0:
