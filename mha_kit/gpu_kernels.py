@@ -10,6 +10,8 @@ Book: chapter "Attention kernels on the GPU".
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .config import check_positive_int
@@ -159,9 +161,10 @@ def block_shared_bytes(gpu, static_bytes, dynamic_bytes=0):
     """
     if gpu.shared_bytes_per_sm is None:
         raise ValueError(f"{gpu.name} has no shared memory per SM recorded")
-    static_bytes, dynamic_bytes = (int(v) for v in (static_bytes, dynamic_bytes))
-    if static_bytes < 0 or dynamic_bytes < 0:
-        raise ValueError(f"shared-memory bytes must be non-negative, got {static_bytes} and {dynamic_bytes}")
+    for name, value in (("static_bytes", static_bytes), ("dynamic_bytes", dynamic_bytes)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    static_bytes, dynamic_bytes = int(static_bytes), int(dynamic_bytes)
     if static_bytes > STATIC_SHARED_LIMIT:
         raise ValueError(f"static shared memory is capped at {STATIC_SHARED_LIMIT} B a block, got {static_bytes}: "
                          "use dynamic shared memory and cudaFuncAttributeMaxDynamicSharedMemorySize")

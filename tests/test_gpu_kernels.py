@@ -79,7 +79,6 @@ def test_registers_are_allocated_per_sub_partition():
     # cuda_occupancy.h, cudaOccMaxBlocksPerSMRegsLimit: warps per sub-partition = (registers per SM / 4) //
     # registers per warp, times 4 sub-partitions, then whole blocks. Best Practices' example (37 registers a
     # thread, 1,280 a warp): 128-thread blocks 12, 320-thread blocks 4 (dividing the whole file would give 5).
-    assert 65_536 // (10 * 1280) == 5 and 4 * (16_384 // 1280) // 10 == 4
     assert mk.occupancy_limits(H100, 320, mk.block_registers(320, 37), 1024)["registers"] == 4
     assert mk.occupancy_limits(H100, 128, mk.block_registers(128, 37), 1024)["registers"] == 12
     for threads, regs, blocks in ((256, 64, 4), (256, 65, 3), (256, 32, 8), (32, 32, 64)):
@@ -114,6 +113,8 @@ def test_block_shared_bytes_caps_static_at_48_kb_and_a_block_at_227_kb():
         mk.block_shared_bytes(H100, 48 * 1024 + 1)
     with pytest.raises(ValueError, match=r"^one block may address at most 232448 B of shared memory on h100-sxm"):
         mk.block_shared_bytes(H100, 0, 227 * 1024 + 1)
+    with pytest.raises(ValueError, match=r"^static_bytes must be a non-negative integer, got 1024.5$"):
+        mk.block_shared_bytes(H100, 1024.5)  # not truncated to 1024
 
 
 def test_accumulator_registers_must_split_evenly():
